@@ -1,0 +1,410 @@
+//! The two handles on an archive.
+
+#[cfg(not(target_arch = "wasm32"))]
+use std::path::{Path, PathBuf};
+
+use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+
+use super::{pragmas, sniff_bytes, CATALOG_TABLES, HEADER_BYTES};
+use crate::error::{Error, NotArchive, Result, SqlContext};
+
+/// A read-only handle. It never writes to the archive or its sidecars'
+/// contents, reads a file another process is writing, and answers every
+/// question from one snapshot (see [`crate::read`]).
+pub struct Archive {
+    pub(crate) conn: Connection,
+    pub(crate) file: String,
+    #[cfg(not(target_arch = "wasm32"))]
+    path: Option<PathBuf>,
+}
+
+impl std::fmt::Debug for Archive {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Archive").field("file", &self.file).finish()
+    }
+}
+
+impl Archive {
+    /// Opens the archive at `path` for reading.
+    ///
+    /// The header is checked before SQLite sees the file. On read-only media
+    /// where SQLite cannot create its `-shm` index, the file is reopened with
+    /// `immutable=1`, unless a `-wal` sidecar exists: then the open is
+    /// refused, because an immutable open would skip the sidecar's commits.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn open(path: impl AsRef<Path>) -> Result<Archive> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        super::sniff(path)?.require_readable(&file)?;
+        let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags(path, flags).ctx(&file, "cannot open")?;
+        let archive = Archive {
+            conn,
+            file: file.clone(),
+            path: Some(path.to_path_buf()),
+        };
+        match archive.check_opened() {
+            Ok(()) => Ok(archive),
+            Err(Error::Sqlite { source, .. }) if needs_immutable(&source) => {
+                drop(archive);
+                let sidecar = sidecar_path(path, "-wal");
+                if std::fs::metadata(&sidecar).map(|m| m.len() > 0).unwrap_or(false) {
+                    return Err(Error::ReadOnly {
+                        file,
+                        cause: crate::error::ReadOnly::SidecarOnReadOnlyMedia,
+                    });
+                }
+                let uri = format!("{}?immutable=1", file_uri(path));
+                let conn = Connection::open_with_flags(uri, flags)
+                    .ctx(&file, "cannot open read-only media")?;
+                let archive = Archive {
+                    conn,
+                    file,
+                    path: Some(path.to_path_buf()),
+                };
+                archive.check_opened()?;
+                Ok(archive)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Opens an archive held in memory, such as a file dropped into a web
+    /// page. `len` bytes are read from `bytes` straight into SQLite's own
+    /// buffer, so the archive exists once in memory, and the database is
+    /// opened read-only: nothing can write to it.
+    pub fn from_reader(name: &str, mut bytes: impl std::io::Read, len: usize) -> Result<Archive> {
+        let file = name.to_string();
+        let mut header = vec![0u8; HEADER_BYTES.min(len)];
+        bytes
+            .read_exact(&mut header)
+            .map_err(|e| Error::io(&file, "cannot read the header", e))?;
+        sniff_bytes(&header).require_readable(&file)?;
+        // An in-memory database has no sidecars: a header that says WAL
+        // (format bytes 18 and 19 = 2) would make SQLite look for them.
+        // The copy in memory is ours to mark as a rollback-journal file.
+        for at in [18, 19] {
+            if header[at] == 2 {
+                header[at] = 1;
+            }
+        }
+        let mut conn = Connection::open_in_memory().ctx(&file, "cannot open memory database")?;
+        let reader = std::io::Read::chain(&header[..], bytes);
+        conn.deserialize_read_exact(rusqlite::MAIN_DB, reader, len, true)
+            .ctx(&file, "cannot load the file into memory")?;
+        let archive = Archive {
+            conn,
+            file,
+            #[cfg(not(target_arch = "wasm32"))]
+            path: None,
+        };
+        archive.check_opened()?;
+        Ok(archive)
+    }
+
+    /// Opens an archive from bytes already in memory (copied once into SQLite).
+    pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<Archive> {
+        Archive::from_reader(name, bytes, bytes.len())
+    }
+
+    /// The name errors use for this archive: its path, or the name given to
+    /// [`Archive::from_bytes`].
+    pub fn file(&self) -> &str {
+        &self.file
+    }
+
+    /// Where the archive is on disk, when it is on disk.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// The size of the archive: the main file's length on disk (sidecars
+    /// not included), or the database size for an archive in memory.
+    pub fn file_bytes(&self) -> Result<u64> {
+        #[cfg(not(target_arch = "wasm32"))]
+        if let Some(path) = &self.path {
+            return std::fs::metadata(path)
+                .map(|m| m.len())
+                .map_err(|e| Error::io(&self.file, "cannot stat", e));
+        }
+        let (pages, page_size): (i64, i64) = self
+            .conn
+            .query_row(
+                "SELECT page_count, page_size FROM pragma_page_count, pragma_page_size",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ctx(&self.file, "cannot read the page count")?;
+        Ok((pages * page_size) as u64)
+    }
+
+    /// Runs `f` inside one read transaction, so every query it makes sees
+    /// the same committed state even while a writer commits (format §4.2).
+    /// Hold a snapshot for one answer: while it is held, checkpoints cannot
+    /// move the pages it can see.
+    pub fn read_snapshot<T>(&self, f: impl FnOnce(&Snapshot<'_>) -> Result<T>) -> Result<T> {
+        let tx = rusqlite::Transaction::new_unchecked(&self.conn, TransactionBehavior::Deferred)
+            .ctx(&self.file, "cannot begin a read snapshot")?;
+        let snapshot = Snapshot {
+            conn: &tx,
+            file: &self.file,
+        };
+        let out = f(&snapshot);
+        drop(tx);
+        out
+    }
+
+    /// Writes an exact, consistent copy of the archive to `dest` (which must
+    /// not exist). It reads through a live writer's `-wal` sidecar without
+    /// pausing it, unlike a plain file copy, which can miss recent commits.
+    #[cfg(not(target_arch = "wasm32"))]
+    pub fn vacuum_into(&self, dest: impl AsRef<Path>) -> Result<()> {
+        let dest = dest.as_ref();
+        let dest_str = dest
+            .to_str()
+            .ok_or_else(|| Error::Invalid {
+                file: self.file.clone(),
+                message: format!("destination {} is not valid UTF-8", dest.display()),
+            })?
+            .to_string();
+        if dest.exists() {
+            return Err(Error::Invalid {
+                file: self.file.clone(),
+                message: format!("destination {dest_str} already exists"),
+            });
+        }
+        self.conn
+            .execute("VACUUM INTO ?1", [&dest_str])
+            .ctx(&self.file, &format!("cannot copy into {dest_str}"))?;
+        Ok(())
+    }
+
+    /// Confirms, through SQLite this time, that the stamp is dendro's and
+    /// the catalog is present. Reading page 1 also surfaces a damaged file.
+    fn check_opened(&self) -> Result<()> {
+        let file = &self.file;
+        let (app, version): (i64, i64) = self
+            .conn
+            .query_row(
+                "SELECT application_id, user_version FROM pragma_application_id, pragma_user_version",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .map_err(|e| classify_open_error(file, e))?;
+        let mut header = [0u8; HEADER_BYTES];
+        header[..16].copy_from_slice(super::SQLITE_MAGIC);
+        header[60..64].copy_from_slice(&(version as u32).to_be_bytes());
+        header[68..72].copy_from_slice(&(app as u32).to_be_bytes());
+        sniff_bytes(&header).require_readable(file)?;
+        let present: Vec<String> = {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
+                .map_err(|e| classify_open_error(file, e))?;
+            let names = stmt
+                .query_map([], |r| r.get(0))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+                .map_err(|e| classify_open_error(file, e))?;
+            names
+        };
+        if CATALOG_TABLES
+            .iter()
+            .any(|t| !present.iter().any(|p| p == t))
+        {
+            return Err(Error::NotAnArchive {
+                file: file.clone(),
+                cause: NotArchive::NoCatalog,
+            });
+        }
+        pragmas::apply_reader(&self.conn, file)
+    }
+}
+
+/// Errors from the first reads are about the file, not about a query.
+fn classify_open_error(file: &str, e: rusqlite::Error) -> Error {
+    Error::sqlite(file, "cannot read the archive", e)
+}
+
+/// SQLite could not set up WAL shared memory: the medium is read-only.
+#[cfg(not(target_arch = "wasm32"))]
+fn needs_immutable(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode;
+    matches!(
+        e.sqlite_error_code(),
+        Some(ErrorCode::CannotOpen) | Some(ErrorCode::ReadOnly)
+    )
+}
+
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn sidecar_path(path: &Path, suffix: &str) -> PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    PathBuf::from(name)
+}
+
+/// A `file:` URI for `path`, percent-encoding what a URI would misread.
+#[cfg(not(target_arch = "wasm32"))]
+fn file_uri(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let mut uri = String::from("file:");
+    for byte in absolute.to_string_lossy().bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
+                uri.push(byte as char)
+            }
+            other => uri.push_str(&format!("%{other:02X}")),
+        }
+    }
+    uri
+}
+
+/// One read transaction: every query through it sees the same state.
+pub struct Snapshot<'a> {
+    pub(crate) conn: &'a Connection,
+    pub(crate) file: &'a str,
+}
+
+impl Snapshot<'_> {
+    /// The file this snapshot reads.
+    pub fn file(&self) -> &str {
+        self.file
+    }
+}
+
+/// The write handle: holds the file exclusively (SQLite's exclusive locking
+/// mode), so nothing else can write behind its back and a second handle, or
+/// a streaming writer, is refused as [`Error::InUse`].
+#[cfg(feature = "write")]
+pub struct ArchiveMut {
+    archive: Archive,
+}
+
+#[cfg(feature = "write")]
+impl std::ops::Deref for ArchiveMut {
+    type Target = Archive;
+    fn deref(&self) -> &Archive {
+        &self.archive
+    }
+}
+
+#[cfg(feature = "write")]
+impl ArchiveMut {
+    /// Creates a new archive at `path`, which must not exist or be empty.
+    /// On return the main file alone is a valid, empty archive.
+    pub fn create(path: impl AsRef<Path>) -> Result<ArchiveMut> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        create_file(path)?;
+        ArchiveMut::take(path, file)
+    }
+
+    /// Opens an existing archive for catalog writes, taking it exclusively.
+    /// This is also the recovery open: when it closes, SQLite folds a
+    /// crashed writer's `-wal` sidecar into the main file.
+    pub fn open(path: impl AsRef<Path>) -> Result<ArchiveMut> {
+        let path = path.as_ref();
+        let file = path.display().to_string();
+        super::sniff(path)?.require_readable(&file)?;
+        ArchiveMut::take(path, file)
+    }
+
+    fn take(path: &Path, file: String) -> Result<ArchiveMut> {
+        let conn = open_writable(path, &file)?;
+        conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE;")
+            .ctx(&file, "cannot set exclusive locking")?;
+        // The exclusive lock is taken by the first write transaction and
+        // then held until the connection closes.
+        conn.execute_batch("BEGIN IMMEDIATE; COMMIT;")
+            .map_err(|e| Error::sqlite(&file, "cannot lock the archive", e))?;
+        let archive = Archive {
+            conn,
+            file,
+            path: Some(path.to_path_buf()),
+        };
+        archive.check_opened()?;
+        // check_opened applied reader settings; this handle writes.
+        archive
+            .conn
+            .execute_batch("PRAGMA query_only = OFF;")
+            .ctx(&archive.file, "cannot configure the write connection")?;
+        pragmas::apply_writer(&archive.conn, &archive.file)?;
+        Ok(ArchiveMut { archive })
+    }
+
+    /// Begins a catalog write. Nothing is visible to readers until
+    /// [`super::Transaction::commit`].
+    pub fn transaction(&mut self) -> Result<super::Transaction<'_>> {
+        super::Transaction::begin(&self.archive.conn, &self.archive.file)
+    }
+}
+
+/// Opens a read-write connection after checking the medium can be written,
+/// so read-only media is refused by name rather than by a SQLite code.
+#[cfg(feature = "write")]
+pub(crate) fn open_writable(path: &Path, file: &str) -> Result<Connection> {
+    if let Err(e) = std::fs::OpenOptions::new().write(true).open(path) {
+        return Err(match e.kind() {
+            std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
+                Error::ReadOnly {
+                    file: file.to_string(),
+                    cause: crate::error::ReadOnly::Media,
+                }
+            }
+            _ => Error::io(file, "cannot open for writing", e),
+        });
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let conn = Connection::open_with_flags(path, flags).ctx(file, "cannot open for writing")?;
+    conn.busy_timeout(std::time::Duration::ZERO)
+        .ctx(file, "cannot set the busy timeout")?;
+    Ok(conn)
+}
+
+/// Lays down a new archive: geometry, stamps, catalog, then a checkpoint so
+/// the main file alone holds all of it.
+#[cfg(feature = "write")]
+pub(crate) fn create_file(path: &Path) -> Result<()> {
+    let file = path.display().to_string();
+    if std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false) {
+        return Err(Error::Invalid {
+            file,
+            message: "cannot create an archive over an existing file".into(),
+        });
+    }
+    let conn = Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+    )
+    .map_err(|e| match e.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::CannotOpen) | Some(rusqlite::ErrorCode::ReadOnly) => {
+            Error::ReadOnly {
+                file: file.clone(),
+                cause: crate::error::ReadOnly::Media,
+            }
+        }
+        _ => Error::sqlite(&file, "cannot create", e),
+    })?;
+    // page_size and auto_vacuum take effect only before the first table.
+    conn.execute_batch(&format!(
+        "PRAGMA page_size = {page};
+         PRAGMA auto_vacuum = INCREMENTAL;
+         PRAGMA journal_mode = WAL;
+         PRAGMA synchronous = FULL;
+         BEGIN;
+         PRAGMA application_id = {app};
+         PRAGMA user_version = {version};
+         {schema}
+         COMMIT;",
+        page = super::PAGE_SIZE,
+        app = super::APPLICATION_ID as i32,
+        version = super::SCHEMA_VERSION,
+        schema = super::SCHEMA_SQL,
+    ))
+    .ctx(&file, "cannot lay down the catalog")?;
+    conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+        .ctx(&file, "cannot checkpoint the new catalog")?;
+    Ok(())
+}

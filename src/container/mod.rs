@@ -1,0 +1,30 @@
+//! The SQLite file: recognising it, creating it, opening it for reading or
+//! writing, and the per-connection settings (format §2).
+//!
+//! Two handles, by design: [`Archive`] reads and can never write, and
+//! [`ArchiveMut`] (feature `write`) holds the file exclusively for catalog
+//! writes. The streaming writer opens its own connection (see `write`).
+
+mod handle;
+pub mod pragmas;
+mod schema;
+mod sniff;
+#[cfg(feature = "write")]
+mod transaction;
+
+pub use handle::{Archive, Snapshot};
+#[cfg(feature = "write")]
+pub use handle::ArchiveMut;
+pub use schema::{CATALOG_TABLES, SCHEMA_SQL};
+#[cfg(not(target_arch = "wasm32"))]
+pub use sniff::sniff;
+pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};
+#[cfg(feature = "write")]
+pub use transaction::Transaction;
+
+/// `application_id` of every archive: the ASCII bytes `dend`.
+pub const APPLICATION_ID: u32 = 0x6465_6e64;
+/// The catalog schema version this build reads and writes (`user_version`).
+pub const SCHEMA_VERSION: u32 = 4;
+/// Page size fixed at creation; the cheapest per-append sidecar traffic.
+pub const PAGE_SIZE: u32 = 4096;

@@ -1,0 +1,167 @@
+//! Recognising an archive by the first 100 bytes of the file (format §2).
+//!
+//! Nothing here opens SQLite: the header stamp is the identity, so a file is
+//! classified before a single pragma could touch it.
+
+use super::{APPLICATION_ID, SCHEMA_VERSION};
+use crate::error::{Error, NotArchive, Result};
+
+/// The SQLite header's first sixteen bytes.
+pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
+/// How many bytes of the file a sniff reads.
+pub const HEADER_BYTES: usize = 100;
+
+/// What a file is, judged from its header alone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FileKind {
+    /// Stamped with dendro's application id. `version` is the header's
+    /// `user_version`, which this build may or may not read.
+    Archive {
+        /// The schema version in the header.
+        version: u32,
+    },
+    /// Anything else, and why.
+    NotAnArchive(NotArchive),
+}
+
+impl FileKind {
+    /// Whether this build can open the file.
+    pub fn is_readable(&self) -> bool {
+        matches!(self, FileKind::Archive { version } if *version == SCHEMA_VERSION)
+    }
+
+    /// Turns a classification into the error an open returns, or `Ok` when the
+    /// header is one this build reads.
+    pub fn require_readable(&self, file: &str) -> Result<()> {
+        match self {
+            FileKind::Archive { version } if *version == SCHEMA_VERSION => Ok(()),
+            FileKind::Archive { version } => Err(Error::UnsupportedSchema {
+                file: file.to_string(),
+                version: *version,
+            }),
+            FileKind::NotAnArchive(cause) => Err(Error::NotAnArchive {
+                file: file.to_string(),
+                cause: cause.clone(),
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for FileKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            FileKind::Archive { version } if *version == SCHEMA_VERSION => {
+                write!(f, "a dendro archive, schema version {version}")
+            }
+            FileKind::Archive { version } => write!(
+                f,
+                "a dendro archive of schema version {version}, which this build does not read"
+            ),
+            FileKind::NotAnArchive(cause) => write!(f, "not a dendro archive: {cause}"),
+        }
+    }
+}
+
+fn be_u32(bytes: &[u8], at: usize) -> u32 {
+    let mut word = [0u8; 4];
+    word.copy_from_slice(&bytes[at..at + 4]);
+    u32::from_be_bytes(word)
+}
+
+/// Classifies a file from its leading bytes (at least the first 100 for a
+/// verdict other than "too short"). `total_len` is the file's full length.
+pub fn sniff_bytes(bytes: &[u8]) -> FileKind {
+    let kind = |cause| FileKind::NotAnArchive(cause);
+    if bytes.is_empty() {
+        return kind(NotArchive::Empty);
+    }
+    let magic_len = bytes.len().min(SQLITE_MAGIC.len());
+    if bytes[..magic_len] != SQLITE_MAGIC[..magic_len] {
+        return kind(NotArchive::NotSqlite);
+    }
+    if bytes.len() < HEADER_BYTES {
+        return kind(NotArchive::TooShort(bytes.len() as u64));
+    }
+    match be_u32(bytes, 68) {
+        APPLICATION_ID => FileKind::Archive {
+            version: be_u32(bytes, 60),
+        },
+        0 => kind(NotArchive::UnstampedSqlite),
+        other => kind(NotArchive::ForeignApplication(other)),
+    }
+}
+
+/// Classifies the file at `path` by reading its first 100 bytes.
+#[cfg(not(target_arch = "wasm32"))]
+pub fn sniff(path: impl AsRef<std::path::Path>) -> Result<FileKind> {
+    use std::io::Read;
+    let path = path.as_ref();
+    let file = path.display().to_string();
+    let mut handle = std::fs::File::open(path).map_err(|e| Error::io(&file, "cannot open", e))?;
+    let mut header = Vec::with_capacity(HEADER_BYTES);
+    handle
+        .by_ref()
+        .take(HEADER_BYTES as u64)
+        .read_to_end(&mut header)
+        .map_err(|e| Error::io(&file, "cannot read the header", e))?;
+    Ok(sniff_bytes(&header))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn header(app: u32, version: u32) -> Vec<u8> {
+        let mut h = vec![0u8; HEADER_BYTES];
+        h[..16].copy_from_slice(SQLITE_MAGIC);
+        h[60..64].copy_from_slice(&version.to_be_bytes());
+        h[68..72].copy_from_slice(&app.to_be_bytes());
+        h
+    }
+
+    #[test]
+    fn the_stamp_and_version_are_read_big_endian() {
+        assert_eq!(
+            sniff_bytes(&header(0x6465_6e64, 4)),
+            FileKind::Archive { version: 4 }
+        );
+        assert_eq!(
+            sniff_bytes(&header(0x6465_6e64, 5)),
+            FileKind::Archive { version: 5 }
+        );
+        assert!(!sniff_bytes(&header(0x6465_6e64, 5)).is_readable());
+    }
+
+    #[test]
+    fn application_id_zero_is_plain_sqlite_not_an_archive() {
+        assert_eq!(
+            sniff_bytes(&header(0, 4)),
+            FileKind::NotAnArchive(NotArchive::UnstampedSqlite)
+        );
+    }
+
+    #[test]
+    fn another_applications_id_is_named() {
+        assert_eq!(
+            sniff_bytes(&header(0x1234_5678, 4)),
+            FileKind::NotAnArchive(NotArchive::ForeignApplication(0x1234_5678))
+        );
+    }
+
+    #[test]
+    fn short_empty_and_foreign_files_are_refused() {
+        assert_eq!(sniff_bytes(b""), FileKind::NotAnArchive(NotArchive::Empty));
+        assert_eq!(
+            sniff_bytes(&header(0x6465_6e64, 4)[..64]),
+            FileKind::NotAnArchive(NotArchive::TooShort(64))
+        );
+        assert_eq!(
+            sniff_bytes(b"hello, world"),
+            FileKind::NotAnArchive(NotArchive::NotSqlite)
+        );
+        assert_eq!(
+            sniff_bytes(b"SQL"),
+            FileKind::NotAnArchive(NotArchive::TooShort(3))
+        );
+    }
+}

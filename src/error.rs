@@ -1,0 +1,282 @@
+//! One error type for the whole crate. Every variant that a user can meet
+//! names the file it is about and the cause, so a message printed on its own
+//! is enough to act on.
+
+use std::fmt;
+
+/// The crate's result type.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a file is not an archive, as far as its first bytes and its catalog tell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NotArchive {
+    /// A file of zero bytes.
+    Empty,
+    /// Shorter than the 100-byte SQLite header.
+    TooShort(u64),
+    /// The SQLite magic is missing.
+    NotSqlite,
+    /// SQLite with `application_id` 0: an ordinary database, or a `.rez`
+    /// recording from before dendro.
+    UnstampedSqlite,
+    /// SQLite stamped by another application.
+    ForeignApplication(u32),
+    /// Stamped as an archive but holding no catalog tables: typically a copy
+    /// of the main file taken before creation had checkpointed.
+    NoCatalog,
+}
+
+impl fmt::Display for NotArchive {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NotArchive::Empty => write!(f, "the file is empty"),
+            NotArchive::TooShort(n) => {
+                write!(f, "the file is {n} bytes, shorter than a SQLite header")
+            }
+            NotArchive::NotSqlite => write!(f, "not a SQLite database"),
+            NotArchive::UnstampedSqlite => write!(
+                f,
+                "a SQLite database without dendro's header stamp (application_id 0); \
+                 a `.rez` recording from before dendro is upgraded by rezolus"
+            ),
+            NotArchive::ForeignApplication(id) => write!(
+                f,
+                "a SQLite database of another application (application_id {id:#010x})"
+            ),
+            NotArchive::NoCatalog => write!(
+                f,
+                "stamped as an archive but it holds no catalog; a copy of the main file \
+                 taken before the archive's creation was checkpointed looks like this"
+            ),
+        }
+    }
+}
+
+/// Why a handle that must write cannot.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadOnly {
+    /// The file or its directory cannot be written (read-only media, permissions).
+    Media,
+    /// The medium is read-only and a `-wal` sidecar holds commits that a
+    /// sidecar-less (`immutable`) open would silently skip.
+    SidecarOnReadOnlyMedia,
+}
+
+impl fmt::Display for ReadOnly {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadOnly::Media => write!(f, "the file is on read-only media or not writable"),
+            ReadOnly::SidecarOnReadOnlyMedia => write!(
+                f,
+                "the file is on read-only media and has a -wal sidecar; reading it without \
+                 the sidecar would miss committed rows, so it is refused"
+            ),
+        }
+    }
+}
+
+/// Everything that can go wrong, each naming the file.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The file is not a dendro archive.
+    #[error("{file}: not a dendro archive: {cause}")]
+    NotAnArchive {
+        /// The file.
+        file: String,
+        /// What it is instead.
+        cause: NotArchive,
+    },
+    /// A dendro archive of a schema version this build does not read.
+    #[error(
+        "{file}: unsupported archive schema version {version}: this build reads and writes v{}",
+        crate::container::SCHEMA_VERSION
+    )]
+    UnsupportedSchema {
+        /// The file.
+        file: String,
+        /// The `user_version` the header carries.
+        version: u32,
+    },
+    /// Another handle holds the file for writing.
+    #[error("{file}: in use: another process or handle has it open for writing")]
+    InUse {
+        /// The file.
+        file: String,
+    },
+    /// The file cannot be written, or cannot be read safely without writing.
+    #[error("{file}: {cause}")]
+    ReadOnly {
+        /// The file.
+        file: String,
+        /// Which read-only condition.
+        cause: ReadOnly,
+    },
+    /// A timestamp would go backwards across a writer session.
+    #[error(
+        "{file}: timeline goes backwards for source {source_id}: {ts} is not later than \
+         the source's newest row {newest}"
+    )]
+    TimelineBackwards {
+        /// The file.
+        file: String,
+        /// The source.
+        source_id: i64,
+        /// The offending timestamp.
+        ts: i64,
+        /// The newest timestamp the source already holds.
+        newest: i64,
+    },
+    /// SQLite reported that the file is damaged.
+    #[error("{file}: the archive is corrupt: {detail}")]
+    Corrupt {
+        /// The file.
+        file: String,
+        /// What SQLite or the reader found.
+        detail: String,
+    },
+    /// The archive was written by a different encoder version than the caller's.
+    #[error(
+        "{file}: source {source_id} was written by encoder {archive:?}, but this reader's \
+         encoder is {ours:?}; its rows would be misread"
+    )]
+    EncoderMismatch {
+        /// The file.
+        file: String,
+        /// The source.
+        source_id: i64,
+        /// The `encoder` metadata key.
+        archive: String,
+        /// What the caller's encoder reports.
+        ours: String,
+    },
+    /// The caller's encoder failed or answered something that contradicts its input.
+    #[error("{file}: encoder failed on stream {stream:?}: {message}")]
+    Encoder {
+        /// The file.
+        file: String,
+        /// The stream being encoded.
+        stream: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// One segment's bytes could not be decoded as Parquet.
+    #[error("{file}: segment {seq} of stream {stream:?} (source {source_id}) is unreadable: {cause}")]
+    Segment {
+        /// The file.
+        file: String,
+        /// The source.
+        source_id: i64,
+        /// The stream.
+        stream: String,
+        /// The segment's seq.
+        seq: i64,
+        /// What the decoder said.
+        cause: String,
+    },
+    /// A source, stream or segment the caller named does not exist.
+    #[error("{file}: {what} not found")]
+    NotFound {
+        /// The file.
+        file: String,
+        /// What was asked for.
+        what: String,
+    },
+    /// The caller passed something the archive cannot hold.
+    #[error("{file}: {message}")]
+    Invalid {
+        /// The file.
+        file: String,
+        /// What was wrong with the argument.
+        message: String,
+    },
+    /// A SQLite call failed for a reason that is not corruption.
+    #[error("{file}: {context}: {source}")]
+    Sqlite {
+        /// The file.
+        file: String,
+        /// What dendro was doing.
+        context: String,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// An operating-system I/O call failed.
+    #[error("{file}: {context}: {source}")]
+    Io {
+        /// The file.
+        file: String,
+        /// What dendro was doing.
+        context: String,
+        /// The OS error.
+        source: std::io::Error,
+    },
+    /// The writer thread stopped; the message says why.
+    #[error("{file}: the writer stopped: {message}")]
+    WriterStopped {
+        /// The file.
+        file: String,
+        /// Why.
+        message: String,
+    },
+}
+
+impl Error {
+    /// A stable machine-readable name for the kind of error, as used by the
+    /// CLI's JSON output and the wasm API's `kind` property.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::NotAnArchive { .. } => "NotAnArchive",
+            Error::UnsupportedSchema { .. } => "UnsupportedSchema",
+            Error::InUse { .. } => "InUse",
+            Error::ReadOnly { .. } => "ReadOnly",
+            Error::TimelineBackwards { .. } => "TimelineBackwards",
+            Error::Corrupt { .. } => "Corrupt",
+            Error::EncoderMismatch { .. } => "EncoderMismatch",
+            Error::Encoder { .. } => "Encoder",
+            Error::Segment { .. } => "Segment",
+            Error::NotFound { .. } => "NotFound",
+            Error::Invalid { .. } => "Invalid",
+            Error::Sqlite { .. } => "Sqlite",
+            Error::Io { .. } => "Io",
+            Error::WriterStopped { .. } => "WriterStopped",
+        }
+    }
+
+    /// Wraps a SQLite error, turning corruption and lock contention into
+    /// their own variants so a caller can match on them.
+    pub(crate) fn sqlite(file: &str, context: &str, err: rusqlite::Error) -> Error {
+        use rusqlite::ErrorCode;
+        match err.sqlite_error_code() {
+            Some(ErrorCode::DatabaseCorrupt) | Some(ErrorCode::NotADatabase) => Error::Corrupt {
+                file: file.to_string(),
+                detail: format!("{context}: {err}"),
+            },
+            Some(ErrorCode::DatabaseBusy) | Some(ErrorCode::DatabaseLocked) => Error::InUse {
+                file: file.to_string(),
+            },
+            _ => Error::Sqlite {
+                file: file.to_string(),
+                context: context.to_string(),
+                source: err,
+            },
+        }
+    }
+
+    pub(crate) fn io(file: &str, context: &str, err: std::io::Error) -> Error {
+        Error::Io {
+            file: file.to_string(),
+            context: context.to_string(),
+            source: err,
+        }
+    }
+}
+
+/// Attaches the file name and a context to SQLite results.
+pub(crate) trait SqlContext<T> {
+    fn ctx(self, file: &str, context: &str) -> Result<T>;
+}
+
+impl<T> SqlContext<T> for std::result::Result<T, rusqlite::Error> {
+    fn ctx(self, file: &str, context: &str) -> Result<T> {
+        self.map_err(|e| Error::sqlite(file, context, e))
+    }
+}

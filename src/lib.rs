@@ -1,0 +1,34 @@
+//! dendro: a segmented-Parquet archive with a write-ahead log, in one
+//! SQLite file.
+//!
+//! Rows land in a durable, readable WAL table; a stream's rows are sealed
+//! into immutable Parquet segments stored as BLOBs; a reader sees the
+//! sealed segments plus the live tail while a writer keeps writing from
+//! another process. The file format is described in `FORMAT.md`.
+//!
+//! The map:
+//! - [`container`]: the SQLite file, its stamps, the read and write handles.
+//! - [`catalog`]: typed reads of the five tables, and the live-WAL rule.
+//! - [`segment`]: the encoder boundary and Parquet settings.
+//! - [`read`]: describing an archive and reading streams.
+//! - [`verify`]: the soundness check.
+//! - [`keys`]: reserved metadata keys.
+//!
+//! With the default `write` feature off, the crate is a reader with no
+//! thread and no writer code, which is what compiles to wasm32.
+#![warn(missing_docs)]
+
+pub mod catalog;
+pub mod container;
+pub mod error;
+pub mod keys;
+pub mod read;
+pub mod segment;
+pub mod verify;
+
+pub use catalog::{CallerRow, ClockOffset, Labels, SegmentRecord, SourceRecord, Span, WalRow};
+pub use container::Archive;
+#[cfg(feature = "write")]
+pub use container::{ArchiveMut, Transaction};
+pub use error::{Error, NotArchive, ReadOnly, Result};
+pub use segment::{Segment, SegmentEncoder};

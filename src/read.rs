@@ -1,0 +1,392 @@
+//! The read path (format §4): describing an archive and reading its
+//! streams, each answer from one snapshot.
+//!
+//! Nothing here writes and nothing here needs the caller's encoder except
+//! materializing a live tail; a reader without one reports the tail's span
+//! as data it did not read.
+
+use serde::Serialize;
+
+use crate::catalog::{Labels, SegmentRecord, SourceRecord, Span, WalRow};
+use crate::container::{Archive, Snapshot, SCHEMA_VERSION};
+use crate::error::{Error, Result};
+use crate::segment::{check_encoder, materialize, Segment, SegmentEncoder};
+
+/// What an archive holds, from the catalog alone (no segment is read).
+/// Serializes to the stable shape `dendro describe --json` prints.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Description {
+    /// Size of the main file (sidecars excluded).
+    pub file_bytes: u64,
+    /// The header's schema version.
+    pub schema_version: u32,
+    /// Sources by id.
+    pub sources: Vec<SourceDescription>,
+}
+
+/// One source and its streams.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SourceDescription {
+    /// File-local id.
+    pub id: i64,
+    /// Identity across files.
+    pub uuid: Option<String>,
+    /// The source's name.
+    pub labels: Labels,
+    /// Verbatim metadata.
+    pub metadata: Labels,
+    /// Cleanly finalized.
+    pub complete: bool,
+    /// The timeline's anchor.
+    pub clock_anchor_wall_ns: i64,
+    /// Streams by name.
+    pub streams: Vec<StreamDescription>,
+    /// Names that hold caller rows but are no stream of this source
+    /// (format §3.5): reachable by name only. Not part of the JSON shape.
+    #[serde(skip)]
+    pub caller_row_names: Vec<String>,
+}
+
+/// One stream: its sealed segments and its live tail.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StreamDescription {
+    /// The stream's name.
+    pub name: String,
+    /// Sealed segments by seq.
+    pub segments: Vec<SegmentDescription>,
+    /// Rows across the sealed segments.
+    pub sealed_rows: i64,
+    /// Live WAL rows past the watermark.
+    pub live_rows: i64,
+    /// `[first_ts, last_ts]` of the live rows.
+    pub live_span: Option<[i64; 2]>,
+    /// Caller rows stored under this stream's name.
+    pub caller_rows: i64,
+}
+
+/// One sealed segment, from the catalog.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SegmentDescription {
+    /// Order in the stream.
+    pub seq: i64,
+    /// Row count.
+    pub rows: i64,
+    /// First row's timestamp.
+    pub first_ts: i64,
+    /// Last row's timestamp.
+    pub last_ts: i64,
+    /// Payload length.
+    pub bytes: i64,
+    /// Whether a caller index is stored.
+    pub caller_index: bool,
+}
+
+impl StreamDescription {
+    /// Bytes of sealed payload.
+    pub fn sealed_bytes(&self) -> i64 {
+        self.segments.iter().map(|s| s.bytes).sum()
+    }
+
+    /// Oldest and newest timestamps, sealed and live together.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        let sealed = self
+            .segments
+            .iter()
+            .map(|s| (s.first_ts, s.last_ts))
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let live = self.live_span.map(|[a, b]| (a, b));
+        match (sealed, live) {
+            (Some(s), Some(l)) => Some((s.0.min(l.0), s.1.max(l.1))),
+            (s, l) => s.or(l),
+        }
+    }
+}
+
+impl SourceDescription {
+    /// Oldest and newest timestamps across the source's streams.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        self.streams
+            .iter()
+            .filter_map(StreamDescription::span)
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+    }
+
+    /// Bytes of sealed payload across the source's streams.
+    pub fn sealed_bytes(&self) -> i64 {
+        self.streams.iter().map(StreamDescription::sealed_bytes).sum()
+    }
+}
+
+impl Description {
+    /// Oldest and newest timestamps in the archive.
+    pub fn span(&self) -> Option<(i64, i64)> {
+        self.sources
+            .iter()
+            .filter_map(SourceDescription::span)
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+    }
+}
+
+impl Snapshot<'_> {
+    /// Answers every catalog question at once: sources, streams (the union
+    /// of segments and WAL), segments, live tails and caller-row counts.
+    /// Reads no segment payload.
+    pub fn describe(&self) -> Result<Vec<SourceDescription>> {
+        let sources = self.sources()?;
+        let segments = self.all_segments()?;
+        let live = self.all_live_spans()?;
+        let caller = self.caller_row_counts()?;
+        let mut out = Vec::with_capacity(sources.len());
+        for source in sources {
+            let mut names: Vec<&str> = segments
+                .iter()
+                .filter(|s| s.source_id == source.id)
+                .map(|s| s.stream.as_str())
+                .chain(live.iter().filter(|l| l.0 == source.id).map(|l| l.1.as_str()))
+                .collect();
+            names.sort_unstable();
+            names.dedup();
+            let caller_rows = |name: &str| {
+                caller
+                    .iter()
+                    .find(|(id, n, _)| *id == source.id && n == name)
+                    .map_or(0, |c| c.2)
+            };
+            let streams = names
+                .iter()
+                .map(|&name| {
+                    let sealed: Vec<SegmentDescription> = segments
+                        .iter()
+                        .filter(|s| s.source_id == source.id && s.stream == name)
+                        .map(|s| SegmentDescription {
+                            seq: s.seq,
+                            rows: s.rows,
+                            first_ts: s.first_ts,
+                            last_ts: s.last_ts,
+                            bytes: s.bytes,
+                            caller_index: s.caller_index,
+                        })
+                        .collect();
+                    let tail = live
+                        .iter()
+                        .find(|l| l.0 == source.id && l.1 == name)
+                        .map(|l| l.2);
+                    StreamDescription {
+                        name: name.to_string(),
+                        sealed_rows: sealed.iter().map(|s| s.rows).sum(),
+                        segments: sealed,
+                        live_rows: tail.map_or(0, |t| t.rows),
+                        live_span: tail.map(|t| [t.first_ts, t.last_ts]),
+                        caller_rows: caller_rows(name),
+                    }
+                })
+                .collect();
+            let caller_row_names = caller
+                .iter()
+                .filter(|(id, n, _)| *id == source.id && !names.contains(&n.as_str()))
+                .map(|c| c.1.clone())
+                .collect();
+            out.push(SourceDescription {
+                id: source.id,
+                uuid: source.uuid,
+                labels: source.labels,
+                metadata: source.metadata,
+                complete: source.complete,
+                clock_anchor_wall_ns: source.clock_anchor_wall_ns,
+                streams,
+                caller_row_names,
+            });
+        }
+        Ok(out)
+    }
+}
+
+/// Describes the archive: per source and per stream, counts, spans, bytes,
+/// and the file's own size, in one snapshot without reading a segment.
+pub fn describe(archive: &Archive) -> Result<Description> {
+    let sources = archive.read_snapshot(|s| s.describe())?;
+    Ok(Description {
+        file_bytes: archive.file_bytes()?,
+        schema_version: SCHEMA_VERSION,
+        sources,
+    })
+}
+
+/// The first sealed segment of a stream: enough to learn its schema
+/// without reading the rest. `None` when the stream has no segment.
+pub fn probe(archive: &Archive, source_id: i64, stream: &str) -> Result<Option<(SegmentRecord, Vec<u8>)>> {
+    archive.read_snapshot(|s| {
+        let Some(first) = s.segments(source_id, stream)?.into_iter().next() else {
+            return Ok(None);
+        };
+        let bytes = s.segment_bytes(source_id, stream, first.seq)?;
+        Ok(Some((first, bytes)))
+    })
+}
+
+/// The live tail of a stream as this reader sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tail {
+    /// The stream has no live rows.
+    Empty,
+    /// Materialized through the caller's encoder.
+    Materialized(Segment),
+    /// Rows are committed there but this reader has no encoder to read
+    /// them: data not read, never absence.
+    Unread(Span),
+}
+
+/// A stream's sealed segments (payloads fetched lazily) and its tail, all
+/// from one snapshot.
+#[derive(Debug, Clone)]
+pub struct StreamRead {
+    /// Sealed segments overlapping the request, in seq order.
+    pub segments: Vec<SegmentRecord>,
+    /// The live rows in the request's window.
+    pub tail: Tail,
+}
+
+/// Reads the part of a stream that overlaps `[from, to]`: the catalog
+/// entries of the sealed segments that reach into the window (fetch their
+/// bytes with [`segment_bytes`]) and the live rows in it, materialized when
+/// `encoder` is given. The segments are whole; trimming rows to the window
+/// is the caller's, since only it knows the columns.
+pub fn stream_range(
+    archive: &Archive,
+    source_id: i64,
+    stream: &str,
+    from: i64,
+    to: i64,
+    encoder: Option<&dyn SegmentEncoder>,
+) -> Result<StreamRead> {
+    archive.read_snapshot(|s| {
+        let source = s.source(source_id)?;
+        let segments = s.segments_overlapping(source_id, stream, from, to)?;
+        let tail = read_tail(s, &source, stream, from, to, encoder)?;
+        Ok(StreamRead { segments, tail })
+    })
+}
+
+fn read_tail(
+    s: &Snapshot<'_>,
+    source: &SourceRecord,
+    stream: &str,
+    from: i64,
+    to: i64,
+    encoder: Option<&dyn SegmentEncoder>,
+) -> Result<Tail> {
+    match encoder {
+        Some(encoder) => {
+            check_encoder(s.file(), source.id, &source.metadata, encoder)?;
+            let rows: Vec<WalRow> = s.live_wal_rows_between(source.id, stream, from, to)?;
+            Ok(match materialize(s.file(), encoder, stream, &rows)? {
+                Some(segment) => Tail::Materialized(segment),
+                None if rows.is_empty() => Tail::Empty,
+                None => Tail::Unread(span_of(&rows)),
+            })
+        }
+        None => {
+            let rows = s.live_wal_rows_between(source.id, stream, from, to)?;
+            Ok(if rows.is_empty() {
+                Tail::Empty
+            } else {
+                Tail::Unread(span_of(&rows))
+            })
+        }
+    }
+}
+
+fn span_of(rows: &[WalRow]) -> Span {
+    Span {
+        rows: rows.len() as i64,
+        first_ts: rows.first().map_or(0, |r| r.ts),
+        last_ts: rows.last().map_or(0, |r| r.ts),
+    }
+}
+
+/// Fetches one segment's payload (its own short snapshot: segments are
+/// immutable, so nothing is gained by holding one across fetches).
+pub fn segment_bytes(archive: &Archive, source_id: i64, stream: &str, seq: i64) -> Result<Vec<u8>> {
+    archive.read_snapshot(|s| s.segment_bytes(source_id, stream, seq))
+}
+
+/// Count and span of a stream's live rows: what a reader without the
+/// encoder must report as present but unread.
+pub fn live_wal_span(archive: &Archive, source_id: i64, stream: &str) -> Result<Option<Span>> {
+    archive.read_snapshot(|s| s.live_wal_span(source_id, stream))
+}
+
+/// Every stream of one source, fully read.
+#[derive(Debug, Clone)]
+pub struct SourceRead {
+    /// The source's catalog row.
+    pub source: SourceRecord,
+    /// Streams by name.
+    pub streams: Vec<StreamContents>,
+}
+
+/// A stream's segments, oldest first, with the live tail last.
+#[derive(Debug, Clone)]
+pub struct StreamContents {
+    /// The stream's name.
+    pub name: String,
+    /// Sealed segments in seq order, with their payloads.
+    pub sealed: Vec<(SegmentRecord, Vec<u8>)>,
+    /// The materialized live tail, if the stream has live rows.
+    pub tail: Option<Segment>,
+}
+
+/// Reads every stream of every source in one snapshot: sealed segments in
+/// seq order (gaps tolerated), then the live tail through `encoder`. The
+/// encoder is checked against each source's `encoder` key first.
+pub fn read_archive(archive: &Archive, encoder: &dyn SegmentEncoder) -> Result<Vec<SourceRead>> {
+    archive.read_snapshot(|s| {
+        let mut out = Vec::new();
+        for source in s.sources()? {
+            check_encoder(s.file(), source.id, &source.metadata, encoder)?;
+            let mut streams = Vec::new();
+            for name in s.streams(source.id)? {
+                let sealed = s
+                    .segments(source.id, &name)?
+                    .into_iter()
+                    .map(|seg| {
+                        let bytes = s.segment_bytes(source.id, &name, seg.seq)?;
+                        Ok((seg, bytes))
+                    })
+                    .collect::<Result<Vec<_>>>()?;
+                let rows = s.live_wal_rows(source.id, &name)?;
+                let tail = materialize(s.file(), encoder, &name, &rows)?;
+                streams.push(StreamContents { name, sealed, tail });
+            }
+            out.push(SourceRead { source, streams });
+        }
+        Ok(out)
+    })
+}
+
+/// The caller's index of every sealed segment of a stream, by seq, without
+/// reading payloads.
+pub fn caller_indexes(archive: &Archive, source_id: i64, stream: &str) -> Result<Vec<(i64, Option<Vec<u8>>)>> {
+    archive.read_snapshot(|s| s.caller_indexes(source_id, stream))
+}
+
+/// Caller rows under `name` in `[from, to]`, in `(ts, insertion)` order.
+pub fn caller_rows(archive: &Archive, source_id: i64, name: &str, from: i64, to: i64) -> Result<Vec<crate::catalog::CallerRow>> {
+    archive.read_snapshot(|s| s.caller_rows(source_id, name, from, to))
+}
+
+/// Decodes a segment, naming it in the error when it cannot be decoded.
+pub fn decode(
+    archive: &Archive,
+    record: &SegmentRecord,
+    bytes: Vec<u8>,
+    columns: Option<&[String]>,
+) -> Result<Vec<arrow_array::RecordBatch>> {
+    crate::segment::decode_segment(bytes, columns).map_err(|cause| Error::Segment {
+        file: archive.file().to_string(),
+        source_id: record.source_id,
+        stream: record.stream.clone(),
+        seq: record.seq,
+        cause,
+    })
+}

@@ -1,0 +1,183 @@
+// The contract between the viewer page and the engine worker.
+//
+// The engine (the dendro crate compiled to wasm32, running in a dedicated
+// Web Worker) answers these questions about archives it holds in memory.
+// Nanosecond timestamps exceed 2^53, so every timestamp is a `bigint`;
+// counts and byte sizes are plain numbers.
+
+/** Why the engine refused a file or a request. Machine-readable. */
+export type EngineErrorKind =
+  | "NotAnArchive" // not SQLite, or SQLite of another application, or no catalog
+  | "UnsupportedSchema" // a dendro archive of a schema version this build does not read
+  | "Corrupt" // SQLite or Parquet found damaged bytes
+  | "TooLarge" // the file does not fit the engine's memory
+  | "NotFound" // no such source, stream or segment
+  | "Segment" // one segment could not be decoded (the archive is otherwise usable)
+  | "Crashed" // the worker died; it was restarted
+  | "Internal";
+
+export interface EngineError {
+  kind: EngineErrorKind;
+  /** A sentence a person understands, naming the file and the cause. */
+  message: string;
+}
+
+export interface SegmentInfo {
+  seq: number;
+  rows: number;
+  first_ts: bigint;
+  last_ts: bigint;
+  /** Length of the Parquet payload in bytes. */
+  bytes: number;
+  /** Whether the writer stored a caller index beside this segment. */
+  caller_index: boolean;
+}
+
+export interface StreamInfo {
+  name: string;
+  /** Sealed segments in seq order (seqs may have gaps). */
+  segments: SegmentInfo[];
+  sealed_rows: number;
+  /** Rows in the live tail: committed, but readable only with the writer's encoder. */
+  live_rows: number;
+  live_span: [bigint, bigint] | null;
+  /** Rows in the caller_rows store under this stream's name. */
+  caller_rows: number;
+}
+
+export interface SourceInfo {
+  id: number;
+  uuid: string | null;
+  labels: Record<string, string>;
+  /** Verbatim strings; reserved keys (writer_sessions, events, producer_epochs) hold JSON text. */
+  metadata: Record<string, string>;
+  /** false: data after the last row may be missing. */
+  complete: boolean;
+  clock_anchor_wall_ns: bigint;
+  /** Streams ordered by name. A name used only in caller_rows is not a stream. */
+  streams: StreamInfo[];
+  /** Names in caller_rows that are not streams (reached by name only). */
+  caller_row_names: string[];
+}
+
+/** Same shape as `dendro describe --json`, plus caller_row_names. */
+export interface Description {
+  file_bytes: number;
+  schema_version: number;
+  sources: SourceInfo[];
+}
+
+export interface ColumnSchema {
+  name: string;
+  /** Arrow data type as Arrow prints it: "Int64", "Float64", "Utf8", "Timestamp(Nanosecond, None)", ... */
+  type: string;
+  nullable: boolean;
+  metadata: Record<string, string>;
+}
+
+export interface StreamSchema {
+  columns: ColumnSchema[];
+  /** The column rows are ordered by: "ts" if present, else the first timestamp or Int64 column. */
+  ts_column: string | null;
+}
+
+export type ColumnValues =
+  | Float64Array
+  | Float32Array
+  | BigInt64Array
+  | BigUint64Array
+  | Int32Array
+  | Uint32Array
+  | Int16Array
+  | Uint16Array
+  | Int8Array
+  | Uint8Array
+  /** Utf8/LargeUtf8 columns, one entry per row (null where null). */
+  | (string | null)[]
+  /** Boolean columns: 0 or 1 per row. */
+  | Uint8Array;
+
+export interface DecodedColumn {
+  name: string;
+  type: string;
+  /**
+   * The values. Types with no typed-array form (binary, lists, decimals,
+   * structs) arrive as display strings.
+   */
+  values: ColumnValues;
+  /** Present only when the column has nulls: 1 where the row is null. */
+  nulls?: Uint8Array;
+}
+
+export interface DecodedBatch {
+  rows: number;
+  columns: DecodedColumn[];
+}
+
+/**
+ * A time window reduced for plotting. When the window holds at most
+ * maxPoints rows, every row is returned (min == max). Otherwise each numeric
+ * column becomes a min/max envelope per time bucket, so a one-row spike is
+ * never lost.
+ */
+export interface RangeEnvelope {
+  /** Rows the window holds (sealed segments only). */
+  rows_in_window: number;
+  /** Segments fetched and decoded to answer. */
+  segments_read: number;
+  /** true when rows were bucketed, false when every row is here. */
+  reduced: boolean;
+  /** One timestamp per point: the bucket's start, or the row's own ts. */
+  ts: BigInt64Array;
+  /** Numeric columns only (ints, floats, booleans as 0/1). Non-finite or null rows are skipped. */
+  columns: { name: string; min: Float64Array; max: Float64Array }[];
+}
+
+export interface LiveTail {
+  rows: number;
+  first_ts: bigint | null;
+  last_ts: bigint | null;
+}
+
+export interface CallerRow {
+  ts: bigint;
+  blob: Uint8Array;
+}
+
+export interface VerifyProblem {
+  /** "integrity" | "dangling_reference" | "segment" | "unreachable_wal" | ... */
+  kind: string;
+  message: string;
+}
+
+export interface VerifyReport {
+  sound: boolean;
+  problems: VerifyProblem[];
+}
+
+/** One archive open in the engine. Every method runs in the worker. */
+export interface ArchiveHandle {
+  readonly name: string;
+  describe(): Promise<Description>;
+  schema(source: number, stream: string): Promise<StreamSchema>;
+  readSegment(source: number, stream: string, seq: number, columns?: string[]): Promise<DecodedBatch>;
+  readRange(
+    source: number,
+    stream: string,
+    from: bigint,
+    to: bigint,
+    opts?: { columns?: string[]; maxPoints?: number },
+  ): Promise<RangeEnvelope>;
+  liveTail(source: number, stream: string): Promise<LiveTail>;
+  callerIndex(source: number, stream: string, seq: number): Promise<Uint8Array | null>;
+  callerRows(source: number, name: string, from: bigint, to: bigint): Promise<CallerRow[]>;
+  verify(): Promise<VerifyReport>;
+  close(): Promise<void>;
+}
+
+/** The engine: a worker that holds any number of open archives. */
+export interface Engine {
+  /** Takes ownership of the buffer (it is transferred to the worker). */
+  open(bytes: ArrayBuffer, name: string): Promise<ArchiveHandle>;
+  terminate(): void;
+}
