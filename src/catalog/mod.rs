@@ -155,14 +155,15 @@ fn wal_row(r: &Row<'_>) -> rusqlite::Result<WalRow> {
 
 fn span(r: &Row<'_>) -> rusqlite::Result<Option<Span>> {
     let rows: i64 = r.get(0)?;
-    Ok((rows > 0).then(|| -> rusqlite::Result<Span> {
-        Ok(Span {
-            rows,
-            first_ts: r.get(1)?,
-            last_ts: r.get(2)?,
+    Ok((rows > 0)
+        .then(|| -> rusqlite::Result<Span> {
+            Ok(Span {
+                rows,
+                first_ts: r.get(1)?,
+                last_ts: r.get(2)?,
+            })
         })
-    })
-    .transpose()?)
+        .transpose()?)
 }
 
 impl Snapshot<'_> {
@@ -175,7 +176,8 @@ impl Snapshot<'_> {
     ) -> Result<Vec<T>> {
         let mut stmt = self.conn.prepare_cached(sql).ctx(self.file, what)?;
         let rows = stmt.query_map(params, map).ctx(self.file, what)?;
-        rows.collect::<rusqlite::Result<Vec<T>>>().ctx(self.file, what)
+        rows.collect::<rusqlite::Result<Vec<T>>>()
+            .ctx(self.file, what)
     }
 
     /// Every source, by id. Columns are selected by name, so extra nullable
@@ -197,16 +199,29 @@ impl Snapshot<'_> {
             },
         )?;
         raw.into_iter()
-            .map(|(id, uuid, labels, metadata, complete, anchor): (i64, Option<String>, String, String, i64, i64)| {
-                Ok(SourceRecord {
-                    id,
-                    uuid,
-                    labels: parse_map(self.file, &format!("labels of source {id}"), &labels)?,
-                    metadata: parse_map(self.file, &format!("metadata of source {id}"), &metadata)?,
-                    complete: complete != 0,
-                    clock_anchor_wall_ns: anchor,
-                })
-            })
+            .map(
+                |(id, uuid, labels, metadata, complete, anchor): (
+                    i64,
+                    Option<String>,
+                    String,
+                    String,
+                    i64,
+                    i64,
+                )| {
+                    Ok(SourceRecord {
+                        id,
+                        uuid,
+                        labels: parse_map(self.file, &format!("labels of source {id}"), &labels)?,
+                        metadata: parse_map(
+                            self.file,
+                            &format!("metadata of source {id}"),
+                            &metadata,
+                        )?,
+                        complete: complete != 0,
+                        clock_anchor_wall_ns: anchor,
+                    })
+                },
+            )
             .collect()
     }
 
@@ -226,7 +241,9 @@ impl Snapshot<'_> {
             .into_iter()
             .find(|s| {
                 wanted.parse::<i64>().ok() == Some(s.id)
-                    || s.uuid.as_deref().is_some_and(|u| u.eq_ignore_ascii_case(wanted))
+                    || s.uuid
+                        .as_deref()
+                        .is_some_and(|u| u.eq_ignore_ascii_case(wanted))
             })
             .ok_or_else(|| self.not_found(format!("source {wanted:?}")))
     }
@@ -262,7 +279,13 @@ impl Snapshot<'_> {
     }
 
     /// A stream's segments that overlap `[from, to]`, in seq order.
-    pub fn segments_overlapping(&self, source_id: i64, stream: &str, from: i64, to: i64) -> Result<Vec<SegmentRecord>> {
+    pub fn segments_overlapping(
+        &self,
+        source_id: i64,
+        stream: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<SegmentRecord>> {
         self.collect(
             "cannot list segments in a window",
             &format!(
@@ -284,12 +307,20 @@ impl Snapshot<'_> {
             )
             .optional()
             .ctx(self.file, "cannot read a segment")?
-            .ok_or_else(|| self.not_found(format!("segment {seq} of stream {stream:?} in source {source_id}")))
+            .ok_or_else(|| {
+                self.not_found(format!(
+                    "segment {seq} of stream {stream:?} in source {source_id}"
+                ))
+            })
     }
 
     /// The caller's index stored with every segment of a stream, by seq,
     /// without reading a payload.
-    pub fn caller_indexes(&self, source_id: i64, stream: &str) -> Result<Vec<(i64, Option<Vec<u8>>)>> {
+    pub fn caller_indexes(
+        &self,
+        source_id: i64,
+        stream: &str,
+    ) -> Result<Vec<(i64, Option<Vec<u8>>)>> {
         self.collect(
             "cannot read caller indexes",
             "SELECT seq, caller_index FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq",
@@ -341,7 +372,13 @@ impl Snapshot<'_> {
     }
 
     /// A stream's live rows within `[from, to]`, in ts order.
-    pub fn live_wal_rows_between(&self, source_id: i64, stream: &str, from: i64, to: i64) -> Result<Vec<WalRow>> {
+    pub fn live_wal_rows_between(
+        &self,
+        source_id: i64,
+        stream: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<WalRow>> {
         self.collect(
             "cannot read the live tail",
             &format!(
@@ -352,6 +389,18 @@ impl Snapshot<'_> {
             params![source_id, stream, from, to],
             wal_row,
         )
+    }
+
+    /// Every WAL row of a stream, live or shadowed (verify and tests care
+    /// about the difference; readers use [`Snapshot::live_wal_span`]).
+    pub fn wal_rows_total(&self, source_id: i64, stream: &str) -> Result<i64> {
+        self.conn
+            .query_row(
+                "SELECT COUNT(*) FROM wal WHERE source_id = ?1 AND stream = ?2",
+                params![source_id, stream],
+                |r| r.get(0),
+            )
+            .ctx(self.file, "cannot count WAL rows")
     }
 
     /// Every stream of a source: the union of names in `segments` and `wal`.
@@ -378,7 +427,13 @@ impl Snapshot<'_> {
     }
 
     /// Caller rows under `name` within `[from, to]`, in `(ts, insertion)` order.
-    pub fn caller_rows(&self, source_id: i64, name: &str, from: i64, to: i64) -> Result<Vec<CallerRow>> {
+    pub fn caller_rows(
+        &self,
+        source_id: i64,
+        name: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<CallerRow>> {
         self.collect(
             "cannot read caller rows",
             "SELECT ts, blob FROM caller_rows
@@ -410,7 +465,9 @@ impl Snapshot<'_> {
                  ORDER BY ts DESC, rowid DESC",
             )
             .ctx(self.file, what)?;
-        let mut rows = stmt.query(params![source_id, name, at]).ctx(self.file, what)?;
+        let mut rows = stmt
+            .query(params![source_id, name, at])
+            .ctx(self.file, what)?;
         while let Some(r) = rows.next().ctx(self.file, what)? {
             let row = CallerRow {
                 ts: r.get(0).ctx(self.file, what)?,

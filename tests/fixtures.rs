@@ -1,0 +1,110 @@
+//! Archives written by the original implementation open here and read back
+//! exactly what its manifests record; files it refused are refused here
+//! with the same kind of error.
+
+mod common;
+
+use common::manifest::{compare, expected_refusal, kind_matches, observed};
+use dendro::container::{sniff, FileKind};
+use dendro::Archive;
+
+#[test]
+fn every_sound_fixture_reads_back_its_manifest() {
+    let mut checked = 0;
+    for (path, manifest) in common::fixtures() {
+        if expected_refusal(&manifest).is_some() {
+            continue;
+        }
+        let (_dir, copy) = common::copy_fixture(&path);
+        let archive = Archive::open(&copy).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let ours = observed(&archive, manifest["file"].as_str().unwrap()).unwrap();
+        let mismatches = compare(&manifest, &ours);
+        assert!(
+            mismatches.is_empty(),
+            "{}:\n{}",
+            path.display(),
+            mismatches.join("\n")
+        );
+        checked += 1;
+    }
+    assert!(checked >= 6, "only {checked} sound fixtures found");
+}
+
+#[test]
+fn every_refused_fixture_is_refused_with_the_manifests_kind() {
+    let mut checked = 0;
+    for (path, manifest) in common::fixtures() {
+        let Some(kind) = expected_refusal(&manifest) else {
+            continue;
+        };
+        let (_dir, copy) = common::copy_fixture(&path);
+        let stamped = manifest["sniff"]["stamped"].as_bool().unwrap();
+        let sniffed = sniff(&copy).unwrap();
+        assert_eq!(
+            matches!(sniffed, FileKind::Archive { .. }),
+            stamped,
+            "{}: sniff said {sniffed}",
+            path.display()
+        );
+        if let Some(version) = manifest["sniff"]["version"].as_u64() {
+            assert_eq!(
+                sniffed,
+                FileKind::Archive {
+                    version: version as u32
+                }
+            );
+        }
+        let err = Archive::open(&copy).expect_err(&format!("{} must be refused", path.display()));
+        assert!(
+            kind_matches(&kind, &err),
+            "{}: expected {kind}, got {} ({err})",
+            path.display(),
+            err.kind()
+        );
+        assert!(
+            err.to_string().contains(copy.to_str().unwrap()),
+            "the message names the file: {err}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 7, "only {checked} refusal fixtures found");
+}
+
+#[test]
+fn fixtures_open_from_bytes_as_they_do_from_files() {
+    for (path, manifest) in common::fixtures() {
+        let bytes = std::fs::read(&path).unwrap();
+        let name = manifest["file"].as_str().unwrap();
+        match (
+            expected_refusal(&manifest),
+            Archive::from_bytes(name, &bytes),
+        ) {
+            (None, Ok(archive)) => {
+                let ours = observed(&archive, name).unwrap();
+                let mismatches = compare(&manifest, &ours);
+                assert!(mismatches.is_empty(), "{name}:\n{}", mismatches.join("\n"));
+            }
+            (Some(kind), Err(err)) => assert!(kind_matches(&kind, &err), "{name}: {err}"),
+            (Some(_), Ok(_)) => panic!("{name} must be refused from bytes too"),
+            (None, Err(err)) => panic!("{name}: {err}"),
+        }
+    }
+}
+
+#[test]
+fn the_manifest_comparison_notices_a_wrong_value_and_a_missing_key() {
+    let (path, manifest) = common::fixtures()
+        .into_iter()
+        .find(|(_, m)| m["file"] == "b_multi_source.dendro")
+        .unwrap();
+    let (_dir, copy) = common::copy_fixture(&path);
+    let archive = Archive::open(&copy).unwrap();
+    let mut ours = observed(&archive, "b_multi_source.dendro").unwrap();
+    ours["sources"][1]["streams"][0]["segments"][0]["decoded"]["columns"][1]["sum"] = "1".into();
+    ours["sources"][0]["streams"][1]["live_tail"]
+        .as_object_mut()
+        .unwrap()
+        .remove("raw_fnv");
+    let mismatches = compare(&manifest, &ours);
+    assert_eq!(mismatches.len(), 2, "{mismatches:#?}");
+}
