@@ -160,7 +160,9 @@ pub enum Error {
         message: String,
     },
     /// One segment's bytes could not be decoded as Parquet.
-    #[error("{file}: segment {seq} of stream {stream:?} (source {source_id}) is unreadable: {cause}")]
+    #[error(
+        "{file}: segment {seq} of stream {stream:?} (source {source_id}) is unreadable: {cause}"
+    )]
     Segment {
         /// The file.
         file: String,

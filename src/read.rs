@@ -113,7 +113,10 @@ impl SourceDescription {
 
     /// Bytes of sealed payload across the source's streams.
     pub fn sealed_bytes(&self) -> i64 {
-        self.streams.iter().map(StreamDescription::sealed_bytes).sum()
+        self.streams
+            .iter()
+            .map(StreamDescription::sealed_bytes)
+            .sum()
     }
 }
 
@@ -142,7 +145,11 @@ impl Snapshot<'_> {
                 .iter()
                 .filter(|s| s.source_id == source.id)
                 .map(|s| s.stream.as_str())
-                .chain(live.iter().filter(|l| l.0 == source.id).map(|l| l.1.as_str()))
+                .chain(
+                    live.iter()
+                        .filter(|l| l.0 == source.id)
+                        .map(|l| l.1.as_str()),
+                )
                 .collect();
             names.sort_unstable();
             names.dedup();
@@ -214,7 +221,11 @@ pub fn describe(archive: &Archive) -> Result<Description> {
 
 /// The first sealed segment of a stream: enough to learn its schema
 /// without reading the rest. `None` when the stream has no segment.
-pub fn probe(archive: &Archive, source_id: i64, stream: &str) -> Result<Option<(SegmentRecord, Vec<u8>)>> {
+pub fn probe(
+    archive: &Archive,
+    source_id: i64,
+    stream: &str,
+) -> Result<Option<(SegmentRecord, Vec<u8>)>> {
     archive.read_snapshot(|s| {
         let Some(first) = s.segments(source_id, stream)?.into_iter().next() else {
             return Ok(None);
@@ -366,12 +377,22 @@ pub fn read_archive(archive: &Archive, encoder: &dyn SegmentEncoder) -> Result<V
 
 /// The caller's index of every sealed segment of a stream, by seq, without
 /// reading payloads.
-pub fn caller_indexes(archive: &Archive, source_id: i64, stream: &str) -> Result<Vec<(i64, Option<Vec<u8>>)>> {
+pub fn caller_indexes(
+    archive: &Archive,
+    source_id: i64,
+    stream: &str,
+) -> Result<Vec<(i64, Option<Vec<u8>>)>> {
     archive.read_snapshot(|s| s.caller_indexes(source_id, stream))
 }
 
 /// Caller rows under `name` in `[from, to]`, in `(ts, insertion)` order.
-pub fn caller_rows(archive: &Archive, source_id: i64, name: &str, from: i64, to: i64) -> Result<Vec<crate::catalog::CallerRow>> {
+pub fn caller_rows(
+    archive: &Archive,
+    source_id: i64,
+    name: &str,
+    from: i64,
+    to: i64,
+) -> Result<Vec<crate::catalog::CallerRow>> {
     archive.read_snapshot(|s| s.caller_rows(source_id, name, from, to))
 }
 

@@ -41,7 +41,8 @@ pub trait SegmentEncoder: Send + Sync {
     /// Encodes `rows` (ts-ordered, non-empty) of `stream`. `Ok(None)` means
     /// nothing in them is encodable. The segment may drop a leading run the
     /// encoder cannot decode, but never the last row.
-    fn encode(&self, stream: &str, rows: &[WalRow]) -> std::result::Result<Option<Segment>, String>;
+    fn encode(&self, stream: &str, rows: &[WalRow])
+        -> std::result::Result<Option<Segment>, String>;
 
     /// The row encoding's version, stored as the `encoder` metadata key and
     /// checked by readers. `None` opts out of the check.
@@ -128,7 +129,12 @@ pub fn materialize(
 /// Refuses a reader whose encoder version differs from the one that wrote
 /// the source. An encoder reporting no version, or a source with no
 /// `encoder` key, is never checked.
-pub fn check_encoder(file: &str, source_id: i64, metadata: &Labels, encoder: &dyn SegmentEncoder) -> Result<()> {
+pub fn check_encoder(
+    file: &str,
+    source_id: i64,
+    metadata: &Labels,
+    encoder: &dyn SegmentEncoder,
+) -> Result<()> {
     match (encoder.version(), metadata.get(keys::ENCODER)) {
         (Some(ours), Some(theirs)) if &ours != theirs => Err(Error::EncoderMismatch {
             file: file.to_string(),
@@ -153,7 +159,8 @@ fn check_footer(bytes: &[u8]) -> std::result::Result<(), String> {
         return Err("not a Parquet file (magic missing)".into());
     }
     let at = bytes.len() - 8;
-    let footer = u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
+    let footer =
+        u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
     if footer > bytes.len() - 12 {
         return Err(format!(
             "footer claims {footer} bytes but the file holds {}",
@@ -165,7 +172,9 @@ fn check_footer(bytes: &[u8]) -> std::result::Result<(), String> {
 
 /// Runs a decoder over untrusted bytes, turning a panic inside the Parquet
 /// library into an error where the platform can catch one.
-fn guarded<T>(work: impl FnOnce() -> std::result::Result<T, String>) -> std::result::Result<T, String> {
+fn guarded<T>(
+    work: impl FnOnce() -> std::result::Result<T, String>,
+) -> std::result::Result<T, String> {
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
         Ok(result) => result,
         Err(panic) => Err(panic
@@ -190,7 +199,10 @@ pub fn segment_schema(bytes: &[u8]) -> std::result::Result<SchemaRef, String> {
 
 /// Decodes a segment into record batches, keeping only `columns` when given
 /// (unknown names are ignored).
-pub fn decode_segment(bytes: Vec<u8>, columns: Option<&[String]>) -> std::result::Result<Vec<RecordBatch>, String> {
+pub fn decode_segment(
+    bytes: Vec<u8>,
+    columns: Option<&[String]>,
+) -> std::result::Result<Vec<RecordBatch>, String> {
     check_footer(&bytes)?;
     let data = bytes::Bytes::from(bytes);
     guarded(|| {
@@ -210,7 +222,10 @@ pub fn decode_segment(bytes: Vec<u8>, columns: Option<&[String]>) -> std::result
             }
             None => builder,
         };
-        let reader = builder.with_batch_size(64 * 1024).build().map_err(|e| e.to_string())?;
+        let reader = builder
+            .with_batch_size(64 * 1024)
+            .build()
+            .map_err(|e| e.to_string())?;
         reader
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())
@@ -218,7 +233,10 @@ pub fn decode_segment(bytes: Vec<u8>, columns: Option<&[String]>) -> std::result
 }
 
 /// Concatenates decoded batches into one (segments are usually one row group).
-pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> std::result::Result<RecordBatch, String> {
+pub fn concat(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+) -> std::result::Result<RecordBatch, String> {
     match batches {
         [] => Ok(RecordBatch::new_empty(Arc::clone(schema))),
         [one] => Ok(one.clone()),
@@ -226,10 +244,14 @@ pub fn concat(schema: &SchemaRef, batches: &[RecordBatch]) -> std::result::Resul
     }
 }
 
-fn arrow_select_concat(schema: &SchemaRef, batches: &[RecordBatch]) -> std::result::Result<RecordBatch, String> {
+fn arrow_select_concat(
+    schema: &SchemaRef,
+    batches: &[RecordBatch],
+) -> std::result::Result<RecordBatch, String> {
     let columns = (0..schema.fields().len())
         .map(|i| {
-            let parts: Vec<&dyn arrow_array::Array> = batches.iter().map(|b| b.column(i).as_ref()).collect();
+            let parts: Vec<&dyn arrow_array::Array> =
+                batches.iter().map(|b| b.column(i).as_ref()).collect();
             arrow_select::concat::concat(&parts).map_err(|e| e.to_string())
         })
         .collect::<std::result::Result<Vec<_>, _>>()?;
@@ -282,13 +304,28 @@ mod tests {
 
     #[test]
     fn a_segment_contradicting_its_input_is_refused() {
-        assert!(check(seg(3, 1, 2), &[1, 2, 3]).is_err(), "must end at the last row");
-        assert!(check(seg(4, 1, 3), &[1, 2, 3]).is_err(), "more rows than given");
+        assert!(
+            check(seg(3, 1, 2), &[1, 2, 3]).is_err(),
+            "must end at the last row"
+        );
+        assert!(
+            check(seg(4, 1, 3), &[1, 2, 3]).is_err(),
+            "more rows than given"
+        );
         assert!(check(seg(0, 1, 3), &[1, 2, 3]).is_err(), "no rows");
-        assert!(check(seg(3, 0, 3), &[1, 2, 3]).is_err(), "starts before its input");
+        assert!(
+            check(seg(3, 0, 3), &[1, 2, 3]).is_err(),
+            "starts before its input"
+        );
         assert!(check(seg(1, 5, 3), &[1, 2, 5]).is_err(), "first after last");
-        assert!(check(seg(2, 4, 5), &[1, 2, 5]).is_err(), "first is not an input row");
-        assert!(check(seg(3, 2, 3), &[1, 2, 3]).is_err(), "rows beyond those at or after first");
+        assert!(
+            check(seg(2, 4, 5), &[1, 2, 5]).is_err(),
+            "first is not an input row"
+        );
+        assert!(
+            check(seg(3, 2, 3), &[1, 2, 3]).is_err(),
+            "rows beyond those at or after first"
+        );
         let mut not_parquet = seg(3, 1, 3);
         not_parquet.bytes = b"hello".to_vec();
         assert!(check(not_parquet, &[1, 2, 3]).is_err());
@@ -314,7 +351,11 @@ mod tests {
         ));
         struct Silent;
         impl SegmentEncoder for Silent {
-            fn encode(&self, _: &str, _: &[WalRow]) -> std::result::Result<Option<Segment>, String> {
+            fn encode(
+                &self,
+                _: &str,
+                _: &[WalRow],
+            ) -> std::result::Result<Option<Segment>, String> {
                 Ok(None)
             }
         }

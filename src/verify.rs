@@ -119,7 +119,9 @@ impl Archive {
             if orphans > 0 {
                 out.push(Problem {
                     kind: ProblemKind::DanglingReference,
-                    message: format!("{orphans} row(s) of {table} refer to a source that does not exist"),
+                    message: format!(
+                        "{orphans} row(s) of {table} refer to a source that does not exist"
+                    ),
                 });
             }
         }
@@ -164,7 +166,9 @@ impl Archive {
             }
             match self.parquet_ends(rowid, len) {
                 Ok(true) => {}
-                Ok(false) => complain(format!("its {len} bytes are not a Parquet file (magic missing)")),
+                Ok(false) => complain(format!(
+                    "its {len} bytes are not a Parquet file (magic missing)"
+                )),
                 Err(e) => complain(format!("its bytes cannot be read: {e}")),
             }
         }
@@ -243,7 +247,11 @@ impl Archive {
         let mut out = Vec::new();
         for (id, labels, metadata) in rows {
             for (column, text) in [("labels", labels), ("metadata", metadata)] {
-                if let Err(e) = crate::catalog::parse_map(&self.file, &format!("{column} of source {id}"), &text) {
+                if let Err(e) = crate::catalog::parse_map(
+                    &self.file,
+                    &format!("{column} of source {id}"),
+                    &text,
+                ) {
                     out.push(Problem {
                         kind: ProblemKind::Catalog,
                         message: e.to_string(),

@@ -50,7 +50,10 @@ impl Archive {
             Err(Error::Sqlite { source, .. }) if needs_immutable(&source) => {
                 drop(archive);
                 let sidecar = sidecar_path(path, "-wal");
-                if std::fs::metadata(&sidecar).map(|m| m.len() > 0).unwrap_or(false) {
+                if std::fs::metadata(&sidecar)
+                    .map(|m| m.len() > 0)
+                    .unwrap_or(false)
+                {
                     return Err(Error::ReadOnly {
                         file,
                         cause: crate::error::ReadOnly::SidecarOnReadOnlyMedia,
@@ -368,7 +371,10 @@ pub(crate) fn open_writable(path: &Path, file: &str) -> Result<Connection> {
 #[cfg(feature = "write")]
 pub(crate) fn create_file(path: &Path) -> Result<()> {
     let file = path.display().to_string();
-    if std::fs::metadata(path).map(|m| m.len() > 0).unwrap_or(false) {
+    if std::fs::metadata(path)
+        .map(|m| m.len() > 0)
+        .unwrap_or(false)
+    {
         return Err(Error::Invalid {
             file,
             message: "cannot create an archive over an existing file".into(),

@@ -12,9 +12,9 @@ mod sniff;
 #[cfg(feature = "write")]
 mod transaction;
 
-pub use handle::{Archive, Snapshot};
 #[cfg(feature = "write")]
 pub use handle::ArchiveMut;
+pub use handle::{Archive, Snapshot};
 pub use schema::{CATALOG_TABLES, SCHEMA_SQL};
 #[cfg(not(target_arch = "wasm32"))]
 pub use sniff::sniff;

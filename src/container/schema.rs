@@ -48,4 +48,5 @@ CREATE INDEX caller_rows_by_time ON caller_rows(source_id, stream, ts);
 ";
 
 /// The tables a file must hold to be read as an archive.
-pub const CATALOG_TABLES: [&str; 5] = ["sources", "segments", "wal", "clock_offsets", "caller_rows"];
+pub const CATALOG_TABLES: [&str; 5] =
+    ["sources", "segments", "wal", "clock_offsets", "caller_rows"];

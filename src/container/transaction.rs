@@ -43,7 +43,12 @@ impl<'a> Transaction<'a> {
     }
 
     /// Inserts a source with a freshly minted uuid and returns its id.
-    pub fn insert_source(&self, labels: &Labels, metadata: &Labels, clock_anchor_wall_ns: i64) -> Result<i64> {
+    pub fn insert_source(
+        &self,
+        labels: &Labels,
+        metadata: &Labels,
+        clock_anchor_wall_ns: i64,
+    ) -> Result<i64> {
         self.insert_source_with_uuid(&NewSource {
             uuid: None,
             labels: labels.clone(),
@@ -97,7 +102,13 @@ impl<'a> Transaction<'a> {
 
     /// Inserts a sealed segment at `seq`. Segments are immutable: a second
     /// insert at the same `(source, stream, seq)` is an error.
-    pub fn insert_segment(&self, source_id: i64, stream: &str, seq: i64, segment: &Segment) -> Result<()> {
+    pub fn insert_segment(
+        &self,
+        source_id: i64,
+        stream: &str,
+        seq: i64,
+        segment: &Segment,
+    ) -> Result<()> {
         self.tx
             .execute(
                 "INSERT INTO segments(source_id, stream, seq, rows, first_ts, last_ts, bytes, caller_index)
@@ -125,7 +136,10 @@ impl<'a> Transaction<'a> {
             .ctx(self.file, "cannot prepare a WAL insert")?;
         for row in rows {
             stmt.execute(params![source_id, stream, row.ts, row.wall_offset, row.row])
-                .ctx(self.file, &format!("cannot append to stream {stream:?} at ts {}", row.ts))?;
+                .ctx(
+                    self.file,
+                    &format!("cannot append to stream {stream:?} at ts {}", row.ts),
+                )?;
         }
         Ok(())
     }
@@ -134,7 +148,9 @@ impl<'a> Transaction<'a> {
     pub fn insert_caller_rows(&self, source_id: i64, name: &str, rows: &[CallerRow]) -> Result<()> {
         let mut stmt = self
             .tx
-            .prepare_cached("INSERT INTO caller_rows(source_id, stream, ts, blob) VALUES (?1, ?2, ?3, ?4)")
+            .prepare_cached(
+                "INSERT INTO caller_rows(source_id, stream, ts, blob) VALUES (?1, ?2, ?3, ?4)",
+            )
             .ctx(self.file, "cannot prepare a caller-row insert")?;
         for row in rows {
             stmt.execute(params![source_id, name, row.ts, row.blob])
@@ -155,10 +171,18 @@ impl<'a> Transaction<'a> {
     }
 
     /// Applies a patch to a source's metadata: `Some` sets a key, `None` removes it.
-    pub fn patch_metadata(&self, source_id: i64, patch: &BTreeMap<String, Option<String>>) -> Result<()> {
+    pub fn patch_metadata(
+        &self,
+        source_id: i64,
+        patch: &BTreeMap<String, Option<String>>,
+    ) -> Result<()> {
         let current: Option<String> = self
             .tx
-            .query_row("SELECT metadata FROM sources WHERE id = ?1", [source_id], |r| r.get(0))
+            .query_row(
+                "SELECT metadata FROM sources WHERE id = ?1",
+                [source_id],
+                |r| r.get(0),
+            )
             .optional()
             .ctx(self.file, "cannot read metadata")?;
         let current = current.ok_or_else(|| Error::NotFound {
