@@ -1,1 +1,389 @@
-fn main() {}
+//! `dendro`: inspect, verify, read and serve archives from the command line.
+//!
+//! Parsing and presentation only; every answer comes from the library.
+//! Exit codes: 0 success, 1 verify found problems, 2 the file was refused
+//! or the command failed (the message names the file and the cause).
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use dendro::container::{sniff, FileKind};
+use dendro::read::{self, Description, Tail};
+use dendro::{Archive, Error};
+
+#[derive(Parser)]
+#[command(name = "dendro", version, about = "Inspect and read dendro archives")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Say what a file is, from its header alone.
+    Sniff {
+        /// The file to look at.
+        file: PathBuf,
+    },
+    /// Describe an archive: sources, streams, segments, live tails, sizes.
+    Describe {
+        /// The archive.
+        file: PathBuf,
+        /// Print the stable JSON shape other tools parse.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Check an archive and report every problem (exit 1 if any).
+    Verify {
+        /// The archive.
+        file: PathBuf,
+        /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a stream's sealed rows, decoded from its Parquet segments.
+    Cat {
+        /// The archive.
+        file: PathBuf,
+        /// The source, by id or uuid.
+        #[arg(long)]
+        source: String,
+        /// The stream's name.
+        #[arg(long)]
+        stream: String,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = Format::Jsonl)]
+        format: Format,
+        /// Only segments reaching at or after this timestamp (ns).
+        #[arg(long, allow_hyphen_values = true)]
+        from: Option<i64>,
+        /// Only segments reaching at or before this timestamp (ns).
+        #[arg(long, allow_hyphen_values = true)]
+        to: Option<i64>,
+    },
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Format {
+    /// One JSON object per row; integers exact.
+    Jsonl,
+    /// Comma-separated with a header row.
+    Csv,
+}
+
+/// How a command ended, apart from success.
+enum Failure {
+    /// verify found problems.
+    Unsound,
+    /// The file was refused or the command failed.
+    Error(String),
+    /// The file was refused and the output already says why.
+    Refused,
+}
+
+impl From<Error> for Failure {
+    fn from(e: Error) -> Failure {
+        Failure::Error(e.to_string())
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let outcome = match cli.command {
+        Command::Sniff { file } => run_sniff(&file),
+        Command::Describe { file, json } => run_describe(&file, json),
+        Command::Verify { file, json } => run_verify(&file, json),
+        Command::Cat {
+            file,
+            source,
+            stream,
+            format,
+            from,
+            to,
+        } => run_cat(&file, &source, &stream, format, from, to),
+    };
+    match outcome {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(Failure::Unsound) => ExitCode::from(1),
+        Err(Failure::Refused) => ExitCode::from(2),
+        // A reader that stopped early (`| head`) is not a failure.
+        Err(Failure::Error(message)) if message.contains("Broken pipe") => ExitCode::SUCCESS,
+        Err(Failure::Error(message)) => {
+            eprintln!("dendro: {message}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run_sniff(file: &PathBuf) -> Result<(), Failure> {
+    let kind = sniff(file)?;
+    println!("{}: {kind}", file.display());
+    if matches!(kind, FileKind::Archive { .. }) && kind.is_readable() {
+        return Ok(());
+    }
+    // The line above already said why.
+    Err(Failure::Refused)
+}
+
+fn run_describe(file: &PathBuf, json: bool) -> Result<(), Failure> {
+    let archive = Archive::open(file)?;
+    let description = read::describe(&archive)?;
+    let mut out = std::io::stdout().lock();
+    if json {
+        serde_json::to_writer(&mut out, &description).map_err(|e| Failure::Error(e.to_string()))?;
+        writeln!(out).ok();
+    } else {
+        print_description(&mut out, &file.display().to_string(), &description)
+            .map_err(|e| Failure::Error(e.to_string()))?;
+    }
+    Ok(())
+}
+
+fn print_description(out: &mut impl Write, file: &str, d: &Description) -> std::io::Result<()> {
+    let streams: usize = d.sources.iter().map(|s| s.streams.len()).sum();
+    writeln!(
+        out,
+        "{file}: {} bytes, schema v{}, {} source(s), {streams} stream(s)",
+        d.file_bytes,
+        d.schema_version,
+        d.sources.len()
+    )?;
+    if let Some((a, b)) = d.span() {
+        writeln!(out, "span: {} .. {}", timefmt(a), timefmt(b))?;
+    }
+    for source in &d.sources {
+        let labels: Vec<String> = source
+            .labels
+            .iter()
+            .map(|(k, v)| format!("{}={}", ellipsize(k, 60), ellipsize(v, 60)))
+            .collect();
+        writeln!(
+            out,
+            "\nsource {} {} [{}]{}",
+            source.id,
+            source.uuid.as_deref().unwrap_or("(no uuid)"),
+            labels.join(", "),
+            if source.complete {
+                ""
+            } else {
+                "  (not finalized: data after the last row may be missing)"
+            }
+        )?;
+        writeln!(
+            out,
+            "  clock anchor: {}",
+            timefmt(source.clock_anchor_wall_ns)
+        )?;
+        for (key, value) in &source.metadata {
+            writeln!(out, "  {}: {}", ellipsize(key, 60), ellipsize(value, 120))?;
+        }
+        for stream in &source.streams {
+            write!(
+                out,
+                "  stream {:?}: {} segment(s), {} sealed row(s), {} bytes",
+                stream.name,
+                stream.segments.len(),
+                stream.sealed_rows,
+                stream.sealed_bytes()
+            )?;
+            if let Some([a, b]) = stream.live_span {
+                write!(
+                    out,
+                    "; live tail {} row(s) {} .. {}",
+                    stream.live_rows,
+                    timefmt(a),
+                    timefmt(b)
+                )?;
+            }
+            if stream.caller_rows > 0 {
+                write!(out, "; {} caller row(s)", stream.caller_rows)?;
+            }
+            writeln!(out)?;
+        }
+        for name in &source.caller_row_names {
+            writeln!(out, "  caller rows under {name:?} (not a stream)")?;
+        }
+    }
+    Ok(())
+}
+
+/// Makes a string from a file safe for a terminal: control and
+/// bidirectional-override characters are shown as escapes, and long values
+/// are cut.
+fn ellipsize(text: &str, max: usize) -> String {
+    let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
+    let escaped: String = text
+        .chars()
+        .map(|c| {
+            if c.is_control() || bidi(c) {
+                c.escape_unicode().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect();
+    match escaped.char_indices().nth(max) {
+        Some((cut, _)) => format!("{}… ({} bytes)", &escaped[..cut], text.len()),
+        None => escaped,
+    }
+}
+
+/// Nanoseconds since the epoch as an ISO-8601 UTC instant.
+fn timefmt(ns: i64) -> String {
+    let secs = ns.div_euclid(1_000_000_000);
+    let nanos = ns.rem_euclid(1_000_000_000);
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{nanos:09}Z",
+        rem / 3600,
+        rem / 60 % 60,
+        rem % 60
+    )
+}
+
+fn run_verify(file: &PathBuf, json: bool) -> Result<(), Failure> {
+    let archive = Archive::open(file)?;
+    let report = archive.verify()?;
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string(&report).map_err(|e| Failure::Error(e.to_string()))?
+        );
+    } else if report.sound {
+        println!(
+            "{}: sound ({} sources, {} streams, {} segments, {} WAL rows)",
+            file.display(),
+            report.sources,
+            report.streams,
+            report.segments,
+            report.wal_rows
+        );
+    } else {
+        println!("{}: {} problem(s)", file.display(), report.problems.len());
+        for p in &report.problems {
+            println!("  {:?}: {}", p.kind, p.message);
+        }
+    }
+    if report.sound {
+        Ok(())
+    } else {
+        Err(Failure::Unsound)
+    }
+}
+
+fn run_cat(
+    file: &PathBuf,
+    source: &str,
+    stream: &str,
+    format: Format,
+    from: Option<i64>,
+    to: Option<i64>,
+) -> Result<(), Failure> {
+    let archive = Archive::open(file)?;
+    let source = archive.read_snapshot(|s| s.find_source(source))?;
+    let (from, to) = (from.unwrap_or(i64::MIN), to.unwrap_or(i64::MAX));
+    let range = read::stream_range(&archive, source.id, stream, from, to, None)?;
+    if range.segments.is_empty() && matches!(range.tail, Tail::Empty) {
+        return Err(Error::NotFound {
+            file: archive.file().to_string(),
+            what: format!("stream {stream:?} of source {}", source.id),
+        }
+        .into());
+    }
+    let stdout = std::io::stdout().lock();
+    let mut sink = RowSink::new(format, stdout);
+    for record in &range.segments {
+        let bytes = read::segment_bytes(&archive, source.id, stream, record.seq)?;
+        for batch in read::decode(&archive, record, bytes, None)? {
+            sink.write(&batch)
+                .map_err(|e| Failure::Error(format!("{}: {e}", archive.file())))?;
+        }
+    }
+    sink.finish()
+        .map_err(|e| Failure::Error(format!("{}: {e}", archive.file())))?;
+    if let Tail::Unread(span) = range.tail {
+        eprintln!(
+            "dendro: {} live row(s) of {stream:?} from {} to {} were not read: \
+             they are committed but need the writer's encoder to decode",
+            span.rows,
+            timefmt(span.first_ts),
+            timefmt(span.last_ts)
+        );
+    }
+    Ok(())
+}
+
+/// Writes decoded batches as JSON lines or CSV, generic over any columns.
+struct RowSink<W: Write> {
+    format: Format,
+    out: Option<W>,
+    json: Option<arrow_json::LineDelimitedWriter<W>>,
+    csv: Option<(arrow_schema::SchemaRef, arrow_csv::Writer<W>)>,
+}
+
+impl<W: Write> RowSink<W> {
+    fn new(format: Format, out: W) -> Self {
+        RowSink {
+            format,
+            out: Some(out),
+            json: None,
+            csv: None,
+        }
+    }
+
+    fn write(&mut self, batch: &arrow_array::RecordBatch) -> Result<(), arrow_schema::ArrowError> {
+        match self.format {
+            Format::Jsonl => {
+                if self.json.is_none() {
+                    let out = self.out.take().expect("one output");
+                    self.json = Some(
+                        arrow_json::WriterBuilder::new()
+                            .with_explicit_nulls(true)
+                            .build(out),
+                    );
+                }
+                self.json.as_mut().expect("set above").write(batch)
+            }
+            Format::Csv => {
+                // A new header whenever the stream's columns change.
+                let fresh = match &self.csv {
+                    Some((schema, _)) => schema != &batch.schema(),
+                    None => true,
+                };
+                if fresh {
+                    let out = match self.csv.take() {
+                        Some((_, writer)) => writer.into_inner(),
+                        None => self.out.take().expect("one output"),
+                    };
+                    let writer = arrow_csv::WriterBuilder::new().with_header(true).build(out);
+                    self.csv = Some((batch.schema(), writer));
+                }
+                self.csv.as_mut().expect("set above").1.write(batch)
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<(), arrow_schema::ArrowError> {
+        if let Some(mut json) = self.json.take() {
+            json.finish()?;
+            json.into_inner().flush()?;
+        }
+        if let Some((_, csv)) = self.csv.take() {
+            csv.into_inner().flush()?;
+        }
+        Ok(())
+    }
+}
