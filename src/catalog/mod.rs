@@ -155,15 +155,14 @@ fn wal_row(r: &Row<'_>) -> rusqlite::Result<WalRow> {
 
 fn span(r: &Row<'_>) -> rusqlite::Result<Option<Span>> {
     let rows: i64 = r.get(0)?;
-    Ok((rows > 0)
-        .then(|| -> rusqlite::Result<Span> {
-            Ok(Span {
-                rows,
-                first_ts: r.get(1)?,
-                last_ts: r.get(2)?,
-            })
-        })
-        .transpose()?)
+    if rows == 0 {
+        return Ok(None);
+    }
+    Ok(Some(Span {
+        rows,
+        first_ts: r.get(1)?,
+        last_ts: r.get(2)?,
+    }))
 }
 
 impl Snapshot<'_> {

@@ -179,9 +179,19 @@ impl Archive {
                 message: format!("destination {dest_str} already exists"),
             });
         }
+        // query_only forbids VACUUM INTO as a statement class, although it
+        // writes only the destination; the connection itself was opened
+        // read-only, so lifting it for this one statement cannot touch the
+        // archive.
+        let context = format!("cannot copy into {dest_str}");
         self.conn
-            .execute("VACUUM INTO ?1", [&dest_str])
-            .ctx(&self.file, &format!("cannot copy into {dest_str}"))?;
+            .execute_batch("PRAGMA query_only = OFF;")
+            .ctx(&self.file, &context)?;
+        let copied = self.conn.execute("VACUUM INTO ?1", [&dest_str]);
+        self.conn
+            .execute_batch("PRAGMA query_only = ON;")
+            .ctx(&self.file, &context)?;
+        copied.ctx(&self.file, &context)?;
         Ok(())
     }
 

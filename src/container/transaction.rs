@@ -217,6 +217,7 @@ impl<'a> Transaction<'a> {
     }
 
     /// The underlying SQLite transaction, for the writer's own statements.
+    #[allow(dead_code)]
     pub(crate) fn sql(&self) -> &rusqlite::Transaction<'a> {
         &self.tx
     }

@@ -135,3 +135,42 @@ pub fn copy_fixture(path: &Path) -> (tempfile::TempDir, PathBuf) {
     std::fs::set_permissions(&dest, perms).unwrap();
     (dir, dest)
 }
+
+/// Rows of the fixture encoding at the given timestamps.
+pub fn rows_at(ts: &[i64]) -> Vec<WalRow> {
+    ts.iter()
+        .map(|&ts| WalRow {
+            ts,
+            wall_offset: 7,
+            row: fixture_row(ts.wrapping_mul(3), &format!("r{ts}")),
+        })
+        .collect()
+}
+
+/// A small archive assembled through `ArchiveMut`: one source with stream
+/// `sealed` (two segments), `mixed` (a segment plus live rows, one of them
+/// shadowed by the segment) and `live` (WAL rows only).
+#[cfg(feature = "write")]
+pub fn sample_archive(path: &Path) -> i64 {
+    let enc = FixtureEncoder::default();
+    let mut archive = dendro::ArchiveMut::create(path).unwrap();
+    let tx = archive.transaction().unwrap();
+    let mut meta = dendro::Labels::new();
+    meta.insert("encoder".into(), FIXTURE_ENCODER_VERSION.into());
+    let labels = [("host".to_string(), "sample".to_string())].into();
+    let id = tx.insert_source(&labels, &meta, 1_000).unwrap();
+    let seal = |stream: &str, seq: i64, ts: &[i64]| {
+        let seg = dendro::segment::materialize("t", &enc, stream, &rows_at(ts))
+            .unwrap()
+            .unwrap();
+        tx.insert_segment(id, stream, seq, &seg).unwrap();
+    };
+    seal("sealed", 0, &[-20, -10, 0]);
+    seal("sealed", 1, &[10, 20, 30]);
+    seal("mixed", 0, &[100, 200]);
+    tx.insert_wal_rows(id, "mixed", &rows_at(&[200, 300, 400]))
+        .unwrap();
+    tx.insert_wal_rows(id, "live", &rows_at(&[0, 5])).unwrap();
+    tx.commit().unwrap();
+    id
+}

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what a fresh Debian machine with Rust and Node lacks for building
+# and testing dendro. Idempotent: each step is skipped when already done.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v clang >/dev/null || need_apt+=(clang)
+command -v chromium >/dev/null || need_apt+=(chromium)
+command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+fi
+
+rustup target list --installed | grep -qx wasm32-unknown-unknown \
+  || rustup target add wasm32-unknown-unknown
+rustup component list --installed | grep -q '^clippy' || rustup component add clippy
+rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
+
+# wasm-bindgen's CLI must match the crate pinned in Cargo.toml exactly.
+bindgen_version=$(sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' Cargo.toml)
+if ! wasm-bindgen --version 2>/dev/null | grep -qF "$bindgen_version"; then
+  cargo install wasm-bindgen-cli --version "$bindgen_version"
+fi
+if ! wasm-pack --version 2>/dev/null | grep -qF "0.15.1"; then
+  cargo install wasm-pack --version 0.15.1
+fi
+
+if [ -f package-lock.json ]; then
+  [ -d node_modules ] && npm ls --depth=0 >/dev/null 2>&1 || npm ci --no-audit --no-fund
+fi

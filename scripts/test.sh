@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# The whole test suite, as CI runs it: lints, native tests in both feature
+# configurations, the wasm32 reader build, the wasm engine under Node and
+# headless Chromium, and the viewer in headless Chromium.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+
+step() { printf '\n== %s\n' "$*"; }
+
+step "format"
+cargo fmt --all -- --check
+
+step "clippy (default features)"
+cargo clippy --all-targets -- -D warnings
+step "clippy (reader build)"
+cargo clippy --no-default-features --lib --tests -- -D warnings
+
+step "tests (default features)"
+cargo test
+step "tests (reader build)"
+cargo test --no-default-features --lib --tests
+
+step "reader build for wasm32"
+cargo check --target wasm32-unknown-unknown --no-default-features --lib
