@@ -8,6 +8,8 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod serve;
+
 use clap::{Parser, Subcommand, ValueEnum};
 use dendro::container::{sniff, FileKind};
 use dendro::read::{self, Description, Tail};
@@ -63,6 +65,17 @@ enum Command {
         #[arg(long, allow_hyphen_values = true)]
         to: Option<i64>,
     },
+    /// Serve the built viewer on 127.0.0.1 and offer the given archives.
+    Serve {
+        /// Archives to offer (each checked first).
+        files: Vec<PathBuf>,
+        /// Port on 127.0.0.1 (0 picks a free one).
+        #[arg(long, default_value_t = 8080)]
+        port: u16,
+        /// The built viewer (`npm run build:www` writes www/dist).
+        #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/www/dist"))]
+        root: PathBuf,
+    },
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -103,6 +116,7 @@ fn main() -> ExitCode {
             from,
             to,
         } => run_cat(&file, &source, &stream, format, from, to),
+        Command::Serve { files, port, root } => run_serve(files, port, root),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -282,6 +296,27 @@ fn run_verify(file: &PathBuf, json: bool) -> Result<(), Failure> {
     } else {
         Err(Failure::Unsound)
     }
+}
+
+fn run_serve(files: Vec<PathBuf>, port: u16, root: PathBuf) -> Result<(), Failure> {
+    if !root.join("index.html").is_file() {
+        return Err(Failure::Error(format!(
+            "{}: no built viewer here; run `npm run build:www` first",
+            root.display()
+        )));
+    }
+    for file in &files {
+        // Refuse what the viewer would refuse, before a browser is involved.
+        Archive::open(file)?;
+    }
+    serve::serve(
+        serve::Site {
+            root,
+            archives: files,
+        },
+        port,
+    )
+    .map_err(Failure::Error)
 }
 
 fn run_cat(

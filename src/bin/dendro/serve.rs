@@ -1,0 +1,220 @@
+//! `dendro serve`: the built viewer and the given archives over HTTP on
+//! 127.0.0.1, with byte ranges so a browser can fetch a large file in parts.
+
+use std::fs::File;
+use std::io::{Read, Seek, SeekFrom};
+use std::path::{Component, Path, PathBuf};
+
+use tiny_http::{Header, Request, Response, Server, StatusCode};
+
+/// The page's security policy, sent as a header as well as in its markup.
+const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
+                   worker-src 'self' blob:; style-src 'self' 'unsafe-inline'; \
+                   img-src 'self' data: blob:; connect-src 'self'; object-src 'none'; \
+                   base-uri 'none'; frame-ancestors 'self'";
+
+/// What is served: the viewer's folder, and archives under `/archives/NAME`.
+pub struct Site {
+    pub root: PathBuf,
+    pub archives: Vec<PathBuf>,
+}
+
+impl Site {
+    /// The URL path an archive is offered under.
+    pub fn archive_url(path: &Path) -> String {
+        format!(
+            "/archives/{}",
+            path.file_name().unwrap_or_default().to_string_lossy()
+        )
+    }
+
+    fn resolve(&self, url_path: &str) -> Option<PathBuf> {
+        let path = url_path.split(['?', '#']).next().unwrap_or("/");
+        if let Some(name) = path.strip_prefix("/archives/") {
+            return self
+                .archives
+                .iter()
+                .find(|a| a.file_name().is_some_and(|f| f.to_string_lossy() == name))
+                .cloned();
+        }
+        let relative = path.trim_start_matches('/');
+        let relative = if relative.is_empty() {
+            "index.html"
+        } else {
+            relative
+        };
+        let candidate = Path::new(relative);
+        // Only plain names below the root: no `..`, no absolute paths.
+        if !candidate
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+        {
+            return None;
+        }
+        let full = self.root.join(candidate);
+        if full.is_dir() {
+            Some(full.join("index.html"))
+        } else {
+            Some(full)
+        }
+    }
+}
+
+fn content_type(path: &Path) -> &'static str {
+    match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
+        "html" => "text/html; charset=utf-8",
+        "js" | "mjs" => "text/javascript; charset=utf-8",
+        "css" => "text/css; charset=utf-8",
+        "wasm" => "application/wasm",
+        "json" | "map" => "application/json",
+        "svg" => "image/svg+xml",
+        "png" => "image/png",
+        _ => "application/octet-stream",
+    }
+}
+
+fn header(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
+}
+
+/// Parses a single `bytes=a-b`, `bytes=a-` or `bytes=-n` range against `len`.
+pub fn parse_range(value: &str, len: u64) -> Option<(u64, u64)> {
+    let spec = value.trim().strip_prefix("bytes=")?;
+    if spec.contains(',') || len == 0 {
+        return None;
+    }
+    let (start, end) = spec.split_once('-')?;
+    let (start, end) = match (start.trim(), end.trim()) {
+        ("", suffix) => {
+            let n: u64 = suffix.parse().ok()?;
+            (len.saturating_sub(n), len - 1)
+        }
+        (s, "") => (s.parse().ok()?, len - 1),
+        (s, e) => (s.parse().ok()?, e.parse::<u64>().ok()?.min(len - 1)),
+    };
+    (start <= end && start < len).then_some((start, end))
+}
+
+fn respond(site: &Site, request: Request) {
+    let url = request.url().to_string();
+    let Some(path) = site.resolve(&url).filter(|p| p.is_file()) else {
+        let _ = request.respond(Response::from_string("not found").with_status_code(404));
+        return;
+    };
+    let Ok(mut file) = File::open(&path) else {
+        let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
+        return;
+    };
+    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let range = request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv("Range"))
+        .map(|h| h.value.as_str().to_string());
+    let common = [
+        header("Content-Type", content_type(&path)),
+        header("Accept-Ranges", "bytes"),
+        header("Content-Security-Policy", CSP),
+        header("X-Content-Type-Options", "nosniff"),
+        header("Cache-Control", "no-cache"),
+    ];
+    let result = match range.map(|r| parse_range(&r, len)) {
+        Some(Some((start, end))) => {
+            let count = end - start + 1;
+            if file.seek(SeekFrom::Start(start)).is_err() {
+                return;
+            }
+            let body = file.take(count);
+            let mut response = Response::new(
+                StatusCode(206),
+                common.to_vec(),
+                body,
+                Some(count as usize),
+                None,
+            );
+            response.add_header(header(
+                "Content-Range",
+                &format!("bytes {start}-{end}/{len}"),
+            ));
+            request.respond(response)
+        }
+        Some(None) => {
+            let mut response = Response::empty(416);
+            response.add_header(header("Content-Range", &format!("bytes */{len}")));
+            request.respond(response)
+        }
+        None => request.respond(Response::new(
+            StatusCode(200),
+            common.to_vec(),
+            file,
+            Some(len as usize),
+            None,
+        )),
+    };
+    let _ = result;
+}
+
+/// Serves until the process is stopped. Binds loopback only.
+pub fn serve(site: Site, port: u16) -> Result<(), String> {
+    let server = Server::http(("127.0.0.1", port))
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    let bound = server
+        .server_addr()
+        .to_ip()
+        .map(|a| a.port())
+        .unwrap_or(port);
+    println!(
+        "dendro: serving {} on http://127.0.0.1:{bound}/",
+        site.root.display()
+    );
+    for archive in &site.archives {
+        println!(
+            "dendro: open http://127.0.0.1:{bound}/?url={}",
+            Site::archive_url(archive)
+        );
+    }
+    for request in server.incoming_requests() {
+        respond(&site, request);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranges_are_parsed_against_the_length() {
+        assert_eq!(parse_range("bytes=0-99", 1000), Some((0, 99)));
+        assert_eq!(parse_range("bytes=900-", 1000), Some((900, 999)));
+        assert_eq!(parse_range("bytes=-100", 1000), Some((900, 999)));
+        assert_eq!(parse_range("bytes=990-2000", 1000), Some((990, 999)));
+        assert_eq!(parse_range("bytes=1000-", 1000), None);
+        assert_eq!(parse_range("bytes=5-1", 1000), None);
+        assert_eq!(parse_range("bytes=0-1,5-6", 1000), None);
+        assert_eq!(parse_range("items=0-1", 1000), None);
+    }
+
+    #[test]
+    fn only_files_below_the_root_or_offered_archives_resolve() {
+        let site = Site {
+            root: PathBuf::from("/srv/www"),
+            archives: vec![PathBuf::from("/data/demo.dendro")],
+        };
+        assert_eq!(
+            site.resolve("/"),
+            Some(PathBuf::from("/srv/www/index.html"))
+        );
+        assert_eq!(
+            site.resolve("/app.js?x=1"),
+            Some(PathBuf::from("/srv/www/app.js"))
+        );
+        assert_eq!(site.resolve("/../etc/passwd"), None);
+        assert_eq!(site.resolve("/a/../../etc/passwd"), None);
+        assert_eq!(
+            site.resolve("/archives/demo.dendro"),
+            Some(PathBuf::from("/data/demo.dendro"))
+        );
+        assert_eq!(site.resolve("/archives/other.dendro"), None);
+    }
+}
