@@ -3,7 +3,9 @@
 #[cfg(not(target_arch = "wasm32"))]
 use std::path::{Path, PathBuf};
 
-use rusqlite::{Connection, OpenFlags, TransactionBehavior};
+#[cfg(not(target_arch = "wasm32"))]
+use rusqlite::OpenFlags;
+use rusqlite::{Connection, TransactionBehavior};
 
 use super::{pragmas, sniff_bytes, CATALOG_TABLES, HEADER_BYTES};
 use crate::error::{Error, NotArchive, Result, SqlContext};
@@ -352,6 +354,29 @@ impl ArchiveMut {
     pub fn transaction(&mut self) -> Result<super::Transaction<'_>> {
         super::Transaction::begin(&self.archive.conn, &self.archive.file)
     }
+}
+
+/// Opens the streaming writer's connection to an existing archive: the same
+/// checks as a read open (stamp, catalog), then the writer's settings. It
+/// takes no exclusive lock, because readers must keep working beside it; a
+/// file an [`ArchiveMut`] holds answers busy, which is reported as
+/// [`Error::InUse`].
+#[cfg(feature = "write")]
+pub(crate) fn open_streaming(path: &Path) -> Result<Connection> {
+    let file = path.display().to_string();
+    super::sniff(path)?.require_readable(&file)?;
+    let conn = open_writable(path, &file)?;
+    let archive = Archive {
+        conn,
+        file,
+        path: Some(path.to_path_buf()),
+    };
+    archive.check_opened()?;
+    let Archive { conn, file, .. } = archive;
+    conn.execute_batch("PRAGMA query_only = OFF;")
+        .ctx(&file, "cannot configure the write connection")?;
+    pragmas::apply_writer(&conn, &file)?;
+    Ok(conn)
 }
 
 /// Opens a read-write connection after checking the medium can be written,
