@@ -1,0 +1,69 @@
+// The standalone viewer page (index.html), and its iframe mode.
+//
+// Plain page: drop or pick files, or open ?url=...; the view is mirrored in
+// the query string. With ?embed (iframe mode) the page posts
+// {dendro: {ready: true}} to its parent and then opens any
+// {dendro: {buffer, name}} the parent posts to it ({dendro: {ping: true}}
+// makes it repeat the handshake, for a parent that started listening late).
+
+import { type OpenResult, Viewer } from "./ui/viewer";
+import { parseState } from "./ui/state";
+
+const params = new URLSearchParams(location.search);
+const iframeMode = params.has("embed") && window.parent !== window;
+const state = parseState(location.search);
+const app = document.getElementById("app") ?? document.body;
+app.textContent = "";
+
+let replyOrigin = "*";
+
+const viewer = new Viewer(app, {
+  embedded: iframeMode,
+  urlState: !iframeMode,
+  dropOnDocument: true,
+  ...(state.tz ? { tz: state.tz } : {}),
+  ...(iframeMode ? { onOpen: (r: OpenResult) => reportToParent(r) } : {}),
+});
+
+window.addEventListener("error", (ev) => {
+  viewer.toast(ev.message || "an error in the page");
+});
+window.addEventListener("unhandledrejection", (ev) => {
+  const r: unknown = ev.reason;
+  viewer.toast(r instanceof Error ? r.message : typeof r === "object" && r && "message" in r ? String((r as { message: unknown }).message) : String(r));
+});
+
+if (iframeMode) installParentBridge();
+else if (state.url) void viewer.openUrl(state.url, state);
+
+function installParentBridge(): void {
+  const parentWin = window.parent;
+  window.addEventListener("message", (ev: MessageEvent) => {
+    if (ev.source !== parentWin) return;
+    const data: unknown = ev.data;
+    if (typeof data !== "object" || data === null) return;
+    const msg = (data as { dendro?: unknown }).dendro;
+    if (typeof msg !== "object" || msg === null) return;
+    const m = msg as { buffer?: unknown; name?: unknown; url?: unknown; ping?: unknown };
+    if (m.ping === true) {
+      parentWin.postMessage({ dendro: { ready: true } }, "*");
+      return;
+    }
+    const name = typeof m.name === "string" && m.name !== "" ? m.name : "archive.dendro";
+    replyOrigin = ev.origin && ev.origin !== "null" ? ev.origin : "*";
+    if (m.buffer instanceof ArrayBuffer) void viewer.openBytes(m.buffer, name);
+    else if (ArrayBuffer.isView(m.buffer)) {
+      const v = m.buffer;
+      void viewer.openBytes(new Uint8Array(v.buffer, v.byteOffset, v.byteLength).slice().buffer, name);
+    } else if (typeof m.url === "string") void viewer.openUrl(m.url);
+  });
+  // The handshake carries nothing about the page, so any parent may hear it.
+  parentWin.postMessage({ dendro: { ready: true } }, "*");
+}
+
+function reportToParent(r: OpenResult): void {
+  const opened = r.ok
+    ? { name: r.name, ok: true, sources: r.description.sources.length }
+    : { name: r.name, ok: false, error: { kind: r.error.kind, title: r.error.title, message: r.error.message } };
+  window.parent.postMessage({ dendro: { opened } }, replyOrigin);
+}

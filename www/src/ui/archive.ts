@@ -1,0 +1,186 @@
+// One open archive: overview, sources, timeline and the selected stream,
+// sharing one time window.
+
+import type { ArchiveHandle, Description } from "../engine/types";
+import { h, replace } from "./dom";
+import type { TimeZoneMode } from "./format";
+import { type Span, archiveSpan, fullWindow, originFor, streamSpan } from "./model";
+import { Overview, marksOf, sourceCard } from "./overview";
+import type { Dialog, Tooltip } from "./overlay";
+import type { ViewState } from "./state";
+import { StreamView } from "./stream";
+import { type SourceMarks, Timeline } from "./timeline";
+
+export interface ArchiveHost {
+  tz(): TimeZoneMode;
+  tooltip: Tooltip;
+  dialog: Dialog;
+  /** The view changed (selection, window, columns): the URL may follow. */
+  changed(view: ArchiveView): void;
+}
+
+export interface ArchiveMeta {
+  name: string;
+  url: string | null;
+}
+
+export class ArchiveView {
+  readonly el: HTMLElement;
+  private readonly overview: Overview;
+  private readonly timeline: Timeline;
+  private readonly streamSlot: HTMLElement;
+  private readonly rebuildSources: () => void;
+  private streamView: StreamView | null = null;
+  private readonly full: Span;
+  private readonly origin: bigint;
+  private from: bigint;
+  private to: bigint;
+
+  constructor(
+    private readonly host: ArchiveHost,
+    readonly handle: ArchiveHandle,
+    readonly desc: Description,
+    readonly meta: ArchiveMeta,
+    init: ViewState = {},
+  ) {
+    this.full = fullWindow(archiveSpan(desc));
+    this.origin = originFor(this.full);
+    [this.from, this.to] = init.from !== undefined && init.to !== undefined && init.to > init.from ? [init.from, init.to] : this.full;
+
+    const overviewHost = {
+      handle,
+      name: meta.name,
+      url: meta.url,
+      dialog: host.dialog,
+      tz: () => host.tz(),
+      onSelect: (source: number, stream: string) => this.select(source, stream),
+    };
+    this.overview = new Overview(overviewHost, desc);
+    const marks = new Map<number, SourceMarks>();
+    for (const src of desc.sources) marks.set(src.id, marksOf(src));
+    this.timeline = new Timeline(
+      {
+        tz: () => host.tz(),
+        tooltip: host.tooltip,
+        onWindow: (a, b) => this.setWindow(a, b),
+        onSelect: (source, stream, seq) => this.select(source, stream, seq),
+      },
+      desc,
+      this.full,
+      marks,
+    );
+    this.timeline.setWindow(this.from, this.to);
+    this.streamSlot = h("div", { class: "dv-stream-slot" });
+    const sources = h("section", { class: "dv-sources", data: { testid: "sources" } });
+    this.rebuildSources = () => replace(sources, desc.sources.map((src) => sourceCard(overviewHost, src)));
+    this.rebuildSources();
+    this.el = h(
+      "div",
+      { class: "dv-archive", data: { testid: "archive" } },
+      this.overview.el,
+      desc.sources.length === 0
+        ? h("div", { class: "dv-panel dv-empty-archive" }, "This archive is sound but empty: it holds no sources, streams or rows yet.")
+        : null,
+      desc.sources.length > 0 ? sources : null,
+      desc.sources.length > 0 ? this.timeline.el : null,
+      this.streamSlot,
+    );
+
+    // Open the asked-for stream, else the first one with sealed rows to plot.
+    let pick: { source: number; stream: string } | null = null;
+    if (init.source !== undefined && init.stream !== undefined) {
+      const src = desc.sources.find((s) => s.id === init.source);
+      if (src?.streams.some((s) => s.name === init.stream)) pick = { source: init.source, stream: init.stream };
+    }
+    if (!pick) {
+      outer: for (const src of desc.sources)
+        for (const st of src.streams)
+          if (st.segments.length > 0) {
+            pick = { source: src.id, stream: st.name };
+            break outer;
+          }
+    }
+    if (pick) this.select(pick.source, pick.stream, undefined, init.columns, false);
+    void this.overview.verify();
+  }
+
+  destroy(): void {
+    this.streamView?.destroy();
+    this.timeline.destroy();
+  }
+
+  /** Called when the tab becomes visible (sizes were zero while hidden). */
+  shown(): void {
+    this.timeline.render();
+  }
+
+  setWindow(from: bigint, to: bigint): void {
+    if (to <= from) return;
+    this.from = from;
+    this.to = to;
+    this.timeline.setWindow(from, to);
+    this.streamView?.setWindow(from, to);
+    this.host.changed(this);
+  }
+
+  select(source: number, stream: string, seq?: number, columns?: string[], notify = true): void {
+    const src = this.desc.sources.find((s) => s.id === source);
+    const st = src?.streams.find((s) => s.name === stream);
+    if (!src || !st) return;
+    if (this.streamView && this.streamView.source.id === source && this.streamView.stream.name === stream) {
+      if (seq !== undefined) this.streamView.showSegment(seq);
+      return;
+    }
+    this.streamView?.destroy();
+    const keep = columns ?? (this.streamView ? this.streamView.columns() : undefined);
+    this.streamView = new StreamView(
+      {
+        handle: this.handle,
+        origin: this.origin,
+        dialog: this.host.dialog,
+        tz: () => this.host.tz(),
+        window: () => [this.from, this.to],
+        fullWindow: () => {
+          const sp = streamSpan(st);
+          return sp ? fullWindow(sp) : this.full;
+        },
+        onWindow: (a, b) => this.setWindow(a, b),
+        onColumns: () => this.host.changed(this),
+      },
+      src,
+      st,
+      keep,
+      seq,
+    );
+    replace(this.streamSlot, this.streamView.el);
+    this.timeline.setSelected(source, stream);
+    void this.streamView.init().then(() => this.host.changed(this));
+    if (notify) {
+      this.host.changed(this);
+      this.streamSlot.scrollIntoView?.({ block: "nearest", behavior: "smooth" });
+    }
+  }
+
+  tzChanged(): void {
+    this.overview.relabel();
+    this.rebuildSources();
+    this.timeline.render();
+    this.streamView?.relabel();
+  }
+
+  state(): ViewState {
+    const s: ViewState = {};
+    if (this.meta.url) s.url = this.meta.url;
+    if (this.streamView) {
+      s.source = this.streamView.source.id;
+      s.stream = this.streamView.stream.name;
+      const cols = this.streamView.columns();
+      if (cols.length > 0) s.columns = cols;
+    }
+    if (this.from !== this.full[0] || this.to !== this.full[1]) {
+      s.from = this.from;
+      s.to = this.to;
+    }
+    return s;
+  }
+}

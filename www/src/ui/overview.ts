@@ -1,0 +1,383 @@
+// The overview of an archive (file, counts, span, verify badge) and one card
+// per source (labels, uuid, completeness, clock anchor, streams, metadata
+// with the reserved keys rendered for people).
+
+import type { ArchiveHandle, Description, SourceInfo, VerifyReport } from "../engine/types";
+import { type Child, copyButton, fileText, h, replace } from "./dom";
+import { explain } from "./errors";
+import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode } from "./format";
+import { archiveSpan, sourceSpan, streamSpan, totals } from "./model";
+import type { Dialog } from "./overlay";
+import {
+  type ArchiveEvent,
+  type ProducerEpoch,
+  type WriterSession,
+  jsonText,
+  parseEvents,
+  parseProducerEpochs,
+  parseWriterSessions,
+} from "./reserved";
+import { callerRowsTable } from "./stream";
+
+export interface OverviewHost {
+  handle: ArchiveHandle;
+  name: string;
+  url: string | null;
+  dialog: Dialog;
+  tz(): TimeZoneMode;
+  onSelect(source: number, stream: string): void;
+}
+
+function field(label: string, key: string, value: Child, raw?: string | number | bigint, extra?: Record<string, string>): HTMLElement {
+  return h(
+    "div",
+    { class: "dv-stat", data: { field: key, ...(raw !== undefined ? { value: String(raw) } : {}), ...(extra ?? {}) } },
+    h("div", { class: "dv-stat-label" }, label),
+    h("div", { class: "dv-stat-value" }, value),
+  );
+}
+
+export class Overview {
+  readonly el: HTMLElement;
+  private readonly badge: HTMLElement;
+  private readonly spanValue: HTMLElement;
+
+  constructor(
+    private readonly host: OverviewHost,
+    private readonly desc: Description,
+  ) {
+    const t = totals(desc);
+    const span = archiveSpan(desc);
+    this.badge = h("button", { type: "button", class: "dv-badge dv-badge-wait", data: { testid: "verify" } }, "verifying…");
+    this.spanValue = h("span");
+    const spanExtra: Record<string, string> = span ? { from: span[0].toString(), to: span[1].toString() } : {};
+    this.el = h(
+      "section",
+      { class: "dv-overview", data: { testid: "overview" } },
+      field("File", "name", fileText(host.name, { max: 80, what: "file name" }), undefined),
+      field("Size", "file_bytes", h("span", { title: `${count(desc.file_bytes)} bytes` }, bytes(desc.file_bytes)), desc.file_bytes),
+      field("Schema", "schema_version", `v${desc.schema_version}`, desc.schema_version),
+      field("Sources", "sources", count(t.sources), t.sources),
+      field("Streams", "streams", count(t.streams), t.streams),
+      field("Segments", "segments", count(t.segments), t.segments),
+      field(
+        "Rows",
+        "rows",
+        [count(t.rows), t.liveRows > 0 ? h("span", { class: "dv-stat-sub" }, ` ${count(t.liveRows)} live`) : null],
+        t.rows,
+      ),
+      field("Span", "span", this.spanValue, span ? "" : "none", spanExtra),
+      field("Verify", "verify", this.badge),
+    );
+    this.el.querySelector('[data-field="span"]')?.classList.add("dv-stat-wide");
+    this.relabel();
+  }
+
+  relabel(): void {
+    const span = archiveSpan(this.desc);
+    const tz = this.host.tz();
+    if (!span) replace(this.spanValue, h("span", { class: "dv-muted" }, "no rows"));
+    else
+      replace(
+        this.spanValue,
+        fmtSpan(span[0], span[1], tz),
+        h("span", { class: "dv-stat-sub" }, ` ${duration(span[1] - span[0])}${tz === "utc" ? " · UTC" : ""}`),
+      );
+  }
+
+  async verify(): Promise<void> {
+    let report: VerifyReport;
+    try {
+      report = await this.host.handle.verify();
+    } catch (e) {
+      const x = explain(e, this.host.name);
+      this.badge.className = "dv-badge dv-badge-bad";
+      this.badge.textContent = "verify failed";
+      this.badge.dataset["state"] = "failed";
+      this.badge.onclick = () => this.host.dialog.open(x.title, h("p", null, x.hint), h("pre", { class: "dv-pre" }, fileText(x.message, { max: 4000 })));
+      return;
+    }
+    this.badge.dataset["state"] = report.sound ? "sound" : "problems";
+    if (report.sound) {
+      this.badge.className = "dv-badge dv-badge-ok";
+      this.badge.textContent = "✓ sound";
+      this.badge.title = "Every check of the archive passed";
+      return;
+    }
+    this.badge.className = "dv-badge dv-badge-bad";
+    this.badge.textContent = `✗ ${report.problems.length} problem${report.problems.length === 1 ? "" : "s"}`;
+    this.badge.onclick = () =>
+      this.host.dialog.open(
+        "Problems found by verify",
+        h(
+          "table",
+          { class: "dv-table" },
+          h("thead", null, h("tr", null, h("th", null, "kind"), h("th", null, "problem"))),
+          h(
+            "tbody",
+            null,
+            report.problems.slice(0, 500).map((p) => h("tr", null, h("td", { class: "dv-mono" }, fileText(p.kind, { max: 40 })), h("td", null, fileText(p.message, { max: 600 })))),
+          ),
+        ),
+      );
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Sources
+
+export interface ParsedMarks {
+  events: ArchiveEvent[];
+  epochs: ProducerEpoch[];
+  sessions: WriterSession[];
+}
+
+export function marksOf(src: SourceInfo): ParsedMarks {
+  const m = src.metadata;
+  const ev = m["events"] !== undefined ? parseEvents(m["events"]) : null;
+  const ep = m["producer_epochs"] !== undefined ? parseProducerEpochs(m["producer_epochs"]) : null;
+  const ws = m["writer_sessions"] !== undefined ? parseWriterSessions(m["writer_sessions"]) : null;
+  return {
+    events: ev?.ok ? ev.value : [],
+    epochs: ep?.ok ? ep.value : [],
+    sessions: ws?.ok ? ws.value : [],
+  };
+}
+
+const META_ROWS_SHOWN = 60;
+
+export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
+  const tz = host.tz();
+  const span = sourceSpan(src);
+  const labelEntries = Object.entries(src.labels);
+  const chips = h(
+    "div",
+    { class: "dv-chips", data: { testid: "labels" } },
+    labelEntries.length === 0 ? h("span", { class: "dv-muted" }, "no labels") : null,
+    labelEntries.slice(0, 40).map(([k, v]) =>
+      h("span", { class: "dv-chip", data: { testid: "label" } }, h("span", { class: "dv-chip-k" }, fileText(k, { max: 40, what: "label name" })), h("span", { class: "dv-chip-v" }, fileText(v, { max: 80, what: `label ${k}` }))),
+    ),
+    labelEntries.length > 40 ? h("span", { class: "dv-muted" }, `+${labelEntries.length - 40} more`) : null,
+  );
+  const completeness = src.complete
+    ? h("span", { class: "dv-badge dv-badge-ok", data: { testid: "complete", complete: "true" } }, "complete")
+    : h(
+        "span",
+        { class: "dv-badge dv-badge-warn", data: { testid: "complete", complete: "false" } },
+        "may be incomplete: data after the last row may be missing",
+      );
+
+  const streams = h(
+    "table",
+    { class: "dv-table dv-streams-table" },
+    h(
+      "thead",
+      null,
+      h("tr", null, h("th", null, "stream"), h("th", { class: "dv-right" }, "segments"), h("th", { class: "dv-right" }, "sealed rows"), h("th", { class: "dv-right" }, "live rows"), h("th", { class: "dv-right" }, "caller rows"), h("th", null, "span")),
+    ),
+    h(
+      "tbody",
+      null,
+      src.streams.map((st) => {
+        const sp = streamSpan(st);
+        return h(
+          "tr",
+          { class: "dv-clickable", data: { stream: st.name, testid: "stream-row" }, on: { click: () => host.onSelect(src.id, st.name) } },
+          h("td", null, h("button", { type: "button", class: "dv-link" }, fileText(st.name, { max: 50 }))),
+          h("td", { class: "dv-right dv-mono" }, count(st.segments.length)),
+          h("td", { class: "dv-right dv-mono" }, count(st.sealed_rows)),
+          h("td", { class: "dv-right dv-mono" + (st.live_rows > 0 ? " dv-live-text" : "") }, count(st.live_rows)),
+          h("td", { class: "dv-right dv-mono" }, count(st.caller_rows)),
+          h("td", { class: "dv-mono dv-small" }, sp ? fmtSpan(sp[0], sp[1], tz) : "—"),
+        );
+      }),
+    ),
+  );
+
+  const callerNames =
+    src.caller_row_names.length > 0
+      ? h(
+          "div",
+          { class: "dv-kv-line" },
+          h("span", { class: "dv-muted" }, "Caller rows under other names: "),
+          src.caller_row_names.map((name) =>
+            h(
+              "button",
+              {
+                type: "button",
+                class: "dv-chip dv-chip-btn",
+                data: { testid: "caller-name" },
+                on: {
+                  click: async () => {
+                    host.dialog.open(`Caller rows “${name.length > 60 ? name.slice(0, 60) + "…" : name}” of source ${src.id}`, h("div", { class: "dv-muted" }, "Reading…"));
+                    const table = await callerRowsTable(host.handle, src.id, name, host.tz);
+                    host.dialog.open(`Caller rows of source ${src.id}`, h("div", { class: "dv-muted" }, "name ", fileText(name, { max: 200 })), table);
+                  },
+                },
+              },
+              fileText(name, { max: 40 }),
+            ),
+          ),
+        )
+      : null;
+
+  return h(
+    "article",
+    { class: "dv-card dv-source", data: { source: src.id, testid: "source" } },
+    h("header", { class: "dv-card-head" }, h("h3", null, `Source ${src.id}`), completeness),
+    chips,
+    h(
+      "dl",
+      { class: "dv-kv" },
+      h("dt", null, "uuid"),
+      h("dd", { class: "dv-mono", data: { testid: "uuid" } }, src.uuid === null ? h("span", { class: "dv-muted" }, "none") : fileText(src.uuid, { max: 64 })),
+      h("dt", null, "clock anchor"),
+      h(
+        "dd",
+        { data: { testid: "anchor", value: src.clock_anchor_wall_ns.toString() } },
+        instant(src.clock_anchor_wall_ns, tz, 9),
+        h("span", { class: "dv-muted dv-small" }, ` (${src.clock_anchor_wall_ns} ns)`),
+      ),
+      h("dt", null, "span"),
+      h("dd", { data: span ? { from: span[0].toString(), to: span[1].toString() } : {} }, span ? `${fmtSpan(span[0], span[1], tz)} (${duration(span[1] - span[0])})` : "no rows"),
+    ),
+    src.streams.length > 0 ? streams : h("div", { class: "dv-muted" }, "No streams."),
+    callerNames,
+    metadataTable(host, src),
+  );
+}
+
+function metadataTable(host: OverviewHost, src: SourceInfo): HTMLElement {
+  const entries = Object.entries(src.metadata);
+  const tz = host.tz();
+  const rows: HTMLElement[] = [];
+  const renderRows = (limit: number) =>
+    entries.slice(0, limit).map(([k, v]) =>
+      h(
+        "tr",
+        { data: { key: k.length <= 64 ? k : "" } },
+        h("th", { class: "dv-meta-key" }, fileText(k, { max: 48, what: "metadata key" })),
+        h("td", null, reservedValue(k, v, tz) ?? plainValue(k, v)),
+      ),
+    );
+  rows.push(...renderRows(META_ROWS_SHOWN));
+  const tbody = h("tbody", null, rows);
+  const more =
+    entries.length > META_ROWS_SHOWN
+      ? h(
+          "button",
+          {
+            type: "button",
+            class: "dv-btn dv-btn-quiet",
+            on: {
+              click: (ev) => {
+                replace(tbody, renderRows(entries.length));
+                (ev.currentTarget as HTMLElement).remove();
+              },
+            },
+          },
+          `Show all ${count(entries.length)} keys`,
+        )
+      : null;
+  return h(
+    "details",
+    { class: "dv-meta-block", open: entries.length <= 20 },
+    h("summary", null, `Metadata · ${count(entries.length)} key${entries.length === 1 ? "" : "s"}`),
+    entries.length === 0 ? h("div", { class: "dv-muted" }, "none") : h("table", { class: "dv-table dv-meta-table", data: { testid: "metadata" } }, tbody),
+    more,
+  );
+}
+
+function plainValue(key: string, v: string): Child {
+  return h("div", { class: "dv-meta-val" }, fileText(v, { max: 240, what: `metadata ${key.slice(0, 60)}` }), v.length > 40 ? copyButton(() => v) : null);
+}
+
+function rawToggle(key: string, v: string): HTMLElement {
+  return h("details", { class: "dv-raw" }, h("summary", null, "raw JSON"), h("div", { class: "dv-mono dv-small" }, fileText(v, { max: 2000, what: `metadata ${key}` }), copyButton(() => v)));
+}
+
+function invalid(key: string, v: string, why: string): Child {
+  return [h("div", { class: "dv-warn-inline" }, `reserved key, but ${why}; shown as written:`), plainValue(key, v)];
+}
+
+/** The reserved keys rendered for people; null for ordinary keys. */
+function reservedValue(key: string, v: string, tz: TimeZoneMode): Child | null {
+  if (key === "writer_sessions") {
+    const p = parseWriterSessions(v);
+    if (!p.ok) return invalid(key, v, p.why);
+    return h(
+      "div",
+      { data: { testid: "writer-sessions" } },
+      h("div", { class: "dv-muted dv-small" }, `${p.value.length} writer session${p.value.length === 1 ? "" : "s"}`),
+      h(
+        "table",
+        { class: "dv-table dv-subtable" },
+        h("thead", null, h("tr", null, h("th", null, "session"), h("th", null, "dendro"), h("th", null, "clock anchor"), h("th", null, "resumed after"))),
+        h(
+          "tbody",
+          null,
+          p.value.slice(0, 200).map((s) =>
+            h(
+              "tr",
+              null,
+              h("td", { class: "dv-mono" }, fileText(s.session, { max: 40 })),
+              h("td", { class: "dv-mono" }, fileText(s.dendro, { max: 24 })),
+              h("td", { class: "dv-mono" }, s.clock_anchor_wall_ns === null ? "—" : instant(s.clock_anchor_wall_ns, tz, 9)),
+              h("td", { class: "dv-mono" }, s.resumed_after_ts === null ? "—" : instant(s.resumed_after_ts, tz)),
+            ),
+          ),
+        ),
+      ),
+      rawToggle(key, v),
+    );
+  }
+  if (key === "events") {
+    const p = parseEvents(v);
+    if (!p.ok) return invalid(key, v, p.why);
+    return h(
+      "div",
+      { data: { testid: "events" } },
+      h("div", { class: "dv-muted dv-small" }, `${p.value.length} event${p.value.length === 1 ? "" : "s"}, marked on the timeline`),
+      h(
+        "table",
+        { class: "dv-table dv-subtable" },
+        h("thead", null, h("tr", null, h("th", null, "time"), h("th", null, "kind"), h("th", null, "description"), h("th", null, "details"))),
+        h(
+          "tbody",
+          null,
+          p.value.slice(0, 200).map((e) =>
+            h(
+              "tr",
+              null,
+              h("td", { class: "dv-mono" }, instant(e.timestamp, tz)),
+              h("td", null, e.kind === null ? "" : fileText(e.kind, { max: 30 })),
+              h("td", null, fileText(e.description, { max: 160 })),
+              h("td", { class: "dv-mono dv-small" }, e.details === undefined || e.details === null ? "" : fileText(jsonText(e.details), { max: 120 }), e.id !== null ? [" ", h("span", { class: "dv-muted" }, "id "), fileText(e.id, { max: 40 })] : null),
+            ),
+          ),
+        ),
+      ),
+      rawToggle(key, v),
+    );
+  }
+  if (key === "producer_epochs") {
+    const p = parseProducerEpochs(v);
+    if (!p.ok) return invalid(key, v, p.why);
+    return h(
+      "div",
+      { data: { testid: "epochs" } },
+      h(
+        "table",
+        { class: "dv-table dv-subtable" },
+        h("thead", null, h("tr", null, h("th", null, "epoch"), h("th", null, "from"))),
+        h(
+          "tbody",
+          null,
+          p.value.slice(0, 200).map((e) => h("tr", null, h("td", { class: "dv-mono" }, fileText(e.epoch, { max: 40 })), h("td", { class: "dv-mono" }, e.from_ts === null ? "—" : instant(e.from_ts, tz)))),
+        ),
+      ),
+      rawToggle(key, v),
+    );
+  }
+  return null;
+}

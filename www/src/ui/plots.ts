@@ -1,0 +1,322 @@
+// Plots of a stream's numeric columns against its timestamp, with uPlot.
+//
+// One small plot per column, stacked, sharing the x window and a synced
+// cursor. Data comes from `readRange` with maxPoints about one per pixel, so
+// a window of a million rows arrives as a min/max envelope (drawn as a band)
+// and a narrow window arrives row by row. Zooming (drag across a plot, or
+// the timeline) asks the engine again for the new window.
+
+import uPlot from "uplot";
+import type { ArchiveHandle, ColumnSchema, RangeEnvelope } from "../engine/types";
+import { ticks } from "./axis";
+import { clear, debounce, fileText, h, replace } from "./dom";
+import { explain } from "./errors";
+import { compactNumber, count, instant, type TimeZoneMode } from "./format";
+
+export interface PlotHost {
+  handle: ArchiveHandle;
+  source: number;
+  stream: string;
+  /** x = seconds since this instant. */
+  origin: bigint;
+  tz(): TimeZoneMode;
+  onWindow(from: bigint, to: bigint): void;
+  /** The window a double-click returns to. */
+  fullWindow(): [bigint, bigint];
+}
+
+const PALETTE = ["#2563eb", "#0d9488", "#c2410c", "#7c3aed", "#be123c", "#4d7c0f", "#0369a1", "#a16207"];
+
+interface ColumnPlot {
+  name: string;
+  box: HTMLElement;
+  readout: HTMLElement;
+  plot: uPlot | null;
+  color: string;
+}
+
+let syncCounter = 0;
+
+export class PlotGroup {
+  readonly el: HTMLElement;
+  private readonly status: HTMLElement;
+  private readonly list: HTMLElement;
+  private plots: ColumnPlot[] = [];
+  private selected: string[] = [];
+  private from = 0n;
+  private to = 1n;
+  private xmin = 0;
+  private xmax = 1;
+  private token = 0;
+  private readonly syncKey = `dendro-${++syncCounter}`;
+  private readonly resize: ResizeObserver;
+  private lastWidth = 0;
+  private data: RangeEnvelope | null = null;
+  private readonly scheduleFetch = debounce(() => void this.fetch(), 120);
+
+  constructor(
+    private readonly host: PlotHost,
+    private readonly columns: ColumnSchema[],
+  ) {
+    this.status = h("div", { class: "dv-plot-status", data: { testid: "plot-status" } });
+    this.list = h("div", { class: "dv-plot-list" });
+    this.el = h("div", { class: "dv-plots", data: { testid: "plots" } }, this.status, this.list);
+    this.resize = new ResizeObserver(() => {
+      const w = this.width();
+      if (Math.abs(w - this.lastWidth) < 2) return;
+      this.lastWidth = w;
+      for (const p of this.plots) p.plot?.setSize({ width: w, height: plotHeight(this.plots.length) });
+      this.scheduleFetch();
+    });
+    this.resize.observe(this.el);
+  }
+
+  destroy(): void {
+    this.resize.disconnect();
+    this.token++;
+    for (const p of this.plots) p.plot?.destroy();
+    this.plots = [];
+  }
+
+  private width(): number {
+    return Math.max(320, this.list.clientWidth || this.el.clientWidth || 800);
+  }
+
+  setColumns(names: string[]): void {
+    this.selected = names;
+    for (const p of this.plots) p.plot?.destroy();
+    this.plots = [];
+    clear(this.list);
+    if (names.length === 0) {
+      this.status.textContent = "Pick a numeric column to plot it.";
+      return;
+    }
+    names.forEach((name, i) => {
+      const col = this.columns.find((c) => c.name === name);
+      const readout = h("span", { class: "dv-plot-readout" });
+      const box = h(
+        "div",
+        { class: "dv-plot", data: { testid: "plot", column: name } },
+        h(
+          "div",
+          { class: "dv-plot-head" },
+          h("span", { class: "dv-plot-swatch", style: { background: PALETTE[i % PALETTE.length]! } }),
+          h("span", { class: "dv-plot-name" }, fileText(name, { max: 60 })),
+          col ? h("span", { class: "dv-plot-type" }, col.type) : null,
+          readout,
+        ),
+      );
+      this.list.appendChild(box);
+      this.plots.push({ name, box, readout, plot: null, color: PALETTE[i % PALETTE.length]! });
+    });
+    void this.fetch();
+  }
+
+  setWindow(from: bigint, to: bigint): void {
+    this.from = from;
+    this.to = to;
+    this.xmin = this.toX(from);
+    this.xmax = this.toX(to);
+    for (const p of this.plots) p.plot?.setScale("x", { min: this.xmin, max: this.xmax });
+    this.scheduleFetch();
+  }
+
+  /** The zone changed: relabel axes and readouts. */
+  relabel(): void {
+    for (const p of this.plots) p.plot?.redraw(false, true);
+  }
+
+  private toX(ns: bigint): number {
+    return Number(ns - this.host.origin) / 1e9;
+  }
+
+  private toNs(x: number): bigint {
+    return this.host.origin + BigInt(Math.round(x * 1e9));
+  }
+
+  private async fetch(): Promise<void> {
+    if (this.selected.length === 0) return;
+    const token = ++this.token;
+    const maxPoints = Math.max(100, Math.round(this.width()));
+    this.status.textContent = "Reading…";
+    this.status.classList.add("dv-busy");
+    let env: RangeEnvelope;
+    try {
+      env = await this.host.handle.readRange(this.host.source, this.host.stream, this.from, this.to, {
+        columns: this.selected,
+        maxPoints,
+      });
+    } catch (e) {
+      if (token !== this.token) return;
+      const x = explain(e, this.host.stream);
+      this.status.classList.remove("dv-busy");
+      replace(this.status, h("span", { class: "dv-error-inline" }, `${x.title}: `, fileText(x.message, { max: 300 })));
+      return;
+    }
+    if (token !== this.token) return;
+    this.status.classList.remove("dv-busy");
+    this.data = env;
+    this.status.textContent =
+      `${count(env.rows_in_window)} rows in this window · ` +
+      (env.reduced ? `min/max envelope of ${count(env.ts.length)} buckets` : "every row shown") +
+      ` · ${count(env.segments_read)} segment${env.segments_read === 1 ? "" : "s"} read`;
+    this.draw(env);
+  }
+
+  private draw(env: RangeEnvelope): void {
+    const n = env.ts.length;
+    const xs = new Float64Array(n);
+    for (let i = 0; i < n; i++) xs[i] = this.toX(env.ts[i]!);
+    const w = this.width();
+    for (const p of this.plots) {
+      const col = env.columns.find((c) => c.name === p.name);
+      const note = p.box.querySelector(".dv-plot-note");
+      note?.remove();
+      if (!col) {
+        p.plot?.destroy();
+        p.plot = null;
+        p.box.appendChild(h("div", { class: "dv-plot-note" }, "The engine returned no numeric values for this column."));
+        continue;
+      }
+      const data: uPlot.AlignedData = [xs, gapsAsNull(col.max), gapsAsNull(col.min)];
+      if (n === 0) p.box.appendChild(h("div", { class: "dv-plot-note" }, "No rows in this window."));
+      if (p.plot) {
+        p.plot.setData(data, true);
+      } else {
+        p.plot = new uPlot(this.options(p, w), data, p.box);
+      }
+    }
+  }
+
+  private options(p: ColumnPlot, width: number): uPlot.Options {
+    const tz = () => this.host.tz();
+    const fill = p.color + "2e";
+    return {
+      width,
+      height: plotHeight(this.plots.length),
+      legend: { show: false },
+      padding: [6, 12, 0, 4],
+      cursor: {
+        sync: { key: this.syncKey, setSeries: false },
+        drag: { x: true, y: false, setScale: false },
+        points: { size: 5 },
+      },
+      scales: {
+        x: { time: false, range: () => [this.xmin, this.xmax] },
+        y: {
+          range: (_u, min, max) => {
+            if (min === null || max === null || !Number.isFinite(min) || !Number.isFinite(max)) return [0, 1];
+            if (min === max) {
+              const d = Math.abs(min) * 0.1 || 1;
+              return [min - d, max + d];
+            }
+            const pad = (max - min) * 0.08;
+            return [min - pad, max + pad];
+          },
+        },
+      },
+      axes: [
+        {
+          size: 34,
+          stroke: "#57606a",
+          grid: { stroke: "#eaeef2", width: 1 },
+          ticks: { stroke: "#d0d7de", width: 1, size: 4 },
+          font: "11px system-ui, sans-serif",
+          splits: (u) => {
+            const min = u.scales["x"]?.min ?? this.xmin;
+            const max = u.scales["x"]?.max ?? this.xmax;
+            return ticks(this.toNs(min), this.toNs(max), Math.max(2, Math.floor(u.width / 110)), tz()).map((t) => this.toX(t.ns));
+          },
+          values: (u, splits) => {
+            const min = u.scales["x"]?.min ?? this.xmin;
+            const max = u.scales["x"]?.max ?? this.xmax;
+            const list = ticks(this.toNs(min), this.toNs(max), Math.max(2, Math.floor(u.width / 110)), tz());
+            return splits.map((_s, i) => {
+              const t = list[i];
+              if (!t) return "";
+              return t.context ? `${t.label}\n${t.context}` : t.label;
+            });
+          },
+        },
+        {
+          size: 58,
+          stroke: "#57606a",
+          grid: { stroke: "#eaeef2", width: 1 },
+          ticks: { stroke: "#d0d7de", width: 1, size: 4 },
+          font: "11px system-ui, sans-serif",
+          values: (_u, splits) => splits.map((v) => compactNumber(v)),
+        },
+      ],
+      series: [
+        {},
+        { label: "max", stroke: p.color, width: 1.25, points: { show: false } },
+        { label: "min", stroke: p.color, width: 1.25, points: { show: false } },
+      ],
+      bands: [{ series: [1, 2], fill }],
+      hooks: {
+        setSelect: [
+          (u) => {
+            const { left, width: w } = u.select;
+            if (w < 3) return;
+            const a = u.posToVal(left, "x");
+            const b = u.posToVal(left + w, "x");
+            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+            if (b > a) this.host.onWindow(this.toNs(a), this.toNs(b));
+          },
+        ],
+        setCursor: [
+          (u) => {
+            const i = u.cursor.idx;
+            if (i === null || i === undefined || !this.data) {
+              p.readout.textContent = "";
+              return;
+            }
+            const ts = this.data.ts[i];
+            const mx = u.data[1]?.[i];
+            const mn = u.data[2]?.[i];
+            if (ts === undefined) return;
+            const value =
+              mx === null || mx === undefined
+                ? "no value"
+                : mn === mx
+                  ? formatValue(mx)
+                  : `min ${formatValue(mn ?? NaN)} · max ${formatValue(mx)}`;
+            p.readout.textContent = `${instant(ts, tz())}  ${value}`;
+          },
+        ],
+        ready: [
+          (u) => {
+            u.over.addEventListener("dblclick", () => {
+              const [a, b] = this.host.fullWindow();
+              this.host.onWindow(a, b);
+            });
+          },
+        ],
+      },
+    };
+  }
+}
+
+function plotHeight(n: number): number {
+  return n <= 2 ? 190 : n <= 4 ? 150 : 120;
+}
+
+function formatValue(v: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  if (Number.isInteger(v) && Math.abs(v) < 1e15) return v.toLocaleString("en-US");
+  return Math.abs(v) >= 1e15 || (Math.abs(v) < 1e-4 && v !== 0) ? v.toExponential(6) : String(Number(v.toPrecision(10)));
+}
+
+/** uPlot leaves a hole for null; NaN (a bucket with no finite value) becomes null. */
+function gapsAsNull(a: Float64Array): Float64Array | (number | null)[] {
+  let hasNaN = false;
+  for (let i = 0; i < a.length; i++) {
+    if (Number.isNaN(a[i]!)) {
+      hasNaN = true;
+      break;
+    }
+  }
+  if (!hasNaN) return a;
+  return Array.from(a, (v) => (Number.isNaN(v) ? null : v));
+}
+

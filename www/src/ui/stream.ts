@@ -1,0 +1,338 @@
+// The stream view: schema, plots of numeric columns, the rows of a segment,
+// the live tail, and caller rows stored under the stream's name.
+
+import type { ArchiveHandle, CallerRow, SourceInfo, StreamInfo, StreamSchema } from "../engine/types";
+import { type Child, copyButton, fileText, h, replace } from "./dom";
+import { explain } from "./errors";
+import { I64_MAX, I64_MIN, bytes, count, span as fmtSpan, type TimeZoneMode } from "./format";
+import { isNumericType, streamSpan } from "./model";
+import type { Dialog } from "./overlay";
+import { PlotGroup } from "./plots";
+import { blobCell, callerRowCell, callerRowColumns, cellRenderer, previewBlob, vcolumn } from "./values";
+import { VirtualTable } from "./vtable";
+
+export interface StreamHost {
+  handle: ArchiveHandle;
+  origin: bigint;
+  dialog: Dialog;
+  tz(): TimeZoneMode;
+  window(): [bigint, bigint];
+  fullWindow(): [bigint, bigint];
+  onWindow(from: bigint, to: bigint): void;
+  onColumns(columns: string[]): void;
+}
+
+const DEFAULT_PLOTS = 6;
+
+export class StreamView {
+  readonly el: HTMLElement;
+  private plots: PlotGroup | null = null;
+  private schema: StreamSchema | null = null;
+  private selected: string[] = [];
+  private readonly schemaBox: HTMLElement;
+  private readonly plotBox: HTMLElement;
+  private readonly rowsBox: HTMLElement;
+  private readonly callerBox: HTMLElement;
+  private rowsSeq: number | null = null;
+  private destroyed = false;
+
+  constructor(
+    private readonly host: StreamHost,
+    readonly source: SourceInfo,
+    readonly stream: StreamInfo,
+    private readonly wantColumns: string[] | undefined,
+    private readonly wantSeq: number | undefined,
+  ) {
+    const st = stream;
+    const span = streamSpan(st);
+    const tz = host.tz();
+    const stats = h(
+      "div",
+      { class: "dv-stream-stats" },
+      stat("segments", count(st.segments.length)),
+      stat("sealed rows", count(st.sealed_rows)),
+      stat("live rows", count(st.live_rows)),
+      stat("caller rows", count(st.caller_rows)),
+      stat("span", span ? fmtSpan(span[0], span[1], tz) : "—"),
+    );
+    this.schemaBox = h("div", { class: "dv-schema", data: { testid: "schema" } }, h("div", { class: "dv-muted" }, "Reading schema…"));
+    this.plotBox = h("div", { class: "dv-plot-area" });
+    this.rowsBox = h("div", { class: "dv-rows", data: { testid: "rows" } });
+    this.callerBox = h("div", { class: "dv-caller", data: { testid: "caller-rows" } });
+
+    const labels = Object.entries(source.labels)
+      .slice(0, 6)
+      .map(([k, v]) => h("span", { class: "dv-chip dv-chip-sm" }, fileText(k, { max: 24 }), "=", fileText(v, { max: 40 })));
+    this.el = h(
+      "section",
+      { class: "dv-panel dv-stream", data: { testid: "stream-view", source: source.id, stream: st.name } },
+      h(
+        "div",
+        { class: "dv-panel-head" },
+        h("h2", null, "Stream ", h("span", { class: "dv-stream-name" }, fileText(st.name, { max: 80 }))),
+        h("span", { class: "dv-muted" }, `source ${source.id}`),
+        labels,
+      ),
+      stats,
+      st.live_rows > 0 ? liveNotice(st, tz) : null,
+      h("div", { class: "dv-stream-grid" }, this.schemaBox, this.plotBox),
+      this.rowsBox,
+      st.caller_rows > 0 ? this.callerBox : null,
+    );
+  }
+
+  async init(): Promise<void> {
+    const st = this.stream;
+    if (st.segments.length === 0) {
+      replace(
+        this.schemaBox,
+        h("div", { class: "dv-muted" }, "No sealed segments, so no schema to read: every row of this stream is in the live tail."),
+      );
+      replace(
+        this.plotBox,
+        h(
+          "div",
+          { class: "dv-live-only", data: { testid: "live-only" } },
+          h("span", { class: "dv-sw dv-sw-live dv-sw-big" }),
+          h(
+            "div",
+            null,
+            h("b", null, `${count(st.live_rows)} rows, all in the live tail`),
+            h("div", null, "They are committed, but not readable without the writer's encoder; nothing is sealed yet to plot."),
+          ),
+        ),
+      );
+    } else {
+      try {
+        this.schema = await this.host.handle.schema(this.source.id, st.name);
+      } catch (e) {
+        if (this.destroyed) return;
+        const x = explain(e, st.name);
+        replace(this.schemaBox, h("div", { class: "dv-error-inline" }, x.title, ": ", fileText(x.message, { max: 400 })));
+        return;
+      }
+      if (this.destroyed) return;
+      this.renderSchema();
+      this.renderPlots();
+      void this.renderRows(this.initialSeq());
+    }
+    if (st.caller_rows > 0) void this.renderCallerRows();
+  }
+
+  destroy(): void {
+    this.destroyed = true;
+    this.plots?.destroy();
+  }
+
+  columns(): string[] {
+    return this.selected;
+  }
+
+  setWindow(from: bigint, to: bigint): void {
+    this.plots?.setWindow(from, to);
+  }
+
+  relabel(): void {
+    this.plots?.relabel();
+    if (this.rowsSeq !== null) void this.renderRows(this.rowsSeq);
+  }
+
+  /** Show the rows of one segment (the timeline calls this on a click). */
+  showSegment(seq: number): void {
+    if (this.schema) void this.renderRows(seq);
+  }
+
+  private numericColumns(): string[] {
+    if (!this.schema) return [];
+    return this.schema.columns.filter((c) => c.name !== this.schema?.ts_column && isNumericType(c.type)).map((c) => c.name);
+  }
+
+  private renderSchema(): void {
+    const schema = this.schema!;
+    const numeric = this.numericColumns();
+    const want = this.wantColumns?.filter((c) => numeric.includes(c));
+    this.selected = want && want.length > 0 ? want : numeric.slice(0, DEFAULT_PLOTS);
+    const rows = schema.columns.map((c) => {
+      const plottable = numeric.includes(c.name);
+      const box = plottable
+        ? h("input", {
+            type: "checkbox",
+            "aria-label": `plot ${c.name}`,
+            data: { column: c.name },
+            on: { change: (ev) => this.toggleColumn(c.name, (ev.target as HTMLInputElement).checked) },
+          })
+        : null;
+      if (box) box.checked = this.selected.includes(c.name);
+      const meta = Object.entries(c.metadata);
+      return h(
+        "tr",
+        { class: plottable ? "" : "dv-muted-row" },
+        h("td", { class: "dv-check" }, box),
+        h(
+          "td",
+          null,
+          fileText(c.name, { max: 60, what: "column name" }),
+          c.name === schema.ts_column ? h("span", { class: "dv-tag dv-tag-ts", title: "rows are ordered by this column" }, "ts") : null,
+        ),
+        h("td", { class: "dv-mono dv-type" }, c.type, c.nullable ? h("span", { class: "dv-muted" }, " null") : null),
+        h(
+          "td",
+          { class: "dv-meta" },
+          meta.length === 0
+            ? null
+            : meta.slice(0, 6).map(([k, v]) => h("div", null, fileText(k, { max: 30 }), ": ", fileText(v, { max: 60 }))),
+        ),
+      );
+    });
+    replace(
+      this.schemaBox,
+      h("div", { class: "dv-subhead" }, "Schema", h("span", { class: "dv-muted" }, ` · ${schema.columns.length} columns · tick to plot`)),
+      h(
+        "table",
+        { class: "dv-table dv-schema-table" },
+        h("thead", null, h("tr", null, h("th", null, ""), h("th", null, "column"), h("th", null, "type"), h("th", null, "metadata"))),
+        h("tbody", null, rows),
+      ),
+    );
+  }
+
+  private toggleColumn(name: string, on: boolean): void {
+    const numeric = this.numericColumns();
+    const set = new Set(this.selected);
+    if (on) set.add(name);
+    else set.delete(name);
+    this.selected = numeric.filter((c) => set.has(c));
+    this.plots?.setColumns(this.selected);
+    this.host.onColumns(this.selected);
+  }
+
+  private renderPlots(): void {
+    const schema = this.schema!;
+    if (this.numericColumns().length === 0) {
+      replace(this.plotBox, h("div", { class: "dv-muted dv-pad" }, "This stream has no numeric columns to plot; its rows are below."));
+      return;
+    }
+    this.plots = new PlotGroup(
+      {
+        handle: this.host.handle,
+        source: this.source.id,
+        stream: this.stream.name,
+        origin: this.host.origin,
+        tz: () => this.host.tz(),
+        onWindow: (a, b) => this.host.onWindow(a, b),
+        fullWindow: () => this.host.fullWindow(),
+      },
+      schema.columns,
+    );
+    replace(this.plotBox, this.plots.el);
+    const [a, b] = this.host.window();
+    this.plots.setWindow(a, b);
+    this.plots.setColumns(this.selected);
+  }
+
+  private initialSeq(): number {
+    const segs = this.stream.segments;
+    if (this.wantSeq !== undefined && segs.some((s) => s.seq === this.wantSeq)) return this.wantSeq;
+    const [a] = this.host.window();
+    const hit = segs.find((s) => s.last_ts >= a);
+    return (hit ?? segs[0]!).seq;
+  }
+
+  private async renderRows(seq: number): Promise<void> {
+    this.rowsSeq = seq;
+    const st = this.stream;
+    const tz = this.host.tz();
+    const select = h("select", { class: "dv-select", "aria-label": "segment", data: { testid: "segment-select" } });
+    for (const s of st.segments) {
+      const opt = h("option", { value: String(s.seq) }, `seq ${s.seq} · ${count(s.rows)} rows · ${fmtSpan(s.first_ts, s.last_ts, tz)}`);
+      if (s.seq === seq) opt.selected = true;
+      select.appendChild(opt);
+    }
+    select.addEventListener("change", () => void this.renderRows(Number(select.value)));
+    const body = h("div", { class: "dv-muted dv-pad" }, "Decoding…");
+    const indexBox = h("div", { class: "dv-caller-index" });
+    replace(
+      this.rowsBox,
+      h("div", { class: "dv-subhead" }, "Rows", h("span", { class: "dv-muted" }, " of segment "), select),
+      indexBox,
+      body,
+    );
+    const seg = st.segments.find((s) => s.seq === seq);
+    if (seg?.caller_index) void this.renderCallerIndex(seq, indexBox);
+    try {
+      const batch = await this.host.handle.readSegment(this.source.id, st.name, seq);
+      if (this.destroyed || this.rowsSeq !== seq) return;
+      const tsName = this.schema?.ts_column ?? null;
+      const cols = batch.columns.map((c) => vcolumn(c, c.name === tsName));
+      const renderers = batch.columns.map((c) => cellRenderer(c, c.name === tsName, () => this.host.tz()));
+      const table = new VirtualTable(cols, batch.rows, (r, c) => renderers[c]?.(r) ?? "");
+      replace(body, table.el);
+      body.className = "";
+    } catch (e) {
+      if (this.destroyed || this.rowsSeq !== seq) return;
+      const x = explain(e, st.name);
+      replace(body, h("div", { class: "dv-error-inline" }, x.title, ": ", fileText(x.message, { max: 400 })));
+    }
+  }
+
+  private async renderCallerIndex(seq: number, box: HTMLElement): Promise<void> {
+    try {
+      const idx = await this.host.handle.callerIndex(this.source.id, this.stream.name, seq);
+      if (this.destroyed || !idx) return;
+      const p = previewBlob(idx, 400);
+      replace(
+        box,
+        h("span", { class: "dv-tag" }, "caller index"),
+        ` ${bytes(idx.byteLength)} · `,
+        blobCell(idx, `caller index of seq ${seq}`),
+        " ",
+        p.kind === "utf8" ? copyButton(() => new TextDecoder().decode(idx)) : null,
+      );
+    } catch (e) {
+      const x = explain(e, this.stream.name);
+      replace(box, h("span", { class: "dv-error-inline" }, "caller index: ", fileText(x.message, { max: 300 })));
+    }
+  }
+
+  private async renderCallerRows(): Promise<void> {
+    replace(
+      this.callerBox,
+      h("div", { class: "dv-subhead" }, "Caller rows", h("span", { class: "dv-muted" }, ` · ${count(this.stream.caller_rows)} stored under this stream's name`)),
+      h("div", { class: "dv-muted dv-pad" }, "Reading…"),
+    );
+    const content = await callerRowsTable(this.host.handle, this.source.id, this.stream.name, () => this.host.tz());
+    if (this.destroyed) return;
+    this.callerBox.lastChild?.remove();
+    this.callerBox.appendChild(content);
+  }
+}
+
+/** A table of every caller row under `name` (used by the stream view and the source card). */
+export async function callerRowsTable(handle: ArchiveHandle, source: number, name: string, tz: () => TimeZoneMode): Promise<HTMLElement> {
+  let rows: CallerRow[];
+  try {
+    rows = await handle.callerRows(source, name, I64_MIN, I64_MAX);
+  } catch (e) {
+    const x = explain(e, name);
+    return h("div", { class: "dv-error-inline" }, x.title, ": ", fileText(x.message, { max: 400 }));
+  }
+  const table = new VirtualTable(callerRowColumns(), rows.length, callerRowCell(rows, tz, name), {
+    height: Math.min(260, 30 + rows.length * 22),
+  });
+  return table.el;
+}
+
+function stat(label: string, value: Child): HTMLElement {
+  return h("span", { class: "dv-stat-inline" }, h("span", { class: "dv-muted" }, label), " ", h("b", null, value));
+}
+
+function liveNotice(st: StreamInfo, tz: TimeZoneMode): HTMLElement {
+  return h(
+    "div",
+    { class: "dv-live-note", data: { testid: "live-note", rows: st.live_rows } },
+    h("span", { class: "dv-sw dv-sw-live" }),
+    h("b", null, `Live tail: ${count(st.live_rows)} rows`),
+    st.live_span ? ` (${fmtSpan(st.live_span[0], st.live_span[1], tz)})` : "",
+    " — committed, but not readable without the writer's encoder.",
+  );
+}

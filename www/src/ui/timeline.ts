@@ -1,0 +1,477 @@
+// The timeline: one lane per stream on a shared wall-clock axis.
+//
+// Sealed segments are solid blocks, holes between them are marked, and the
+// live tail is a hatched block carrying its row count: rows that exist but
+// cannot be decoded without the writer's encoder are never drawn as nothing.
+// Dragging across the lanes (or the zoom buttons, or ctrl+wheel) sets the
+// time window that the stream view plots.
+
+import type { Description, SegmentInfo, SourceInfo, StreamInfo } from "../engine/types";
+import { ticks } from "./axis";
+import { type Child, clear, fileText, h } from "./dom";
+import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode, zoneLabel } from "./format";
+import { type Span, gaps, streamSpan } from "./model";
+import type { Tooltip } from "./overlay";
+import type { ArchiveEvent, ProducerEpoch, WriterSession } from "./reserved";
+
+export interface TimelineHost {
+  tz(): TimeZoneMode;
+  tooltip: Tooltip;
+  onWindow(from: bigint, to: bigint): void;
+  onSelect(source: number, stream: string, seq?: number): void;
+}
+
+export interface SourceMarks {
+  events: ArchiveEvent[];
+  epochs: ProducerEpoch[];
+  sessions: WriterSession[];
+}
+
+interface Lane {
+  source: SourceInfo;
+  stream: StreamInfo | null;
+  row: HTMLElement;
+  track: HTMLElement;
+}
+
+const MIN_WINDOW = 10n; // ns
+
+export class Timeline {
+  readonly el: HTMLElement;
+  private readonly body: HTMLElement;
+  private readonly overlay: HTMLElement;
+  private readonly axisTrack: HTMLElement;
+  private readonly miniTrack: HTMLElement;
+  private readonly windowLabel: HTMLElement;
+  private readonly lanes: Lane[] = [];
+  private from: bigint;
+  private to: bigint;
+  private readonly resize: ResizeObserver;
+  private lastWidth = 0;
+
+  constructor(
+    private readonly host: TimelineHost,
+    desc: Description,
+    private readonly full: Span,
+    private readonly marks: Map<number, SourceMarks>,
+  ) {
+    [this.from, this.to] = full;
+    this.windowLabel = h("span", { class: "dv-tl-window", data: { testid: "window" } });
+    const zoomIn = h("button", { type: "button", class: "dv-btn", title: "Zoom in", on: { click: () => this.zoom(0.5) } }, "+");
+    const zoomOut = h("button", { type: "button", class: "dv-btn", title: "Zoom out", on: { click: () => this.zoom(2) } }, "−");
+    const left = h("button", { type: "button", class: "dv-btn", title: "Earlier", on: { click: () => this.pan(-0.5) } }, "◀");
+    const right = h("button", { type: "button", class: "dv-btn", title: "Later", on: { click: () => this.pan(0.5) } }, "▶");
+    const fit = h(
+      "button",
+      { type: "button", class: "dv-btn", title: "Show the whole archive", data: { action: "fit" }, on: { click: () => this.host.onWindow(full[0], full[1]) } },
+      "Fit",
+    );
+    const legend = h(
+      "span",
+      { class: "dv-legend" },
+      h("span", { class: "dv-sw dv-sw-seg" }),
+      "sealed segment",
+      h("span", { class: "dv-sw dv-sw-gap" }),
+      "gap",
+      h("span", { class: "dv-sw dv-sw-live" }),
+      "live tail",
+      h("span", { class: "dv-sw dv-sw-event" }),
+      "event",
+    );
+    const head = h(
+      "div",
+      { class: "dv-panel-head" },
+      h("h2", null, "Timeline"),
+      this.windowLabel,
+      h("span", { class: "dv-spacer" }),
+      legend,
+      h("span", { class: "dv-btn-group" }, left, zoomOut, zoomIn, right, fit),
+    );
+    this.miniTrack = h("div", { class: "dv-tl-track dv-tl-mini", title: "Whole archive: click to move the window here" });
+    this.axisTrack = h("div", { class: "dv-tl-track dv-tl-axis" });
+    this.overlay = h("div", { class: "dv-tl-overlay" });
+    this.body = h(
+      "div",
+      { class: "dv-tl-body" },
+      h("div", { class: "dv-tl-row dv-tl-minirow" }, h("div", { class: "dv-tl-label dv-muted" }, "whole archive"), this.miniTrack),
+      h("div", { class: "dv-tl-row dv-tl-axisrow" }, h("div", { class: "dv-tl-label dv-tl-zone" }), this.axisTrack),
+    );
+    for (const src of desc.sources) this.addSource(src);
+    this.body.appendChild(this.overlay);
+    const hint = h("div", { class: "dv-hint" }, "Drag across the lanes to zoom (the plots follow) · ctrl+wheel zooms, shift+wheel pans · click a lane to open its stream");
+    this.el = h("section", { class: "dv-panel dv-timeline", data: { testid: "timeline" } }, head, this.body, hint);
+    if (desc.sources.length === 0) this.body.appendChild(h("div", { class: "dv-empty-note" }, "This archive holds no sources yet."));
+    this.installPointer();
+    this.resize = new ResizeObserver(() => {
+      const w = this.axisTrack.clientWidth;
+      if (w !== this.lastWidth) this.render();
+    });
+    this.resize.observe(this.body);
+  }
+
+  destroy(): void {
+    this.resize.disconnect();
+  }
+
+  window(): Span {
+    return [this.from, this.to];
+  }
+
+  setWindow(from: bigint, to: bigint): void {
+    this.from = from;
+    this.to = to;
+    this.render();
+  }
+
+  setSelected(source: number, stream: string | null): void {
+    for (const lane of this.lanes) {
+      const on = !!lane.stream && lane.source.id === source && lane.stream.name === stream;
+      lane.row.classList.toggle("dv-selected", on);
+    }
+  }
+
+  private addSource(src: SourceInfo): void {
+    const chips = Object.entries(src.labels)
+      .slice(0, 4)
+      .map(([k, v]) => h("span", { class: "dv-chip dv-chip-sm" }, fileText(k, { max: 24 }), "=", fileText(v, { max: 32 })));
+    const label = h("div", { class: "dv-tl-label dv-tl-srclabel" }, h("b", null, `Source ${src.id}`), " ", chips);
+    const track = h("div", { class: "dv-tl-track dv-tl-srctrack" });
+    const row = h("div", { class: "dv-tl-row dv-tl-srcrow", data: { source: src.id } }, label, track);
+    this.body.appendChild(row);
+    this.lanes.push({ source: src, stream: null, row, track });
+    if (src.streams.length === 0) {
+      track.appendChild(h("span", { class: "dv-tl-note" }, "no streams"));
+    }
+    for (const st of src.streams) {
+      const name = h(
+        "button",
+        { type: "button", class: "dv-tl-name", on: { click: () => this.host.onSelect(src.id, st.name) } },
+        fileText(st.name, { max: 40 }),
+      );
+      const info = h(
+        "span",
+        { class: "dv-tl-count" },
+        `${count(st.sealed_rows + st.live_rows)} rows`,
+      );
+      const laneLabel = h("div", { class: "dv-tl-label" }, name, info);
+      const laneTrack = h("div", { class: "dv-tl-track" });
+      const laneRow = h(
+        "div",
+        { class: "dv-tl-row dv-tl-lane", data: { source: src.id, stream: st.name, testid: "lane" } },
+        laneLabel,
+        laneTrack,
+      );
+      laneTrack.addEventListener("click", (ev) => {
+        if (this.dragged) return;
+        const seg = (ev.target as HTMLElement).closest<HTMLElement>(".dv-seg");
+        const seq = seg?.dataset["seq"];
+        this.host.onSelect(src.id, st.name, seq !== undefined ? Number(seq) : undefined);
+      });
+      this.body.appendChild(laneRow);
+      this.lanes.push({ source: src, stream: st, row: laneRow, track: laneTrack });
+    }
+  }
+
+  // -------------------------------------------------------------------------
+  // Drawing
+
+  private x(ts: bigint, width: number): number {
+    return (Number(ts - this.from) / Number(this.to - this.from)) * width;
+  }
+
+  render(): void {
+    const width = this.axisTrack.clientWidth;
+    this.lastWidth = width;
+    const tz = this.host.tz();
+    const zone = this.body.querySelector(".dv-tl-zone");
+    if (zone) zone.textContent = zoneLabel(tz, this.from);
+    this.windowLabel.textContent = `${fmtSpan(this.from, this.to, tz)}  (${duration(this.to - this.from)})`;
+    this.renderMini();
+    if (width <= 0) return;
+    this.renderAxis(width, tz);
+    for (const lane of this.lanes) {
+      clear(lane.track);
+      if (lane.stream) this.renderLane(lane.source, lane.stream, lane.track, width, tz);
+      else this.renderSourceMarks(lane.source, lane.track, width, tz);
+    }
+    this.overlay.style.left = `${this.axisTrack.offsetLeft}px`;
+    this.overlay.style.width = `${width}px`;
+  }
+
+  private renderMini(): void {
+    clear(this.miniTrack);
+    const [a, b] = this.full;
+    const total = Number(b - a);
+    if (total <= 0) return;
+    const l = Math.max(0, Math.min(1, Number(this.from - a) / total));
+    const r = Math.max(0, Math.min(1, Number(this.to - a) / total));
+    this.miniTrack.appendChild(
+      h("div", { class: "dv-tl-mini-win", style: { left: `${l * 100}%`, width: `${Math.max(0.4, (r - l) * 100)}%` } }),
+    );
+  }
+
+  private renderAxis(width: number, tz: TimeZoneMode): void {
+    clear(this.axisTrack);
+    clear(this.overlay);
+    const list = ticks(this.from, this.to, Math.max(2, Math.floor(width / 95)), tz);
+    for (const t of list) {
+      const x = this.x(t.ns, width);
+      const tick = h("div", { class: "dv-tick", style: { left: `${x}px` } }, h("span", { class: "dv-tick-label" }, t.label));
+      if (t.context) tick.appendChild(h("span", { class: "dv-tick-context" }, t.context));
+      this.axisTrack.appendChild(tick);
+      this.overlay.appendChild(h("div", { class: "dv-gridline", style: { left: `${x}px` } }));
+    }
+  }
+
+  private renderSourceMarks(src: SourceInfo, track: HTMLElement, width: number, tz: TimeZoneMode): void {
+    const m = this.marks.get(src.id);
+    if (!m) return;
+    for (const ev of m.events) {
+      const x = this.x(ev.timestamp, width);
+      if (x < -8 || x > width + 8) continue;
+      const flag = h("div", { class: "dv-event-flag", style: { left: `${x}px` }, data: { testid: "event" } });
+      this.host.tooltip.attach(flag, () => eventTip(ev, tz));
+      track.appendChild(flag);
+    }
+    for (const ep of m.epochs) {
+      if (ep.from_ts === null) continue;
+      const x = this.x(ep.from_ts, width);
+      if (x < -8 || x > width + 8) continue;
+      const mark = h("div", { class: "dv-epoch-flag", style: { left: `${x}px` } }, fileText(`epoch ${ep.epoch}`, { max: 24 }));
+      const at = ep.from_ts;
+      this.host.tooltip.attach(mark, () => [h("b", null, "Producer epoch "), fileText(ep.epoch, { max: 80 }), h("div", null, `from ${instant(at, tz)}`)]);
+      track.appendChild(mark);
+    }
+    for (const s of m.sessions) {
+      if (s.resumed_after_ts === null) continue;
+      const x = this.x(s.resumed_after_ts, width);
+      if (x < -8 || x > width + 8) continue;
+      const mark = h("div", { class: "dv-session-flag", style: { left: `${x}px` } });
+      const at = s.resumed_after_ts;
+      this.host.tooltip.attach(mark, () => [h("b", null, "Writer session resumed"), h("div", null, "session "), fileText(s.session, { max: 60 }), h("div", null, `after ${instant(at, tz)}`)]);
+      track.appendChild(mark);
+    }
+  }
+
+  private renderLane(src: SourceInfo, st: StreamInfo, track: HTMLElement, width: number, tz: TimeZoneMode): void {
+    const m = this.marks.get(src.id);
+    if (m) {
+      for (const ev of m.events) {
+        const x = this.x(ev.timestamp, width);
+        if (x >= 0 && x <= width) track.appendChild(h("div", { class: "dv-event-line", style: { left: `${x}px` } }));
+      }
+    }
+    const span = streamSpan(st);
+    if (span) {
+      const a = Math.max(-1, this.x(span[0], width));
+      const b = Math.min(width + 1, this.x(span[1], width));
+      if (b >= 0 && a <= width) track.appendChild(h("div", { class: "dv-extent", style: { left: `${a}px`, width: `${Math.max(1, b - a)}px` } }));
+    }
+    for (const g of gaps(st)) {
+      const a = this.x(g.from, width);
+      const b = this.x(g.to, width);
+      if (b < 0 || a > width || b - a < 3) continue;
+      const el = h("div", { class: "dv-gap", style: { left: `${Math.max(0, a)}px`, width: `${Math.min(width, b) - Math.max(0, a)}px` } });
+      if (b - a > 60) el.appendChild(h("span", null, `gap ${duration(g.to - g.from)}`));
+      this.host.tooltip.attach(el, () => [
+        h("b", null, `Gap of ${duration(g.to - g.from)}`),
+        h("div", null, `between seq ${g.after.seq} and seq ${g.before.seq}`),
+        g.missingSeqs > 0 ? h("div", null, `${g.missingSeqs} seq number${g.missingSeqs === 1 ? "" : "s"} absent`) : null,
+        h("div", { class: "dv-muted" }, fmtSpan(g.from, g.to, tz)),
+      ]);
+      track.appendChild(el);
+    }
+    // Sealed segments, merged where they would be narrower than a few pixels.
+    let group: { x0: number; x1: number; segs: SegmentInfo[] } | null = null;
+    const flush = () => {
+      if (!group) return;
+      const g = group;
+      const w = Math.max(2, g.x1 - g.x0);
+      const el = h("div", {
+        class: "dv-seg" + (g.segs.length > 1 ? " dv-seg-many" : ""),
+        style: { left: `${g.x0}px`, width: `${w}px` },
+        data: g.segs.length === 1 ? { seq: g.segs[0]!.seq, testid: "segment" } : { testid: "segment", count: g.segs.length },
+      });
+      if (g.segs.length === 1 && w > 46) el.appendChild(h("span", null, `#${g.segs[0]!.seq}`));
+      else if (g.segs.length > 1 && w > 70) el.appendChild(h("span", null, `${g.segs.length} segments`));
+      this.host.tooltip.attach(el, () => segmentTip(g.segs, tz));
+      track.appendChild(el);
+      group = null;
+    };
+    const sorted = [...st.segments].sort((x, y) => (x.first_ts < y.first_ts ? -1 : x.first_ts > y.first_ts ? 1 : 0));
+    for (const seg of sorted) {
+      const x0 = this.x(seg.first_ts, width);
+      const x1 = this.x(seg.last_ts, width);
+      if (x1 < -2 || x0 > width + 2) continue;
+      const c0 = Math.max(-2, x0);
+      const c1 = Math.min(width + 2, Math.max(x1, x0 + 2));
+      // Leave a 1px seam between neighbours that are wide enough to show one.
+      if (group && c0 <= group.x1 + 1.5) {
+        group.x1 = Math.max(group.x1, c1);
+        group.segs.push(seg);
+      } else {
+        flush();
+        group = { x0: c0, x1: c1 - (c1 - c0 > 6 ? 1 : 0), segs: [seg] };
+      }
+    }
+    flush();
+    if (st.live_rows > 0) this.renderLive(st, track, width, tz);
+  }
+
+  private renderLive(st: StreamInfo, track: HTMLElement, width: number, tz: TimeZoneMode): void {
+    let a: number;
+    let b: number;
+    if (st.live_span) {
+      a = this.x(st.live_span[0], width);
+      b = this.x(st.live_span[1], width);
+      if (b < -2 || a > width + 2) return;
+      a = Math.max(-2, a);
+      b = Math.min(width + 2, Math.max(b, a + 8));
+    } else {
+      // Rows with no known times still exist: draw them at the end of the stream.
+      const sealedEnd = st.segments.length > 0 ? this.x(st.segments[st.segments.length - 1]!.last_ts, width) : width / 2;
+      a = Math.min(width - 40, Math.max(0, sealedEnd + 2));
+      b = a + 40;
+    }
+    const text = `${count(st.live_rows)} live rows · not readable without the writer's encoder`;
+    const el = h(
+      "div",
+      { class: "dv-live", style: { left: `${a}px`, width: `${b - a}px` }, data: { testid: "live", rows: st.live_rows } },
+      h("span", null, b - a > 70 ? text : `${count(st.live_rows)}`),
+    );
+    this.host.tooltip.attach(el, () => [
+      h("b", null, `Live tail: ${count(st.live_rows)} rows`),
+      h("div", null, "Committed by the writer, but not yet sealed into a segment."),
+      h("div", null, "Not readable without the writer's encoder."),
+      st.live_span ? h("div", { class: "dv-muted" }, fmtSpan(st.live_span[0], st.live_span[1], tz)) : null,
+    ]);
+    track.appendChild(el);
+  }
+
+  // -------------------------------------------------------------------------
+  // Zooming and panning
+
+  private zoom(factor: number, anchor = 0.5): void {
+    const w = Number(this.to - this.from);
+    const nw = Math.max(Number(MIN_WINDOW), w * factor);
+    const at = this.from + BigInt(Math.round(w * anchor));
+    const from = at - BigInt(Math.round(nw * anchor));
+    this.host.onWindow(from, from + BigInt(Math.round(nw)));
+  }
+
+  private pan(fraction: number): void {
+    const d = BigInt(Math.round(Number(this.to - this.from) * fraction));
+    this.host.onWindow(this.from + d, this.to + d);
+  }
+
+  private dragged = false;
+
+  private installPointer(): void {
+    let start: number | null = null;
+    let sel: HTMLElement | null = null;
+    const rel = (ev: PointerEvent): number => {
+      const r = this.axisTrack.getBoundingClientRect();
+      return Math.max(0, Math.min(r.width, ev.clientX - r.left));
+    };
+    this.body.addEventListener("pointerdown", (ev) => {
+      const t = ev.target as HTMLElement;
+      if (ev.button !== 0 || !t.closest(".dv-tl-track") || t.closest(".dv-tl-mini")) return;
+      start = rel(ev);
+      this.dragged = false;
+      sel = h("div", { class: "dv-tl-sel", style: { left: `${start}px`, width: "0px" } });
+      this.overlay.appendChild(sel);
+      this.body.setPointerCapture(ev.pointerId);
+    });
+    this.body.addEventListener("pointermove", (ev) => {
+      if (start === null || !sel) return;
+      const x = rel(ev);
+      if (Math.abs(x - start) > 3) this.dragged = true;
+      sel.style.left = `${Math.min(x, start)}px`;
+      sel.style.width = `${Math.abs(x - start)}px`;
+    });
+    const end = (ev: PointerEvent) => {
+      if (start === null) return;
+      const x = rel(ev);
+      const s = start;
+      start = null;
+      sel?.remove();
+      sel = null;
+      if (this.body.hasPointerCapture(ev.pointerId)) this.body.releasePointerCapture(ev.pointerId);
+      if (!this.dragged) return;
+      const width = this.axisTrack.clientWidth;
+      const w = Number(this.to - this.from);
+      const a = this.from + BigInt(Math.round((Math.min(s, x) / width) * w));
+      const b = this.from + BigInt(Math.round((Math.max(s, x) / width) * w));
+      if (b - a >= MIN_WINDOW) this.host.onWindow(a, b);
+      // The click that follows a drag must not select a lane.
+      setTimeout(() => (this.dragged = false), 0);
+    };
+    this.body.addEventListener("pointerup", end);
+    this.body.addEventListener("pointercancel", end);
+    this.body.addEventListener(
+      "wheel",
+      (ev) => {
+        if (ev.ctrlKey || ev.metaKey) {
+          ev.preventDefault();
+          const r = this.axisTrack.getBoundingClientRect();
+          const anchor = Math.max(0, Math.min(1, (ev.clientX - r.left) / r.width));
+          this.zoom(ev.deltaY > 0 ? 1.25 : 0.8, anchor);
+        } else if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {
+          ev.preventDefault();
+          const d = ev.shiftKey ? ev.deltaY : ev.deltaX;
+          this.pan(d > 0 ? 0.1 : -0.1);
+        }
+      },
+      { passive: false },
+    );
+    this.miniTrack.addEventListener("click", (ev) => {
+      const r = this.miniTrack.getBoundingClientRect();
+      const f = (ev.clientX - r.left) / r.width;
+      const [a, b] = this.full;
+      const center = a + BigInt(Math.round(Number(b - a) * f));
+      const half = (this.to - this.from) / 2n;
+      this.host.onWindow(center - half, center + half);
+    });
+  }
+}
+
+function segmentTip(segs: SegmentInfo[], tz: TimeZoneMode): Child {
+  if (segs.length === 1) {
+    const s = segs[0]!;
+    return [
+      h("b", null, `Segment seq ${s.seq}`),
+      h("div", null, `${count(s.rows)} rows · ${bytes(s.bytes)} (${count(s.bytes)} bytes)`),
+      h("div", null, `caller index: ${s.caller_index ? "present" : "none"}`),
+      h("div", { class: "dv-muted" }, fmtSpan(s.first_ts, s.last_ts, tz)),
+    ];
+  }
+  let rows = 0;
+  let size = 0;
+  let indexed = 0;
+  for (const s of segs) {
+    rows += s.rows;
+    size += s.bytes;
+    if (s.caller_index) indexed++;
+  }
+  const first = segs[0]!;
+  const last = segs[segs.length - 1]!;
+  return [
+    h("b", null, `${count(segs.length)} segments (seq ${first.seq}–${last.seq})`),
+    h("div", null, `${count(rows)} rows · ${bytes(size)}`),
+    h("div", null, `caller index on ${indexed} of ${segs.length}`),
+    h("div", { class: "dv-muted" }, fmtSpan(first.first_ts, last.last_ts, tz)),
+    h("div", { class: "dv-muted" }, "zoom in to see them one by one"),
+  ];
+}
+
+function eventTip(ev: ArchiveEvent, tz: TimeZoneMode): Child {
+  return [
+    h("b", null, "Event", ev.kind !== null ? [" · ", fileText(ev.kind, { max: 40 })] : null),
+    h("div", null, fileText(ev.description, { max: 300 })),
+    h("div", { class: "dv-muted" }, instant(ev.timestamp, tz)),
+    ev.id !== null ? h("div", { class: "dv-muted" }, "id ", fileText(ev.id, { max: 60 })) : null,
+    ev.details !== undefined && ev.details !== null
+      ? h("div", { class: "dv-mono" }, fileText(typeof ev.details === "string" ? ev.details : JSON.stringify(ev.details), { max: 300 }))
+      : null,
+  ];
+}

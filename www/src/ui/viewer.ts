@@ -1,0 +1,397 @@
+// The viewer: getting files in (drop, picker, URL, bytes), one tab per open
+// archive, the zone toggle, and the page-level overlays.
+
+import { createEngine } from "../engine/client";
+import type { ArchiveHandle, Description, Engine } from "../engine/types";
+import { ArchiveView } from "./archive";
+import { type Child, debounce, fileText, h, replace, setFullValueHandler } from "./dom";
+import { type Explained, LoadError, explain } from "./errors";
+import { bytes, type TimeZoneMode } from "./format";
+import { fetchWithProgress, nameFromUrl, readFile } from "./load";
+import { Dialog, Tooltip } from "./overlay";
+import { type ViewState, stateToSearch } from "./state";
+
+let sharedEngine: Engine | null = null;
+
+/** One engine (one worker) per page, shared by every viewer on it. */
+function engine(): Engine {
+  if (!sharedEngine) sharedEngine = createEngine();
+  return sharedEngine;
+}
+
+export type OpenResult =
+  | { ok: true; name: string; description: Description }
+  | { ok: false; name: string; error: Explained };
+
+export interface ViewerOptions {
+  /** Compact chrome for embedding (no URL box, smaller header). */
+  embedded?: boolean;
+  /** Keep the page's query string in step with the view, for bookmarks. */
+  urlState?: boolean;
+  /** Accept files dropped anywhere on the document, not only on the viewer. */
+  dropOnDocument?: boolean;
+  /** Told about every archive that opened or failed to. */
+  onOpen?: (r: OpenResult) => void;
+  tz?: TimeZoneMode;
+}
+
+type TabState =
+  | { kind: "loading" }
+  | { kind: "archive"; view: ArchiveView; handle: ArchiveHandle }
+  | { kind: "error"; error: Explained };
+
+interface Tab {
+  id: number;
+  name: string;
+  url: string | null;
+  el: HTMLElement;
+  button: HTMLElement;
+  state: TabState;
+}
+
+let tabCounter = 0;
+
+export class Viewer {
+  readonly root: HTMLElement;
+  readonly tooltip: Tooltip;
+  readonly dialog: Dialog;
+  private readonly tabBar: HTMLElement;
+  private readonly main: HTMLElement;
+  private readonly welcome: HTMLElement;
+  private readonly dropOverlay: HTMLElement;
+  private readonly fileInput: HTMLInputElement;
+  private readonly toasts: HTMLElement;
+  private readonly tzButtons: Record<TimeZoneMode, HTMLButtonElement>;
+  private tabs: Tab[] = [];
+  private active: Tab | null = null;
+  private tzMode: TimeZoneMode;
+  private readonly cleanup: (() => void)[] = [];
+  private readonly syncUrl = debounce(() => this.writeUrl(), 80);
+
+  constructor(
+    container: HTMLElement | ShadowRoot,
+    private readonly opts: ViewerOptions = {},
+  ) {
+    this.tzMode = opts.tz ?? "utc";
+    this.fileInput = h("input", { type: "file", multiple: true, class: "dv-file-input", "aria-label": "Open archive files", data: { testid: "file-input" } });
+    this.fileInput.addEventListener("change", () => {
+      const files = Array.from(this.fileInput.files ?? []);
+      this.fileInput.value = "";
+      for (const f of files) void this.openFile(f);
+    });
+    const pick = () => this.fileInput.click();
+    this.tabBar = h("nav", { class: "dv-tabs", role: "tablist", "aria-label": "Open archives" });
+    this.tzButtons = {
+      utc: h("button", { type: "button", class: "dv-seg-btn", data: { tz: "utc" }, on: { click: () => this.setTz("utc") } }, "UTC"),
+      local: h("button", { type: "button", class: "dv-seg-btn", data: { tz: "local" }, on: { click: () => this.setTz("local") } }, "Local"),
+    };
+    const urlInput = h("input", { type: "url", class: "dv-url-input", placeholder: "https://…/archive.dendro", "aria-label": "Archive URL" });
+    const urlForm = h(
+      "form",
+      {
+        class: "dv-url-form",
+        on: {
+          submit: (ev) => {
+            ev.preventDefault();
+            const u = urlInput.value.trim();
+            if (u) void this.openUrl(u);
+          },
+        },
+      },
+      urlInput,
+      h("button", { type: "submit", class: "dv-btn" }, "Open URL"),
+    );
+    const bar = h(
+      "header",
+      { class: "dv-bar" },
+      h("span", { class: "dv-brand" }, h("span", { class: "dv-logo" }), "dendro"),
+      this.tabBar,
+      h("span", { class: "dv-spacer" }),
+      h("button", { type: "button", class: "dv-btn dv-btn-primary", data: { testid: "open-file" }, on: { click: pick } }, "Open file…"),
+      opts.embedded ? null : urlForm,
+      h("span", { class: "dv-seg-group", role: "group", "aria-label": "Time zone" }, this.tzButtons.utc, this.tzButtons.local),
+    );
+    this.welcome = this.buildWelcome(pick);
+    this.main = h("main", { class: "dv-main" }, this.welcome);
+    this.dropOverlay = h("div", { class: "dv-drop-overlay", hidden: true }, h("div", { class: "dv-drop-box" }, "Drop to open the archive"));
+    this.toasts = h("div", { class: "dv-toasts", "aria-live": "polite" });
+    this.root = h("div", { class: "dv-root" + (opts.embedded ? " dv-embedded" : ""), data: { testid: "viewer" } }, bar, this.fileInput, this.main, this.dropOverlay, this.toasts);
+    container.appendChild(this.root);
+    this.tooltip = new Tooltip(this.root);
+    this.dialog = new Dialog(this.root);
+    setFullValueHandler((title, value) => this.dialog.fullValue(title, value));
+    this.installDrop();
+    this.paintTz();
+  }
+
+  private buildWelcome(pick: () => void): HTMLElement {
+    return h(
+      "div",
+      { class: "dv-welcome" },
+      h(
+        "div",
+        { class: "dv-dropzone", data: { testid: "dropzone" } },
+        h("div", { class: "dv-drop-icon", "aria-hidden": "true" }),
+        h("h1", null, "Drop a .dendro archive here"),
+        h("p", null, "or anywhere on this page, or ", h("button", { type: "button", class: "dv-btn dv-btn-primary", on: { click: pick } }, "choose a file…")),
+        h("p", { class: "dv-muted" }, "The file is read in this browser tab, by a worker; nothing is uploaded. Open several to compare them in tabs."),
+      ),
+    );
+  }
+
+  // -------------------------------------------------------------------------
+  // Getting files in
+
+  private installDrop(): void {
+    const target: EventTarget = this.opts.dropOnDocument ? document : this.root;
+    let depth = 0;
+    const hasFiles = (ev: DragEvent) => !!ev.dataTransfer && Array.from(ev.dataTransfer.types).includes("Files");
+    const onEnter = (ev: Event) => {
+      const d = ev as DragEvent;
+      if (!hasFiles(d)) return;
+      d.preventDefault();
+      depth++;
+      this.dropOverlay.hidden = false;
+    };
+    const onOver = (ev: Event) => {
+      const d = ev as DragEvent;
+      if (!hasFiles(d)) return;
+      d.preventDefault();
+      if (d.dataTransfer) d.dataTransfer.dropEffect = "copy";
+    };
+    const onLeave = () => {
+      depth = Math.max(0, depth - 1);
+      if (depth === 0) this.dropOverlay.hidden = true;
+    };
+    const onDrop = (ev: Event) => {
+      const d = ev as DragEvent;
+      depth = 0;
+      this.dropOverlay.hidden = true;
+      const files = Array.from(d.dataTransfer?.files ?? []);
+      if (files.length === 0) return;
+      d.preventDefault();
+      for (const f of files) void this.openFile(f);
+    };
+    const pairs: [string, (ev: Event) => void][] = [
+      ["dragenter", onEnter],
+      ["dragover", onOver],
+      ["dragleave", onLeave],
+      ["drop", onDrop],
+    ];
+    for (const [n, fn] of pairs) target.addEventListener(n, fn);
+    this.cleanup.push(() => {
+      for (const [n, fn] of pairs) target.removeEventListener(n, fn);
+    });
+  }
+
+  openFile(file: File | Blob, init?: ViewState, name?: string): Promise<OpenResult> {
+    const n = name ?? (file instanceof File ? file.name : "archive.dendro");
+    return this.load(n, null, () => (file instanceof File ? readFile(file) : file.arrayBuffer()), init);
+  }
+
+  /** The buffer is handed to the worker (detached here). */
+  openBytes(buffer: ArrayBuffer, name: string, init?: ViewState): Promise<OpenResult> {
+    return this.load(name, null, () => Promise.resolve(buffer), init);
+  }
+
+  openUrl(url: string, init?: ViewState): Promise<OpenResult> {
+    return this.load(nameFromUrl(url), url, (progress) => fetchWithProgress(url, progress), init);
+  }
+
+  private async load(
+    name: string,
+    url: string | null,
+    getBytes: (progress: (loaded: number, total: number | null) => void) => Promise<ArrayBuffer>,
+    init?: ViewState,
+  ): Promise<OpenResult> {
+    const tab = this.addTab(name, url);
+    const bar = h("progress", { class: "dv-progress", data: { testid: "progress" } });
+    const what = h("div", { class: "dv-loading-what" }, url ? "Downloading…" : "Reading the file…");
+    replace(tab.el, h("div", { class: "dv-loading", data: { testid: "loading" } }, h("div", { class: "dv-loading-name" }, fileText(name, { max: 120 })), what, bar));
+    let buf: ArrayBuffer;
+    try {
+      buf = await getBytes((loaded, total) => {
+        if (total !== null && total > 0) {
+          bar.max = total;
+          bar.value = loaded;
+          what.textContent = `Downloading… ${bytes(loaded)} of ${bytes(total)} (${Math.floor((loaded / total) * 100)}%)`;
+        } else {
+          bar.removeAttribute("value");
+          what.textContent = `Downloading… ${bytes(loaded)}`;
+        }
+      });
+    } catch (e) {
+      return this.fail(tab, e, undefined);
+    }
+    const size = buf.byteLength;
+    what.textContent = `Opening ${bytes(size)} in the worker…`;
+    bar.removeAttribute("value");
+    let handle: ArchiveHandle;
+    try {
+      handle = await engine().open(buf, name);
+    } catch (e) {
+      return this.fail(tab, e, size);
+    }
+    let desc: Description;
+    try {
+      desc = await handle.describe();
+    } catch (e) {
+      void handle.close().catch(() => {});
+      return this.fail(tab, e, size);
+    }
+    if (!this.tabs.includes(tab)) {
+      void handle.close().catch(() => {});
+      return { ok: true, name, description: desc };
+    }
+    const view = new ArchiveView(
+      { tz: () => this.tzMode, tooltip: this.tooltip, dialog: this.dialog, changed: (v) => this.viewChanged(v) },
+      handle,
+      desc,
+      { name, url },
+      init,
+    );
+    tab.state = { kind: "archive", view, handle };
+    tab.button.dataset["state"] = "open";
+    replace(tab.el, view.el);
+    if (this.active === tab) {
+      view.shown();
+      this.syncUrl();
+    }
+    const r: OpenResult = { ok: true, name, description: desc };
+    this.opts.onOpen?.(r);
+    return r;
+  }
+
+  private fail(tab: Tab, e: unknown, size: number | undefined): OpenResult {
+    const x = explain(e, tab.name, size);
+    tab.state = { kind: "error", error: x };
+    tab.button.dataset["state"] = "error";
+    replace(tab.el, errorPanel(x, tab.url));
+    if (!(e instanceof LoadError) && !(typeof e === "object" && e !== null && "kind" in e)) console.error(e);
+    const r: OpenResult = { ok: false, name: tab.name, error: x };
+    this.opts.onOpen?.(r);
+    return r;
+  }
+
+  // -------------------------------------------------------------------------
+  // Tabs
+
+  private addTab(name: string, url: string | null): Tab {
+    const id = ++tabCounter;
+    const el = h("div", { class: "dv-tab-panel", role: "tabpanel", data: { tab: id } });
+    const button = h(
+      "div",
+      { class: "dv-tab", role: "tab", data: { tab: id, state: "loading", testid: "tab" }, tabindex: "0" },
+      h("span", { class: "dv-tab-dot" }),
+      h("span", { class: "dv-tab-name" }, fileText(name, { max: 36 })),
+      h("button", { type: "button", class: "dv-tab-close", "aria-label": "Close", title: "Close this archive" }, "×"),
+    );
+    const tab: Tab = { id, name, url, el, button, state: { kind: "loading" } };
+    button.addEventListener("click", (ev) => {
+      if ((ev.target as HTMLElement).closest(".dv-tab-close")) this.closeTab(tab);
+      else this.activate(tab);
+    });
+    button.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" || ev.key === " ") this.activate(tab);
+    });
+    this.tabs.push(tab);
+    this.tabBar.appendChild(button);
+    this.welcome.remove();
+    this.main.appendChild(el);
+    this.activate(tab);
+    return tab;
+  }
+
+  private activate(tab: Tab): void {
+    this.active = tab;
+    for (const t of this.tabs) {
+      const on = t === tab;
+      t.el.hidden = !on;
+      t.button.classList.toggle("dv-active", on);
+      t.button.setAttribute("aria-selected", String(on));
+    }
+    if (tab.state.kind === "archive") tab.state.view.shown();
+    this.syncUrl();
+  }
+
+  closeTab(tab: Tab): void {
+    const i = this.tabs.indexOf(tab);
+    if (i < 0) return;
+    this.tabs.splice(i, 1);
+    tab.button.remove();
+    tab.el.remove();
+    if (tab.state.kind === "archive") {
+      tab.state.view.destroy();
+      void tab.state.handle.close().catch(() => {});
+    }
+    if (this.active === tab) {
+      const next = this.tabs[Math.min(i, this.tabs.length - 1)];
+      this.active = null;
+      if (next) this.activate(next);
+      else {
+        this.main.appendChild(this.welcome);
+        this.syncUrl();
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------
+  // Zone and URL
+
+  setTz(tz: TimeZoneMode): void {
+    if (tz === this.tzMode) return;
+    this.tzMode = tz;
+    this.paintTz();
+    for (const t of this.tabs) if (t.state.kind === "archive") t.state.view.tzChanged();
+    this.syncUrl();
+  }
+
+  private paintTz(): void {
+    for (const [k, b] of Object.entries(this.tzButtons)) b.classList.toggle("dv-on", k === this.tzMode);
+  }
+
+  private viewChanged(view: ArchiveView): void {
+    if (this.active?.state.kind === "archive" && this.active.state.view === view) this.syncUrl();
+  }
+
+  private writeUrl(): void {
+    if (!this.opts.urlState) return;
+    let state: ViewState = {};
+    const t = this.active;
+    if (t?.state.kind === "archive") state = t.state.view.state();
+    else if (t?.url) state = { url: t.url };
+    state.tz = this.tzMode;
+    const search = stateToSearch(state, location.search);
+    if (search !== location.search) history.replaceState(history.state, "", location.pathname + search + location.hash);
+  }
+
+  toast(text: string): void {
+    const el = h("div", { class: "dv-toast", role: "alert" }, h("b", null, "Something went wrong. "), fileText(text, { max: 400 }));
+    const close = h("button", { type: "button", class: "dv-tab-close", "aria-label": "Dismiss" }, "×");
+    close.addEventListener("click", () => el.remove());
+    el.appendChild(close);
+    this.toasts.appendChild(el);
+    setTimeout(() => el.remove(), 15000);
+  }
+
+  destroy(): void {
+    for (const t of [...this.tabs]) this.closeTab(t);
+    for (const fn of this.cleanup) fn();
+    this.root.remove();
+  }
+}
+
+function errorPanel(x: Explained, url: string | null): HTMLElement {
+  const parts: Child[] = [
+    h("div", { class: "dv-error-icon", "aria-hidden": "true" }, "!"),
+    h(
+      "div",
+      { class: "dv-error-text" },
+      h("h2", { data: { testid: "error-title" } }, fileText(x.title, { max: 200 })),
+      x.hint ? h("p", { data: { testid: "error-hint" } }, x.hint) : null,
+      h("p", { class: "dv-error-message", data: { testid: "error-message" } }, fileText(x.message, { max: 2000 })),
+      url ? h("p", { class: "dv-muted dv-small" }, "Address: ", fileText(url, { max: 300 })) : null,
+    ),
+  ];
+  return h("div", { class: "dv-error", role: "alert", data: { testid: "error", kind: x.kind } }, parts);
+}
