@@ -1,0 +1,126 @@
+// A small static server for the page tests: www/dist at /, plus extra
+// mounts (the shared fixtures, generated archives), on 127.0.0.1 and a
+// free port. Serves .wasm as application/wasm and honours byte ranges.
+// Paths under /slow/ are the same files trickled out in small chunks, so a
+// test can watch the download progress bar move.
+
+import { createReadStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { createServer } from "node:http";
+import { extname, normalize, resolve, sep } from "node:path";
+
+const TYPES = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".mjs": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".json": "application/json",
+  ".map": "application/json",
+  ".wasm": "application/wasm",
+  ".txt": "text/plain; charset=utf-8",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+};
+
+/**
+ * @param {{ root: string, mounts?: Record<string, string> }} opts
+ *   mounts: URL prefix (ending in "/") -> directory, or exact URL path -> file.
+ */
+export async function startServer({ root, mounts = {} }) {
+  const server = createServer((req, res) => {
+    handle(req, res).catch((e) => {
+      if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
+      res.end(String(e));
+    });
+  });
+
+  async function locate(pathname) {
+    for (const [prefix, target] of Object.entries(mounts)) {
+      if (prefix.endsWith("/") ? pathname.startsWith(prefix) : pathname === prefix) {
+        if (!prefix.endsWith("/")) return target;
+        return inside(target, pathname.slice(prefix.length));
+      }
+    }
+    return inside(root, pathname.slice(1));
+  }
+
+  async function handle(req, res) {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    let pathname = decodeURIComponent(url.pathname);
+    let slow = false;
+    if (pathname.startsWith("/slow/")) {
+      slow = true;
+      pathname = pathname.slice(5);
+    }
+    if (pathname.endsWith("/")) pathname += "index.html";
+    const file = await locate(pathname);
+    const info = file ? await stat(file).catch(() => null) : null;
+    if (!file || !info || !info.isFile()) {
+      res.writeHead(404, { "content-type": "text/plain" });
+      res.end("not found");
+      return;
+    }
+    const headers = {
+      "content-type": TYPES[extname(file)] ?? "application/octet-stream",
+      "accept-ranges": "bytes",
+      "cache-control": "no-store",
+    };
+    let start = 0;
+    let end = info.size - 1;
+    let status = 200;
+    const range = req.headers.range;
+    if (range) {
+      const m = /^bytes=(\d*)-(\d*)$/.exec(range);
+      if (!m || (m[1] === "" && m[2] === "")) {
+        res.writeHead(416, { "content-range": `bytes */${info.size}` });
+        res.end();
+        return;
+      }
+      if (m[1] === "") {
+        start = Math.max(0, info.size - Number(m[2]));
+      } else {
+        start = Number(m[1]);
+        if (m[2] !== "") end = Math.min(end, Number(m[2]));
+      }
+      if (start > end || start >= info.size) {
+        res.writeHead(416, { "content-range": `bytes */${info.size}` });
+        res.end();
+        return;
+      }
+      status = 206;
+      headers["content-range"] = `bytes ${start}-${end}/${info.size}`;
+    }
+    headers["content-length"] = String(info.size === 0 ? 0 : end - start + 1);
+    res.writeHead(status, headers);
+    if (req.method === "HEAD" || info.size === 0) {
+      res.end();
+      return;
+    }
+    const stream = createReadStream(file, { start, end, highWaterMark: slow ? 4096 : 64 * 1024 });
+    if (!slow) {
+      stream.pipe(res);
+      return;
+    }
+    for await (const chunk of stream) {
+      res.write(chunk);
+      await new Promise((r) => setTimeout(r, 40));
+    }
+    res.end();
+  }
+
+  await new Promise((r) => server.listen(0, "127.0.0.1", r));
+  const { port } = server.address();
+  return {
+    url: `http://127.0.0.1:${port}`,
+    close: () => new Promise((r) => server.close(r)),
+  };
+}
+
+/** `rel` resolved under `dir`, or null when it would escape it. */
+function inside(dir, rel) {
+  const base = resolve(dir);
+  const full = resolve(base, normalize(rel));
+  return full === base || full.startsWith(base + sep) ? full : null;
+}
+
+

@@ -1,0 +1,146 @@
+// Pure UI helpers (formatting, reserved-key parsing, axis ticks, URL state,
+// gap detection, escaping), bundled with esbuild and run under Node.
+
+import assert from "node:assert/strict";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { describe, it } from "node:test";
+import * as esbuild from "esbuild";
+import { WWW } from "./helpers.mjs";
+
+const dir = mkdtempSync(join(tmpdir(), "dendro-units-"));
+const entry = join(dir, "entry.ts");
+writeFileSync(
+  entry,
+  ["format", "reserved", "axis", "state", "model", "dom", "errors"]
+    .map((m) => `export * as ${m} from ${JSON.stringify(join(WWW, "src/ui", m + ".ts"))};`)
+    .join("\n"),
+);
+await esbuild.build({ entryPoints: [entry], bundle: true, format: "esm", platform: "neutral", outfile: join(dir, "out.mjs"), logLevel: "error" });
+const { format, reserved, axis, state, model, dom, errors } = await import(pathToFileURL(join(dir, "out.mjs")).href);
+
+const T0 = 1_700_000_000_000_000_000n;
+
+describe("format", () => {
+  it("prints instants exactly, before and after 1970", () => {
+    assert.equal(format.instant(T0, "utc"), "2023-11-14 22:13:20.000");
+    assert.equal(format.instant(T0 + 7n, "utc"), "2023-11-14 22:13:20.000000007");
+    assert.equal(format.instant(-1n, "utc"), "1969-12-31 23:59:59.999999999");
+    assert.equal(format.instant(-86_400_000_000_000n, "utc"), "1969-12-31 00:00:00.000");
+    assert.equal(format.instant(0n, "utc", 0), "1970-01-01 00:00:00");
+  });
+  it("prints the int64 extremes without throwing", () => {
+    assert.match(format.instant(format.I64_MAX, "utc"), /^2262-04-11 23:47:16\.854775807$/);
+    assert.match(format.instant(format.I64_MIN, "utc"), /^1677-09-21 00:12:43\.145224192$/);
+  });
+  it("prints spans with a shared date once", () => {
+    assert.equal(format.span(T0, T0 + 199_000_000_000n, "utc"), "2023-11-14 22:13:20 → 22:16:39");
+  });
+  it("prints durations and sizes for people", () => {
+    assert.equal(format.duration(117_000_000_000n), "1 m 57 s");
+    assert.equal(format.duration(10n), "10 ns");
+    assert.equal(format.duration(86_410_000_000_000n), "1 d");
+    assert.equal(format.duration(3_200_000n), "3.2 ms");
+    assert.equal(format.bytes(65536), "64.0 KiB");
+    assert.equal(format.bytes(512), "512 B");
+    assert.equal(format.count(1234567), "1,234,567");
+  });
+  it("floor division rounds toward negative infinity", () => {
+    assert.equal(format.floorDiv(-1n, 1000n), -1n);
+    assert.equal(format.floorMod(-1n, 1000n), 999n);
+  });
+});
+
+describe("reserved metadata keys", () => {
+  it("keeps nanosecond integers exact", () => {
+    const v = reserved.parseJsonExact('{"a":1699999999999998766,"b":"x\\"1699999999999998766","c":[-9223372036854775808]}');
+    assert.equal(v.a, "1699999999999998766");
+    assert.equal(v.b, 'x"1699999999999998766');
+    assert.equal(v.c[0], "-9223372036854775808");
+  });
+  it("reads writer_sessions", () => {
+    const p = reserved.parseWriterSessions('[{"clock_anchor_wall_ns":1699999999999998766,"dendro":"0.3.4","session":"e4c5","resumed_after_ts":1700000000000000005}]');
+    assert.ok(p.ok);
+    assert.equal(p.value[0].clock_anchor_wall_ns, 1699999999999998766n);
+    assert.equal(p.value[0].resumed_after_ts, 1700000000000000005n);
+    assert.equal(p.value[0].session, "e4c5");
+  });
+  it("reads events and epochs, and explains malformed values", () => {
+    const e = reserved.parseEvents('{"events":[{"timestamp":1700000000000000000,"description":"<b>deploy</b>","kind":"deploy","details":{"v":2},"id":"x"}]}');
+    assert.ok(e.ok);
+    assert.equal(e.value[0].timestamp, T0);
+    assert.equal(e.value[0].description, "<b>deploy</b>");
+    assert.deepEqual(e.value[0].details, { v: 2 });
+    const ep = reserved.parseProducerEpochs('[{"epoch":3,"from_ts":1700000000000000000}]');
+    assert.ok(ep.ok);
+    assert.equal(ep.value[0].from_ts, T0);
+    assert.equal(reserved.parseEvents("not json").ok, false);
+    assert.equal(reserved.parseWriterSessions('{"a":1}').ok, false);
+  });
+});
+
+describe("axis ticks", () => {
+  it("falls on round wall-clock times and stays inside the window", () => {
+    const from = T0 + 1_234_567_890n;
+    const to = from + 600_000_000_000n;
+    const list = axis.ticks(from, to, 8, "utc");
+    assert.ok(list.length >= 4 && list.length <= 9, `${list.length} ticks`);
+    for (const t of list) {
+      assert.ok(t.ns >= from && t.ns <= to);
+      assert.equal(t.ns % 60_000_000_000n, 0n);
+    }
+    assert.ok(list[0].context, "the first tick carries the date");
+  });
+  it("goes down to nanoseconds", () => {
+    const list = axis.ticks(-5n, 5n, 5, "utc");
+    assert.ok(list.length >= 3);
+    assert.match(list[0].label, /^59\.99999999\d$|^00\.000000000$/);
+  });
+});
+
+describe("URL state", () => {
+  it("round-trips and keeps foreign parameters", () => {
+    const s = { url: "/a b.dendro", source: 2, stream: "disk/io", columns: ["value", "a,b"], from: -5n, to: T0, tz: "local" };
+    const search = state.stateToSearch(s, "?embed=1&url=old");
+    const back = state.parseState(search);
+    assert.deepEqual(back, s);
+    assert.match(search, /embed=1/);
+  });
+  it("ignores nonsense", () => {
+    assert.deepEqual(state.parseState("?source=x&from=5&to=1&tz=mars"), {});
+  });
+});
+
+describe("model", () => {
+  const seg = (seq, a, b, rows) => ({ seq, rows, first_ts: BigInt(a), last_ts: BigInt(b), bytes: 100, caller_index: false });
+  it("finds holes in time and in seq numbers", () => {
+    const st = { name: "s", segments: [seg(0, 0, 9, 10), seg(1, 10, 19, 10), seg(2, 100, 109, 10), seg(5, 110, 119, 10)], sealed_rows: 40, live_rows: 0, live_span: null, caller_rows: 0 };
+    const g = model.gaps(st);
+    assert.equal(g.length, 2);
+    assert.equal(g[0].from, 19n);
+    assert.equal(g[0].to, 100n);
+    assert.equal(g[1].missingSeqs, 2);
+  });
+  it("includes live tails in spans and totals", () => {
+    const desc = { file_bytes: 1, schema_version: 4, sources: [{ id: 1, uuid: null, labels: {}, metadata: {}, complete: true, clock_anchor_wall_ns: 0n, caller_row_names: [], streams: [{ name: "n", segments: [], sealed_rows: 0, live_rows: 17, live_span: [5n, 9n], caller_rows: 0 }] }] };
+    assert.deepEqual(model.archiveSpan(desc), [5n, 9n]);
+    assert.equal(model.totals(desc).rows, 17);
+  });
+});
+
+describe("escaping and errors", () => {
+  it("shows control and bidi characters as escapes", () => {
+    assert.equal(dom.visible("a\u202Eb\u0000c\nd"), "a\\u{202E}b\\u{0000}c\\nd");
+    assert.equal(dom.cut("ab\u{1F600}", 3), "ab");
+  });
+  it("says what a refused file looks like", () => {
+    const x = errors.explain({ kind: "NotAnArchive", message: "f.sqlite: not a dendro archive: a SQLite database of another application (id 0x12345678)" }, "f.sqlite", 8192);
+    assert.equal(x.title, "f.sqlite is not a dendro archive");
+    assert.match(x.hint, /another application \(application id 0x12345678\)/);
+    const v = errors.explain({ kind: "UnsupportedSchema", message: "unsupported archive schema version 99: this build writes v4 and reads v4" }, "w.dendro");
+    assert.equal(v.title, "Unsupported archive schema version 99");
+    assert.match(v.hint, /reads v4/);
+  });
+});

@@ -1,0 +1,374 @@
+// The viewer page against the real engine and the shared fixtures: each
+// sound archive shows what its manifest says, each refused file shows why,
+// plots draw, the timeline zooms them, and the URL brings the view back.
+
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+import {
+  dropFile,
+  inkOnCanvases,
+  launch,
+  missingPrerequisite,
+  newPage,
+  pixelsNear,
+  refusalFixtures,
+  screenshot,
+  serve,
+  soundFixtures,
+} from "./helpers.mjs";
+
+const missing = missingPrerequisite();
+const sound = missing ? [] : await soundFixtures();
+const refusals = missing ? [] : await refusalFixtures();
+const T = { timeout: 60_000 };
+
+const active = (page) => page.locator(".dv-tab-panel:not([hidden])");
+const digits = (s) => (s ?? "").replace(/[^\d-]/g, "");
+
+/** The overview, source cards and timeline agree with a fixture's manifest. */
+async function expectManifest(page, m) {
+  const panel = active(page);
+  await panel.locator('[data-testid="overview"]').waitFor({ timeout: 20_000 });
+  const field = (k) => panel.locator(`[data-field="${k}"]`);
+  const o = m.overview;
+  for (const [k, v] of [
+    ["sources", o.sources],
+    ["streams", o.streams],
+    ["segments", o.segments],
+    ["rows", o.rows],
+    ["file_bytes", m.file_bytes],
+    ["schema_version", m.sniff.version],
+  ]) {
+    assert.equal(await field(k).getAttribute("data-value"), String(v), `${m.stem}: overview ${k}`);
+  }
+  assert.equal(await field("name").innerText(), m.file, `${m.stem}: file name`);
+  if (o.span) {
+    assert.equal(await field("span").getAttribute("data-from"), String(o.span[0]), `${m.stem}: span start`);
+    assert.equal(await field("span").getAttribute("data-to"), String(o.span[1]), `${m.stem}: span end`);
+  } else {
+    assert.equal(await field("span").getAttribute("data-from"), null);
+  }
+  const badge = panel.locator('[data-testid="verify"][data-state]');
+  await badge.waitFor({ timeout: 20_000 });
+  assert.equal(await badge.getAttribute("data-state"), m.verify.sound ? "sound" : "problems", `${m.stem}: verify badge`);
+
+  for (const src of m.sources ?? []) {
+    const card = panel.locator(`[data-testid="source"][data-source="${src.id}"]`);
+    const chips = (await card.locator('[data-testid="label"]').allInnerTexts()).map((t) => t.replace(/\s+/g, "")).sort();
+    const want = Object.entries(src.labels).map(([k, v]) => `${k}${v}`.replace(/\s+/g, "")).sort();
+    assert.deepEqual(chips, want, `${m.stem}: labels of source ${src.id}`);
+    assert.equal((await card.locator('[data-testid="uuid"]').innerText()).trim(), src.uuid ?? "none", `${m.stem}: uuid`);
+    assert.equal(await card.locator('[data-testid="complete"]').getAttribute("data-complete"), String(src.complete), `${m.stem}: complete`);
+    if (!src.complete) assert.match(await card.locator('[data-testid="complete"]').innerText(), /data after the last row may be missing/);
+    assert.equal(await card.locator('[data-testid="anchor"]').getAttribute("data-value"), String(src.clock_anchor_wall_ns), `${m.stem}: clock anchor`);
+    const [lo, hi] = src.span ?? [];
+    if (lo !== undefined) {
+      const dd = card.locator("dd[data-from]");
+      assert.equal(await dd.getAttribute("data-from"), String(lo), `${m.stem}: source ${src.id} span start`);
+      assert.equal(await dd.getAttribute("data-to"), String(hi), `${m.stem}: source ${src.id} span end`);
+    }
+    for (const st of src.streams) {
+      const row = card.locator(`[data-testid="stream-row"][data-stream="${st.name}"] td`);
+      const cells = await row.allInnerTexts();
+      assert.deepEqual(
+        cells.slice(1, 5).map(digits),
+        [st.sealed_segment_count, st.sealed_rows, st.live_wal_rows, st.caller_rows_count].map(String),
+        `${m.stem}: stream ${src.id}/${st.name} counts`,
+      );
+      const lane = panel.locator(`[data-testid="lane"][data-source="${src.id}"][data-stream="${st.name}"]`);
+      assert.equal(await lane.count(), 1, `${m.stem}: one timeline lane for ${src.id}/${st.name}`);
+      const segs = await lane.locator('[data-testid="segment"]').evaluateAll((els) => els.reduce((n, e) => n + Number(e.dataset.count ?? 1), 0));
+      assert.equal(segs, st.sealed_segment_count, `${m.stem}: segment blocks in lane ${st.name}`);
+      const live = lane.locator('[data-testid="live"]');
+      if (st.live_wal_rows > 0) assert.equal(await live.getAttribute("data-rows"), String(st.live_wal_rows), `${m.stem}: live tail of ${st.name}`);
+      else assert.equal(await live.count(), 0);
+    }
+    if (src.caller_rows && Object.keys(src.caller_rows).length > 0) {
+      const names = new Set(src.streams.map((s) => s.name));
+      const others = Object.keys(src.caller_rows).filter((n) => !names.has(n)).sort();
+      const shown = (await card.locator('[data-testid="caller-name"]').allInnerTexts()).sort();
+      assert.deepEqual(shown, others, `${m.stem}: caller row names that are not streams`);
+    }
+  }
+  const lanes = await panel.locator('[data-testid="lane"]').count();
+  assert.equal(lanes, o.streams, `${m.stem}: a lane per stream`);
+}
+
+describe("viewer page", () => {
+  let server;
+  let browser;
+
+  before(async () => {
+    if (missing) return;
+    server = await serve();
+    browser = await launch();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await server?.close();
+  });
+
+  it("has what it needs to run (built page, engine, Chromium, fixtures)", () => {
+    assert.equal(missing, null, missing ?? "");
+  });
+
+  for (const m of sound) {
+    it(`shows ${m.file} as its manifest says (synthetic drop)`, { ...T, skip: !!missing }, async () => {
+      const page = await newPage(browser);
+      await page.goto(server.url + "/");
+      await page.locator('[data-testid="dropzone"]').waitFor();
+      await dropFile(page, m.path);
+      await expectManifest(page, m);
+      assert.deepEqual(page.problems, []);
+      assert.deepEqual(await page.cspViolations(), []);
+      await page.context().close();
+    });
+
+    it(`shows ${m.file} as its manifest says (file input)`, { ...T, skip: !!missing }, async () => {
+      const page = await newPage(browser);
+      await page.goto(server.url + "/");
+      await page.locator('[data-testid="file-input"]').setInputFiles(m.path);
+      await expectManifest(page, m);
+      assert.deepEqual(page.problems, []);
+      await page.context().close();
+    });
+  }
+
+  it("shows a stream with only a live tail as a live tail with its row count", { ...T, skip: !!missing }, async () => {
+    const page = await newPage(browser);
+    await page.goto(server.url + "/?url=/fixtures/b_multi_source.dendro");
+    const lane = active(page).locator('[data-testid="lane"][data-source="1"][data-stream="net"]');
+    await lane.waitFor({ timeout: 20_000 });
+    assert.equal(await lane.locator('[data-testid="segment"]').count(), 0);
+    const live = lane.locator('[data-testid="live"]');
+    assert.equal(await live.getAttribute("data-rows"), "17");
+    assert.match(await live.innerText(), /17 live rows · not readable without the writer's encoder/);
+    assert.ok((await live.boundingBox()).width >= 8, "the live tail is drawn, not left out");
+    await lane.locator(".dv-tl-name").click();
+    const view = active(page).locator('[data-testid="stream-view"][data-source="1"][data-stream="net"]');
+    await view.waitFor();
+    assert.match(await view.locator('[data-testid="live-only"]').innerText(), /17 rows, all in the live tail/);
+    assert.match(await view.locator('[data-testid="live-note"]').innerText(), /not readable without the writer's encoder/);
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+
+  for (const m of refusals) {
+    it(`refuses ${m.file} with a message a person understands`, { ...T, skip: !!missing }, async () => {
+      const page = await newPage(browser);
+      await page.goto(server.url + "/");
+      await dropFile(page, m.path);
+      const panel = active(page);
+      const err = panel.locator('[data-testid="error"]');
+      const kind = m.open?.error?.kind;
+      if (kind === "NotAnArchive" || kind === "UnsupportedSchema") {
+        await err.waitFor({ timeout: 20_000 });
+        assert.equal(await err.getAttribute("data-kind"), kind, `${m.file}: kind`);
+        const title = await err.locator('[data-testid="error-title"]').innerText();
+        const hint = await err.locator('[data-testid="error-hint"]').innerText();
+        const message = await err.locator('[data-testid="error-message"]').innerText();
+        assert.ok(message.trim().length > 10, `${m.file}: the engine's message is shown`);
+        if (kind === "UnsupportedSchema") {
+          assert.match(title, new RegExp(`schema version ${m.sniff.version}\\b`), `${m.file}: says which version`);
+        } else {
+          assert.match(title, /is not a dendro archive/);
+          const want = {
+            i_foreign_app: /SQLite database of another application/,
+            i_not_sqlite: /not a SQLite file/,
+            i_empty_file: /empty/,
+            i_not_archive: /SQLite database, but not one written by dendro|not a SQLite file/,
+            i_truncated_header: /SQLite database, but not one written by dendro|not a SQLite file|empty/,
+          }[m.stem];
+          if (want) assert.match(hint, want, `${m.file}: says what it looks like instead`);
+        }
+      } else {
+        // A damaged file: refused on open, or opened and then failing verify.
+        const either = panel.locator('[data-testid="error"], [data-testid="verify"][data-state]');
+        await either.first().waitFor({ timeout: 20_000 });
+        if (await err.count()) {
+          const k = await err.getAttribute("data-kind");
+          assert.ok(["Corrupt", "NotAnArchive"].includes(k), `${m.file}: refused as ${k}`);
+          assert.ok((await err.locator('[data-testid="error-message"]').innerText()).length > 10);
+        } else {
+          const state = await panel.locator('[data-testid="verify"]').getAttribute("data-state");
+          assert.notEqual(state, "sound", `${m.file}: a truncated file must not verify as sound`);
+        }
+      }
+      if (m.stem === "i_foreign_app") await screenshot(page, "error-foreign-app.png");
+      assert.deepEqual(page.problems.filter((p) => !p.startsWith("console.error")), []);
+      await page.context().close();
+    });
+  }
+
+  it("reports a failed download in the page", { ...T, skip: !!missing }, async () => {
+    const page = await newPage(browser);
+    await page.goto(server.url + "/?url=/no-such-archive.dendro");
+    const err = active(page).locator('[data-testid="error"]');
+    await err.waitFor({ timeout: 20_000 });
+    assert.equal(await err.getAttribute("data-kind"), "LoadFailed");
+    assert.match(await err.innerText(), /404/);
+    await page.context().close();
+  });
+
+  it("shows download progress for ?url=", { ...T, skip: !!missing }, async () => {
+    const page = await newPage(browser);
+    await page.goto(server.url + "/?url=/slow/fixtures/b_multi_source.dendro");
+    const bar = page.locator('[data-testid="progress"]');
+    await page.waitForFunction(() => {
+      const p = document.querySelector('[data-testid="progress"]');
+      return p && p.hasAttribute("value") && p.value > 0 && p.value < p.max;
+    }, null, { timeout: 20_000 });
+    assert.match(await page.locator(".dv-loading-what").innerText(), /Downloading… .* of 64\.0 KiB \(\d+%\)/);
+    assert.equal(await bar.getAttribute("max"), "65536");
+    await active(page).locator('[data-testid="overview"]').waitFor({ timeout: 30_000 });
+    await page.context().close();
+  });
+
+  it("keeps several archives open in tabs", { ...T, skip: !!missing }, async () => {
+    const page = await newPage(browser);
+    await page.goto(server.url + "/");
+    const picks = sound.filter((m) => ["a_single_sealed", "b_multi_source", "h_negative_ts"].includes(m.stem));
+    for (const m of picks) {
+      await dropFile(page, m.path);
+      await active(page).locator('[data-testid="overview"]').waitFor({ timeout: 20_000 });
+    }
+    const tabs = page.locator('[data-testid="tab"]');
+    assert.equal(await tabs.count(), picks.length);
+    await tabs.nth(0).click();
+    await expectManifest(page, picks[0]);
+    await tabs.nth(1).locator(".dv-tab-close").click();
+    assert.equal(await tabs.count(), picks.length - 1);
+    await page.context().close();
+  });
+
+  it("plots numeric columns (non-blank canvas) and the timeline zooms them", { ...T, skip: !!missing }, async () => {
+    const page = await newPage(browser);
+    await page.goto(server.url + "/");
+    const m = sound.find((x) => x.stem === "a_single_sealed");
+    await dropFile(page, m.path);
+    const panel = active(page);
+    const plot = panel.locator('[data-testid="plot"][data-column="value"]');
+    await plot.locator("canvas").waitFor({ timeout: 20_000 });
+    const status = panel.locator('[data-testid="plot-status"]');
+    await page.waitForFunction(() => /200 rows in this window/.test(document.querySelector('[data-testid="plot-status"]')?.textContent ?? ""));
+    assert.match(await status.innerText(), /every row shown/);
+    await page.waitForTimeout(200);
+    const ink = await inkOnCanvases(plot.locator("canvas"));
+    assert.ok(ink[0] > 0.01, `the plot canvas has ink (${ink[0]})`);
+    const blue = await pixelsNear(plot.locator("canvas"), [37, 99, 235]);
+    assert.ok(blue[0] > 200, `the series line is drawn (${blue[0]} series-coloured pixels)`);
+
+    // Drag across the timeline: the window narrows and the plot refetches.
+    const before = await panel.locator('[data-testid="window"]').innerText();
+    const lane = panel.locator('[data-testid="lane"]').first().locator(".dv-tl-track");
+    const box = await lane.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.3, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction(
+      (b) => document.querySelector('[data-testid="window"]')?.textContent !== b,
+      before,
+    );
+    await page.waitForFunction(() => {
+      const t = document.querySelector('[data-testid="plot-status"]')?.textContent ?? "";
+      const m = /^([\d,]+) rows in this window/.exec(t);
+      return m && Number(m[1].replace(/,/g, "")) < 200 && Number(m[1].replace(/,/g, "")) > 0;
+    });
+    assert.match(page.url(), /from=\d+&to=\d+/);
+
+    // Drag across the plot: the same, from the plot side.
+    const over = plot.locator(".u-over");
+    const ob = await over.boundingBox();
+    await page.mouse.move(ob.x + ob.width * 0.2, ob.y + ob.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(ob.x + ob.width * 0.6, ob.y + ob.height / 2, { steps: 5 });
+    await page.mouse.up();
+    await page.waitForFunction(() => {
+      const t = document.querySelector('[data-testid="plot-status"]')?.textContent ?? "";
+      const m = /^([\d,]+) rows in this window/.exec(t);
+      return m && Number(m[1].replace(/,/g, "")) < 60;
+    });
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+
+  it("shows a segment's rows in a virtualized table and caller rows with previews", { ...T, skip: !!missing }, async () => {
+    const page = await newPage(browser);
+    await page.goto(server.url + "/?url=/fixtures/g_caller_index.dendro&source=1&stream=a");
+    const panel = active(page);
+    const table = panel.locator('[data-testid="rows"] [data-testid="vtable"]');
+    await table.waitFor({ timeout: 20_000 });
+    assert.equal(await table.getAttribute("data-rows"), "12");
+    const header = await table.locator(".dv-vt-head").innerText();
+    assert.match(header, /ts/);
+    assert.match(header, /value/);
+    assert.match(header, /label/);
+    assert.match(await panel.locator(".dv-caller-index").innerText(), /labels:/);
+    const callers = panel.locator('[data-testid="caller-rows"] [data-testid="vtable"]');
+    await callers.waitFor();
+    assert.equal(await callers.getAttribute("data-rows"), "5");
+    const text = await callers.innerText();
+    assert.match(text, /hex|utf-8/);
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+
+  it("round-trips the view through the URL", { ...T, skip: !!missing }, async () => {
+    const page = await newPage(browser);
+    await page.goto(server.url + "/?url=/fixtures/b_multi_source.dendro");
+    const panel = active(page);
+    const lane = panel.locator('[data-testid="lane"][data-source="2"][data-stream="disk"]');
+    await lane.waitFor({ timeout: 20_000 });
+    await lane.locator(".dv-tl-name").click();
+    await panel.locator('[data-testid="stream-view"][data-stream="disk"] [data-testid="plot"] canvas').waitFor();
+    const box = await lane.locator(".dv-tl-track").boundingBox();
+    await page.mouse.move(box.x + box.width * 0.25, box.y + 5);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.7, box.y + 5, { steps: 4 });
+    await page.mouse.up();
+    await page.locator('[data-tz="local"]').click();
+    await page.waitForFunction(() => /tz=local/.test(location.search) && /from=/.test(location.search));
+    const url = page.url();
+    const q = new URL(url).searchParams;
+    assert.equal(q.get("url"), "/fixtures/b_multi_source.dendro");
+    assert.equal(q.get("source"), "2");
+    assert.equal(q.get("stream"), "disk");
+    assert.deepEqual(q.getAll("col"), ["value"]);
+    const windowText = await panel.locator('[data-testid="window"]').innerText();
+
+    const again = await newPage(browser);
+    await again.goto(url);
+    const p2 = active(again);
+    const view = p2.locator('[data-testid="stream-view"][data-source="2"][data-stream="disk"]');
+    await view.waitFor({ timeout: 20_000 });
+    assert.equal(await p2.locator('[data-testid="window"]').innerText(), windowText);
+    assert.ok(await again.locator('[data-tz="local"]').evaluate((b) => b.classList.contains("dv-on")));
+    assert.ok(await view.locator('input[data-column="value"]').isChecked());
+    assert.ok(await p2.locator('[data-testid="lane"][data-source="2"][data-stream="disk"]').evaluate((e) => e.classList.contains("dv-selected")));
+    await again.waitForFunction(() => document.location.search.includes("stream=disk"));
+    assert.equal(new URL(again.url()).searchParams.get("from"), q.get("from"));
+    assert.equal(new URL(again.url()).searchParams.get("to"), q.get("to"));
+    assert.deepEqual(again.problems, []);
+    await again.context().close();
+    await page.context().close();
+  });
+
+  it("saves screenshots of the overview, the timeline and a plot", { ...T, skip: !!missing }, async () => {
+    const page = await newPage(browser, { viewport: { width: 1440, height: 1100 } });
+    await page.goto(server.url + "/?url=/fixtures/b_multi_source.dendro&source=2&stream=disk");
+    const panel = active(page);
+    await panel.locator('[data-testid="verify"][data-state]').waitFor({ timeout: 20_000 });
+    await panel.locator('[data-testid="plot"] canvas').first().waitFor();
+    await page.waitForFunction(() => /rows in this window/.test(document.querySelector('[data-testid="plot-status"]')?.textContent ?? ""));
+    await page.waitForTimeout(300);
+    await screenshot(page, "page.png");
+    await screenshot(page, "overview.png", panel.locator('[data-testid="overview"]'));
+    await screenshot(page, "sources.png", panel.locator('[data-testid="sources"]'));
+    await screenshot(page, "timeline.png", panel.locator('[data-testid="timeline"]'));
+    await screenshot(page, "stream.png", panel.locator('[data-testid="stream-view"]'));
+    await screenshot(page, "full-page.png", null, { fullPage: true });
+    await page.context().close();
+  });
+});
