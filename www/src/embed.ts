@@ -70,6 +70,7 @@ function openInto(viewer: Viewer, src: MountSource): Promise<OpenResult | null> 
 export function mountViewer(element: HTMLElement, options: MountOptions = {}): MountedViewer {
   const holder = document.createElement("div");
   holder.className = "dendro-viewer-host";
+  holder.style.height = "100%";
   element.appendChild(holder);
   const shadow = holder.attachShadow({ mode: "open" });
   adoptStyles(shadow);

@@ -110,12 +110,12 @@ export interface FileTextOptions {
   what?: string;
 }
 
-type ShowFull = (title: string, value: string) => void;
-let showFullValue: ShowFull = () => {};
+/** Event a truncated string fires to ask its viewer to show the whole value. */
+export const FULL_VALUE_EVENT = "dv-fullvalue";
 
-/** The viewer installs its dialog here so any truncated string can open it. */
-export function setFullValueHandler(fn: ShowFull): void {
-  showFullValue = fn;
+export interface FullValueDetail {
+  title: string;
+  value: string;
 }
 
 /**
@@ -143,7 +143,8 @@ export function fileText(s: string, opts: FileTextOptions = {}): HTMLElement {
         on: {
           click: (ev) => {
             ev.stopPropagation();
-            showFullValue(opts.what ?? "Full value", s);
+            const detail: FullValueDetail = { title: opts.what ?? "Full value", value: s };
+            (ev.currentTarget as HTMLElement).dispatchEvent(new CustomEvent(FULL_VALUE_EVENT, { bubbles: true, detail }));
           },
         },
       },

@@ -65,6 +65,7 @@ export class PlotGroup {
       const w = this.width();
       if (Math.abs(w - this.lastWidth) < 2) return;
       this.lastWidth = w;
+      if (!this.plots.some((p) => p.plot)) return;
       for (const p of this.plots) p.plot?.setSize({ width: w, height: plotHeight(this.plots.length) });
       this.scheduleFetch();
     });

@@ -180,6 +180,7 @@ export class Timeline {
   }
 
   render(): void {
+    this.host.tooltip.hide();
     const width = this.axisTrack.clientWidth;
     this.lastWidth = width;
     const tz = this.host.tz();

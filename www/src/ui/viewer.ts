@@ -4,7 +4,7 @@
 import { createEngine } from "../engine/client";
 import type { ArchiveHandle, Description, Engine } from "../engine/types";
 import { ArchiveView } from "./archive";
-import { type Child, debounce, fileText, h, replace, setFullValueHandler } from "./dom";
+import { type Child, FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace } from "./dom";
 import { type Explained, LoadError, explain } from "./errors";
 import { bytes, type TimeZoneMode } from "./format";
 import { fetchWithProgress, nameFromUrl, readFile } from "./load";
@@ -119,7 +119,10 @@ export class Viewer {
     container.appendChild(this.root);
     this.tooltip = new Tooltip(this.root);
     this.dialog = new Dialog(this.root);
-    setFullValueHandler((title, value) => this.dialog.fullValue(title, value));
+    this.root.addEventListener(FULL_VALUE_EVENT, (ev) => {
+      const d = (ev as CustomEvent<FullValueDetail>).detail;
+      this.dialog.fullValue(d.title, d.value);
+    });
     this.installDrop();
     this.paintTz();
   }
