@@ -247,16 +247,20 @@ impl Archive {
         let mut out = Vec::new();
         for (id, labels, metadata) in rows {
             for (column, text) in [("labels", labels), ("metadata", metadata)] {
-                if let Err(e) = crate::catalog::parse_map(
-                    &self.file,
-                    &format!("{column} of source {id}"),
-                    &text,
-                ) {
-                    out.push(Problem {
-                        kind: ProblemKind::Catalog,
-                        message: e.to_string(),
-                    });
-                }
+                let what = format!("{column} of source {id}");
+                // Readers tolerate non-string values; the format does not.
+                let problem = match serde_json::from_str::<serde_json::Value>(&text) {
+                    Ok(serde_json::Value::Object(map)) => map
+                        .iter()
+                        .find(|(_, v)| !v.is_string())
+                        .map(|(k, _)| format!("{what}: the value of {k:?} is not a string")),
+                    Ok(_) => Some(format!("{what} is not a JSON object")),
+                    Err(e) => Some(format!("{what} is not JSON: {e}")),
+                };
+                out.extend(problem.map(|message| Problem {
+                    kind: ProblemKind::Catalog,
+                    message: format!("{}: {message}", self.file),
+                }));
             }
         }
         Ok(out)

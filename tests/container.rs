@@ -412,3 +412,26 @@ fn vacuum_into_copies_commits_still_in_the_sidecar() {
     assert!(Archive::open(&exact).unwrap().verify().unwrap().sound);
     drop(writer);
 }
+
+#[test]
+fn verify_reports_labels_and_metadata_that_are_not_string_maps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("maps.dendro");
+    common::sample_archive(&path);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "INSERT INTO sources(labels, metadata, clock_anchor_wall_ns) VALUES ('{\"n\": 1}', '[]', 0);
+         INSERT INTO sources(labels, metadata, clock_anchor_wall_ns) VALUES ('nope', '{}', 0);",
+    )
+    .unwrap();
+    drop(conn);
+    let report = Archive::open(&path).unwrap().verify().unwrap();
+    let catalog: Vec<_> = report
+        .problems
+        .iter()
+        .filter(|p| p.kind == dendro::verify::ProblemKind::Catalog)
+        .map(|p| p.message.clone())
+        .collect();
+    assert_eq!(catalog.len(), 3, "{catalog:#?}");
+    assert!(catalog[0].contains("\"n\" is not a string"));
+}

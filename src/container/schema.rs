@@ -1,8 +1,11 @@
 //! The catalog's DDL (format §3) and the check that a file carries it.
 
-/// The five tables and two indexes, exactly as the format specifies. The
-/// column order and types are part of the file format: other implementations
-/// read and copy these tables.
+/// The five tables and two indexes with the columns and types the format
+/// specifies, plus the two nullable `sources` columns (`heartbeat`,
+/// `heartbeat_interval_ns`) that the original's later releases create
+/// without a schema bump. We leave them NULL ("unknown"), but having them
+/// keeps an archive we write usable by a writer of those releases. Other
+/// implementations read and copy these tables, and select by name.
 pub const SCHEMA_SQL: &str = "
 CREATE TABLE sources(
   id INTEGER PRIMARY KEY,
@@ -10,7 +13,9 @@ CREATE TABLE sources(
   metadata TEXT NOT NULL,
   complete INTEGER NOT NULL DEFAULT 0,
   clock_anchor_wall_ns INTEGER NOT NULL,
-  uuid TEXT
+  uuid TEXT,
+  heartbeat INTEGER,
+  heartbeat_interval_ns INTEGER
 );
 CREATE TABLE segments(
   source_id INTEGER NOT NULL REFERENCES sources(id),

@@ -69,7 +69,7 @@ fn be_u32(bytes: &[u8], at: usize) -> u32 {
 }
 
 /// Classifies a file from its leading bytes (at least the first 100 for a
-/// verdict other than "too short"). `total_len` is the file's full length.
+/// verdict other than "too short").
 pub fn sniff_bytes(bytes: &[u8]) -> FileKind {
     let kind = |cause| FileKind::NotAnArchive(cause);
     if bytes.is_empty() {
