@@ -186,14 +186,44 @@ fn guarded<T>(
     }
 }
 
+/// Checks that every column chunk the footer describes lies inside the
+/// file, with no negative offset, length or row count. The Parquet reader
+/// trusts these numbers (a negative one trips an assertion, an out-of-range
+/// one a slice), and where a panic aborts, as in wasm32, trusting them
+/// would let one hostile segment kill the whole module.
+fn check_layout(
+    metadata: &parquet::file::metadata::ParquetMetaData,
+    len: usize,
+) -> std::result::Result<(), String> {
+    let len = len as i128;
+    for (g, group) in metadata.row_groups().iter().enumerate() {
+        if group.num_rows() < 0 {
+            return Err(format!("row group {g} claims {} rows", group.num_rows()));
+        }
+        for (c, chunk) in group.columns().iter().enumerate() {
+            let start = chunk
+                .dictionary_page_offset()
+                .unwrap_or(chunk.data_page_offset());
+            let size = chunk.compressed_size();
+            if start < 0 || size < 0 || start as i128 + size as i128 > len {
+                return Err(format!(
+                    "column chunk {c} of row group {g} claims {size} bytes at offset {start}, \
+                     outside the file's {len} bytes"
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The Arrow schema of a segment, from its footer alone.
 pub fn segment_schema(bytes: &[u8]) -> std::result::Result<SchemaRef, String> {
     check_footer(bytes)?;
     let data = bytes::Bytes::copy_from_slice(bytes);
     guarded(|| {
-        ParquetRecordBatchReaderBuilder::try_new(data)
-            .map(|b| b.schema().clone())
-            .map_err(|e| e.to_string())
+        let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(|e| e.to_string())?;
+        check_layout(builder.metadata(), bytes.len())?;
+        Ok(builder.schema().clone())
     })
 }
 
@@ -203,11 +233,24 @@ pub fn decode_segment(
     bytes: Vec<u8>,
     columns: Option<&[String]>,
 ) -> std::result::Result<Vec<RecordBatch>, String> {
+    let wanted = columns.map(<[String]>::to_vec);
+    decode_segment_with(bytes, move |_| wanted)
+}
+
+/// Decodes a segment, letting `choose` pick the columns once the footer's
+/// schema is known (`None`: every column; unknown names are ignored), so a
+/// caller can ask for "the time column and these" without a second parse.
+pub fn decode_segment_with(
+    bytes: Vec<u8>,
+    choose: impl FnOnce(&SchemaRef) -> Option<Vec<String>>,
+) -> std::result::Result<Vec<RecordBatch>, String> {
     check_footer(&bytes)?;
+    let len = bytes.len();
     let data = bytes::Bytes::from(bytes);
     guarded(|| {
         let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(|e| e.to_string())?;
-        let builder = match columns {
+        check_layout(builder.metadata(), len)?;
+        let builder = match choose(builder.schema()) {
             Some(wanted) => {
                 let roots: Vec<usize> = builder
                     .schema()
@@ -370,5 +413,22 @@ mod tests {
         bytes.extend_from_slice(b"PAR1");
         assert!(decode_segment(bytes.clone(), None).is_err());
         assert!(segment_schema(&bytes).is_err());
+    }
+
+    #[test]
+    fn a_footer_pointing_past_the_end_is_refused_before_decoding() {
+        use arrow_array::{ArrayRef, Int64Array};
+        use arrow_schema::{DataType, Field, Schema};
+        let schema = Arc::new(Schema::new(vec![Field::new("ts", DataType::Int64, false)]));
+        let ts: ArrayRef = Arc::new(Int64Array::from_iter_values((0..4096).map(|i| i * 7919)));
+        let whole = encode_batch(&RecordBatch::try_new(schema, vec![ts]).unwrap()).unwrap();
+        // Drop most of the column data but keep the footer: its offsets
+        // now reach past the end of what is left.
+        let mut cut = whole[..4].to_vec();
+        cut.extend_from_slice(&whole[whole.len() / 2..]);
+        let err = decode_segment(cut.clone(), None).unwrap_err();
+        assert!(err.contains("outside the file"), "{err}");
+        assert!(segment_schema(&cut).unwrap_err().contains("outside the file"));
+        assert_eq!(decode_segment(whole, None).unwrap()[0].num_rows(), 4096);
     }
 }
