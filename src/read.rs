@@ -5,6 +5,10 @@
 //! materializing a live tail; a reader without one reports the tail's span
 //! as data it did not read.
 
+pub mod cache;
+pub mod columns;
+pub mod envelope;
+
 use serde::Serialize;
 
 use crate::catalog::{Labels, SegmentRecord, SourceRecord, Span, WalRow};

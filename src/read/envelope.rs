@@ -1,0 +1,506 @@
+//! Reducing a time window of a stream to something a plot can draw: every
+//! row while there are few, else a min/max envelope per time bucket.
+//!
+//! Why min/max rather than a point-picking scheme such as LTTB: a plot of
+//! operational telemetry is read for its extremes. A bucket's min and max
+//! are exact, so a single-row spike anywhere in a million rows still
+//! reaches the screen; the price is two values per bucket instead of one.
+//!
+//! The reduction is streaming: segments are fed one at a time, so memory is
+//! bounded by one decoded segment plus `max_points` buckets, whatever the
+//! window holds.
+
+use std::sync::Arc;
+
+use arrow_array::{Array, RecordBatch};
+
+use crate::catalog::SegmentRecord;
+use crate::container::Archive;
+use crate::error::Result;
+use crate::read::columns::{is_numeric, numbers, time_values, ts_column};
+
+/// One numeric column of an [`Envelope`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct ColumnEnvelope {
+    /// The column's name.
+    pub name: String,
+    /// Per point, the smallest finite value; NaN where the point has none.
+    pub min: Vec<f64>,
+    /// Per point, the largest finite value; NaN where the point has none.
+    pub max: Vec<f64>,
+}
+
+/// A window of a stream, ready to plot.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Envelope {
+    /// Rows of the sealed segments that fall inside the window.
+    pub rows_in_window: u64,
+    /// Segments decoded to answer.
+    pub segments_read: usize,
+    /// Whether rows were bucketed (`false`: one point per row).
+    pub reduced: bool,
+    /// One timestamp per point: the row's own, or the bucket's start.
+    pub ts: Vec<i64>,
+    /// Numeric columns, in the order they were first met.
+    pub columns: Vec<ColumnEnvelope>,
+}
+
+/// Builds an [`Envelope`] from record batches fed in time order.
+///
+/// Rows are kept as they are until more than `max_points` fall inside the
+/// window; from then on they are folded into `max_points` equal time
+/// buckets over `span` (the part of the window that holds data, when the
+/// caller knows it, else the window itself), and only non-empty buckets
+/// become points. So the result never has more than `max_points` points.
+#[derive(Debug)]
+pub struct EnvelopeBuilder {
+    from: i64,
+    to: i64,
+    max_points: Option<usize>,
+    wanted: Option<Vec<String>>,
+    /// Bucket boundaries: bucket `k` is `[bounds[k], bounds[k + 1])`, with
+    /// the last one closed at `span.1`. Empty until the switch to buckets.
+    bounds: Vec<i64>,
+    span: (i64, i64),
+    rows: u64,
+    ts: Vec<i64>,
+    filled: Vec<bool>,
+    columns: Vec<ColumnEnvelope>,
+}
+
+impl EnvelopeBuilder {
+    /// A builder for rows with `from <= ts <= to`. `max_points` of `None`
+    /// keeps every row. `columns` limits which numeric columns are kept
+    /// (unknown names are ignored); `span` is the extent of the data in the
+    /// window, if known, to spend the buckets where the rows are.
+    pub fn new(
+        from: i64,
+        to: i64,
+        max_points: Option<usize>,
+        columns: Option<&[String]>,
+        span: Option<(i64, i64)>,
+    ) -> EnvelopeBuilder {
+        let span = match span {
+            Some((lo, hi)) if lo.max(from) <= hi.min(to) => (lo.max(from), hi.min(to)),
+            _ => (from, to),
+        };
+        EnvelopeBuilder {
+            from,
+            to,
+            max_points: max_points.filter(|&n| n > 0),
+            wanted: columns.map(<[String]>::to_vec),
+            bounds: Vec::new(),
+            span,
+            rows: 0,
+            ts: Vec::new(),
+            filled: Vec::new(),
+            columns: Vec::new(),
+        }
+    }
+
+    fn reduced(&self) -> bool {
+        !self.bounds.is_empty()
+    }
+
+    fn column_index(&mut self, name: &str) -> usize {
+        if let Some(i) = self.columns.iter().position(|c| c.name == name) {
+            return i;
+        }
+        let len = if self.reduced() {
+            self.filled.len()
+        } else {
+            self.ts.len()
+        };
+        let (fill_min, fill_max) = if self.reduced() {
+            (f64::INFINITY, f64::NEG_INFINITY)
+        } else {
+            (f64::NAN, f64::NAN)
+        };
+        self.columns.push(ColumnEnvelope {
+            name: name.to_string(),
+            min: vec![fill_min; len],
+            max: vec![fill_max; len],
+        });
+        self.columns.len() - 1
+    }
+
+    /// Switches from one point per row to buckets, folding the rows kept
+    /// so far into them.
+    fn switch_to_buckets(&mut self, n: usize) {
+        let (lo, hi) = self.span;
+        let width = hi as i128 - lo as i128 + 1;
+        self.bounds = (0..=n as i128)
+            .map(|k| (lo as i128 + (k * width + n as i128 - 1) / n as i128) as i64)
+            .collect();
+        let rows = std::mem::take(&mut self.ts);
+        self.filled = vec![false; n];
+        let buckets: Vec<usize> = {
+            let mut cursor = 0;
+            rows.iter()
+                .map(|&t| bucket_of(&self.bounds, t, &mut cursor))
+                .collect()
+        };
+        for &b in &buckets {
+            self.filled[b] = true;
+        }
+        for column in &mut self.columns {
+            let (old_min, old_max) = (
+                std::mem::take(&mut column.min),
+                std::mem::take(&mut column.max),
+            );
+            column.min = vec![f64::INFINITY; n];
+            column.max = vec![f64::NEG_INFINITY; n];
+            for (i, &b) in buckets.iter().enumerate() {
+                if old_min[i].is_finite() {
+                    column.min[b] = column.min[b].min(old_min[i]);
+                    column.max[b] = column.max[b].max(old_max[i]);
+                }
+            }
+        }
+    }
+
+    /// Feeds one batch. Rows outside the window, and rows whose time is
+    /// null, are skipped; a batch with no time-axis column adds nothing.
+    pub fn push(&mut self, batch: &RecordBatch) {
+        let schema = batch.schema();
+        let Some(ts_index) = ts_column(&schema) else {
+            return;
+        };
+        let ts_array = batch.column(ts_index);
+        let Some(times) = time_values(ts_array.as_ref()) else {
+            return;
+        };
+        let selected: Vec<usize> = (0..times.len())
+            .filter(|&i| ts_array.is_valid(i) && (self.from..=self.to).contains(&times[i]))
+            .collect();
+        if selected.is_empty() {
+            return;
+        }
+        self.rows += selected.len() as u64;
+        if let Some(n) = self.max_points {
+            if !self.reduced() && self.ts.len() + selected.len() > n {
+                self.switch_to_buckets(n);
+            }
+        }
+        let slots: Vec<usize> = if self.reduced() {
+            let mut cursor = 0;
+            selected
+                .iter()
+                .map(|&i| bucket_of(&self.bounds, times[i], &mut cursor))
+                .collect()
+        } else {
+            let start = self.ts.len();
+            self.ts.extend(selected.iter().map(|&i| times[i]));
+            (start..self.ts.len()).collect()
+        };
+        let mut seen = vec![false; self.columns.len()];
+        for (c, field) in schema.fields().iter().enumerate() {
+            if c == ts_index || !is_numeric(field.data_type()) {
+                continue;
+            }
+            if let Some(wanted) = &self.wanted {
+                if !wanted.iter().any(|w| w == field.name()) {
+                    continue;
+                }
+            }
+            let Some(values) = numbers(batch.column(c).as_ref()) else {
+                continue;
+            };
+            let k = self.column_index(field.name());
+            seen.resize(self.columns.len(), false);
+            seen[k] = true;
+            let reduced = self.reduced();
+            let column = &mut self.columns[k];
+            if reduced {
+                for (&i, &b) in selected.iter().zip(&slots) {
+                    let v = values[i];
+                    if v.is_finite() {
+                        column.min[b] = column.min[b].min(v);
+                        column.max[b] = column.max[b].max(v);
+                    }
+                }
+            } else {
+                column.min.resize(self.ts.len() - selected.len(), f64::NAN);
+                column.max.resize(self.ts.len() - selected.len(), f64::NAN);
+                for &i in &selected {
+                    let v = if values[i].is_finite() {
+                        values[i]
+                    } else {
+                        f64::NAN
+                    };
+                    column.min.push(v);
+                    column.max.push(v);
+                }
+            }
+        }
+        if self.reduced() {
+            for &b in &slots {
+                self.filled[b] = true;
+            }
+        } else {
+            // Columns this batch lacks get no value for its rows.
+            for (column, _) in self.columns.iter_mut().zip(&seen).filter(|(_, s)| !**s) {
+                column.min.resize(self.ts.len(), f64::NAN);
+                column.max.resize(self.ts.len(), f64::NAN);
+            }
+        }
+    }
+
+    /// The envelope, with `segments_read` recorded as given.
+    pub fn finish(mut self, segments_read: usize) -> Envelope {
+        if !self.reduced() {
+            return Envelope {
+                rows_in_window: self.rows,
+                segments_read,
+                reduced: false,
+                ts: self.ts,
+                columns: self.columns,
+            };
+        }
+        let keep: Vec<usize> = (0..self.filled.len()).filter(|&b| self.filled[b]).collect();
+        let no_value = |v: f64| if v.is_finite() { v } else { f64::NAN };
+        for column in &mut self.columns {
+            column.min = keep.iter().map(|&b| no_value(column.min[b])).collect();
+            column.max = keep.iter().map(|&b| no_value(column.max[b])).collect();
+        }
+        Envelope {
+            rows_in_window: self.rows,
+            segments_read,
+            reduced: true,
+            ts: keep.iter().map(|&b| self.bounds[b]).collect(),
+            columns: self.columns,
+        }
+    }
+}
+
+/// The bucket holding `t`, starting the search at `cursor` (rows usually
+/// come in time order, so this is a step or two) and leaving it there.
+fn bucket_of(bounds: &[i64], t: i64, cursor: &mut usize) -> usize {
+    let last = bounds.len() - 2;
+    let c = *cursor;
+    let found = if t >= bounds[c] && (c == last || t < bounds[c + 1]) {
+        c
+    } else if c < last && t >= bounds[c + 1] && (c + 1 == last || t < bounds[c + 2]) {
+        c + 1
+    } else {
+        bounds[1..=last].partition_point(|&b| b <= t)
+    };
+    *cursor = found;
+    found
+}
+
+/// What [`read_range`] needs to know about a window.
+#[derive(Debug, Clone, Copy)]
+pub struct RangeRequest<'a> {
+    /// The source.
+    pub source_id: i64,
+    /// The stream.
+    pub stream: &'a str,
+    /// First timestamp of the window, inclusive.
+    pub from: i64,
+    /// Last timestamp of the window, inclusive.
+    pub to: i64,
+    /// Numeric columns to keep; `None` keeps all.
+    pub columns: Option<&'a [String]>,
+    /// At most this many points; `None` keeps every row.
+    pub max_points: Option<usize>,
+}
+
+/// The decoded batches of one segment, shared with a cache.
+pub type Decoded = Arc<Vec<RecordBatch>>;
+
+/// Reduces a window of a stream's sealed segments to an [`Envelope`].
+/// Only segments whose span overlaps the window are handed to `decode`,
+/// one at a time and in seq order; `decode` gets the columns to keep (the
+/// time axis is added by [`decode_for_range`]). The live tail is not
+/// included: without the writer's encoder it cannot be decoded.
+pub fn read_range(
+    archive: &Archive,
+    request: &RangeRequest<'_>,
+    mut decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
+) -> Result<Envelope> {
+    let segments = archive.read_snapshot(|s| {
+        s.source(request.source_id)?;
+        s.segments_overlapping(request.source_id, request.stream, request.from, request.to)
+    })?;
+    let span = segments
+        .iter()
+        .map(|s| (s.first_ts, s.last_ts))
+        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+    let mut builder = EnvelopeBuilder::new(
+        request.from,
+        request.to,
+        request.max_points,
+        request.columns,
+        span,
+    );
+    for record in &segments {
+        let batches = decode(record, request.columns)?;
+        for batch in batches.iter() {
+            builder.push(batch);
+        }
+    }
+    Ok(builder.finish(segments.len()))
+}
+
+/// Fetches and decodes one segment for [`read_range`], keeping `columns`
+/// plus the time axis (every column when `columns` is `None`).
+pub fn decode_for_range(
+    archive: &Archive,
+    record: &SegmentRecord,
+    columns: Option<&[String]>,
+) -> Result<Decoded> {
+    let bytes = crate::read::segment_bytes(archive, record.source_id, &record.stream, record.seq)?;
+    let wanted = columns.map(<[String]>::to_vec);
+    let batches = crate::segment::decode_segment_with(bytes, move |schema| {
+        let mut wanted = wanted?;
+        if let Some(ts) = ts_column(schema) {
+            wanted.push(schema.field(ts).name().clone());
+        }
+        Some(wanted)
+    })
+    .map_err(|cause| crate::error::Error::Segment {
+        file: archive.file().to_string(),
+        source_id: record.source_id,
+        stream: record.stream.clone(),
+        seq: record.seq,
+        cause,
+    })?;
+    Ok(Arc::new(batches))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Float64Array, Int64Array, RecordBatch};
+    use arrow_schema::{DataType, Field, Schema};
+
+    use super::*;
+
+    fn batch(ts: Vec<i64>, value: Vec<Option<f64>>) -> RecordBatch {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("ts", DataType::Int64, false),
+            Field::new("value", DataType::Float64, true),
+        ]));
+        RecordBatch::try_new(
+            schema,
+            vec![
+                Arc::new(Int64Array::from(ts)),
+                Arc::new(Float64Array::from(value)),
+            ],
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn a_small_window_keeps_every_row_trimmed_to_the_window() {
+        let mut b = EnvelopeBuilder::new(2, 4, Some(10), None, None);
+        b.push(&batch(vec![1, 2, 3], vec![Some(1.0), None, Some(3.0)]));
+        b.push(&batch(vec![4, 5], vec![Some(4.0), Some(5.0)]));
+        let e = b.finish(2);
+        assert!(!e.reduced);
+        assert_eq!(e.rows_in_window, 3);
+        assert_eq!(e.ts, vec![2, 3, 4]);
+        let v = &e.columns[0];
+        assert!(
+            v.min[0].is_nan() && v.max[0].is_nan(),
+            "a null row has no value"
+        );
+        assert_eq!(&v.min[1..], &[3.0, 4.0]);
+        assert_eq!(v.min[1..], v.max[1..]);
+    }
+
+    #[test]
+    fn a_one_row_spike_in_a_million_rows_survives_the_reduction() {
+        let n = 1_000_000i64;
+        let spike_at = 777_777i64;
+        let mut b = EnvelopeBuilder::new(0, n - 1, Some(2000), None, Some((0, n - 1)));
+        for chunk in (0..n).collect::<Vec<_>>().chunks(65_536) {
+            let values = chunk
+                .iter()
+                .map(|&t| Some(if t == spike_at { 1e9 } else { (t % 7) as f64 }))
+                .collect();
+            b.push(&batch(chunk.to_vec(), values));
+        }
+        let e = b.finish(16);
+        assert!(e.reduced);
+        assert_eq!(e.rows_in_window, n as u64);
+        assert!(
+            e.ts.len() <= 2000 && e.ts.len() >= 1990,
+            "{} points",
+            e.ts.len()
+        );
+        let v = &e.columns[0];
+        let top = v.max.iter().cloned().fold(f64::NEG_INFINITY, f64::max);
+        assert_eq!(top, 1e9, "the spike is the envelope's maximum");
+        let at = v.max.iter().position(|&m| m == 1e9).unwrap();
+        assert!(e.ts[at] <= spike_at && (at + 1 == e.ts.len() || e.ts[at + 1] > spike_at));
+        assert_eq!(v.min.iter().cloned().fold(f64::INFINITY, f64::min), 0.0);
+        assert!(e.ts.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn the_switch_to_buckets_keeps_rows_seen_before_it() {
+        let mut b = EnvelopeBuilder::new(0, 99, Some(4), None, None);
+        b.push(&batch(
+            vec![0, 1, 2],
+            vec![Some(-5.0), Some(1.0), Some(2.0)],
+        ));
+        b.push(&batch(vec![50, 60, 99], vec![Some(7.0), None, Some(9.0)]));
+        let e = b.finish(2);
+        assert!(e.reduced);
+        assert_eq!(e.ts, vec![0, 50, 75]);
+        assert_eq!(e.columns[0].min, vec![-5.0, 7.0, 9.0]);
+        assert_eq!(e.columns[0].max, vec![2.0, 7.0, 9.0]);
+    }
+
+    #[test]
+    fn buckets_cover_the_extremes_of_the_time_range() {
+        let mut b = EnvelopeBuilder::new(i64::MIN, i64::MAX, Some(3), None, None);
+        b.push(&batch(
+            vec![i64::MIN, -1, 0, i64::MAX],
+            vec![Some(1.0), Some(2.0), Some(3.0), Some(4.0)],
+        ));
+        let e = b.finish(1);
+        assert!(e.reduced && e.ts.len() <= 3);
+        assert_eq!(e.ts[0], i64::MIN);
+        assert_eq!(e.columns[0].max.last(), Some(&4.0));
+    }
+
+    #[test]
+    fn a_column_missing_from_one_batch_has_no_value_there() {
+        let other = RecordBatch::try_new(
+            Arc::new(Schema::new(vec![
+                Field::new("ts", DataType::Int64, false),
+                Field::new("other", DataType::Int64, false),
+            ])),
+            vec![
+                Arc::new(Int64Array::from(vec![10])),
+                Arc::new(Int64Array::from(vec![42])),
+            ],
+        )
+        .unwrap();
+        let mut b = EnvelopeBuilder::new(0, 100, None, None, None);
+        b.push(&batch(vec![1], vec![Some(1.0)]));
+        b.push(&other);
+        b.push(&batch(vec![20], vec![Some(2.0)]));
+        let e = b.finish(3);
+        assert_eq!(e.ts, vec![1, 10, 20]);
+        let names: Vec<_> = e.columns.iter().map(|c| c.name.as_str()).collect();
+        assert_eq!(names, ["value", "other"]);
+        assert!(e.columns[0].min[1].is_nan());
+        assert!(e.columns[1].min[0].is_nan() && e.columns[1].min[2].is_nan());
+        assert_eq!(e.columns[1].min[1], 42.0);
+    }
+
+    #[test]
+    fn only_the_named_columns_are_kept() {
+        let wanted = vec!["nope".to_string()];
+        let mut b = EnvelopeBuilder::new(0, 10, None, Some(&wanted), None);
+        b.push(&batch(vec![1], vec![Some(1.0)]));
+        let e = b.finish(1);
+        assert_eq!(e.ts, vec![1]);
+        assert!(e.columns.is_empty());
+    }
+}
