@@ -25,6 +25,8 @@ pub mod keys;
 pub mod read;
 pub mod segment;
 pub mod verify;
+#[cfg(target_arch = "wasm32")]
+pub mod wasm;
 
 pub use catalog::{CallerRow, ClockOffset, Labels, SegmentRecord, SourceRecord, Span, WalRow};
 pub use container::Archive;

@@ -1,0 +1,244 @@
+//! Reader answers as JavaScript values: describe, schemas, decoded
+//! columns as typed arrays, envelopes and verify reports. Only shape
+//! changes happen here; every decision is made in the reader modules.
+
+use arrow_array::cast::AsArray;
+use arrow_array::types::{
+    Date32Type, Date64Type, DurationMicrosecondType, DurationMillisecondType,
+    DurationNanosecondType, DurationSecondType, Float16Type, Float32Type, Float64Type, Int16Type,
+    Int32Type, Int8Type, Time32MillisecondType, Time32SecondType, Time64MicrosecondType,
+    Time64NanosecondType, UInt16Type, UInt32Type, UInt64Type, UInt8Type,
+};
+use arrow_array::{Array, RecordBatch};
+use arrow_schema::{DataType, Schema, TimeUnit};
+use js_sys::{
+    BigInt64Array, BigUint64Array, Float32Array, Float64Array, Int16Array, Int32Array, Int8Array,
+    Uint16Array, Uint32Array, Uint8Array,
+};
+use wasm_bindgen::JsValue;
+
+use super::js::{big, labels, num, Obj};
+use crate::read::columns::{display_value, time_values, ts_column, type_name};
+use crate::read::envelope::Envelope;
+use crate::read::{Description, SegmentDescription, SourceDescription, StreamDescription};
+use crate::verify::VerifyReport;
+
+fn array_of<T>(items: impl ExactSizeIterator<Item = T>, f: impl Fn(T) -> JsValue) -> JsValue {
+    let out = js_sys::Array::new_with_length(items.len() as u32);
+    for (i, item) in items.enumerate() {
+        out.set(i as u32, f(item));
+    }
+    out.into()
+}
+
+fn segment(s: &SegmentDescription) -> JsValue {
+    Obj::new()
+        .set("seq", num(s.seq))
+        .set("rows", num(s.rows))
+        .set("first_ts", big(s.first_ts))
+        .set("last_ts", big(s.last_ts))
+        .set("bytes", num(s.bytes))
+        .set("caller_index", s.caller_index)
+        .build()
+}
+
+fn stream(s: &StreamDescription) -> JsValue {
+    let live_span = match s.live_span {
+        Some([a, b]) => array_of([a, b].into_iter(), big),
+        None => JsValue::NULL,
+    };
+    Obj::new()
+        .set("name", s.name.as_str())
+        .set("segments", array_of(s.segments.iter(), segment))
+        .set("sealed_rows", num(s.sealed_rows))
+        .set("live_rows", num(s.live_rows))
+        .set("live_span", live_span)
+        .set("caller_rows", num(s.caller_rows))
+        .build()
+}
+
+fn source(s: &SourceDescription) -> JsValue {
+    Obj::new()
+        .set("id", num(s.id))
+        .set(
+            "uuid",
+            s.uuid.as_deref().map_or(JsValue::NULL, JsValue::from_str),
+        )
+        .set("labels", labels(&s.labels))
+        .set("metadata", labels(&s.metadata))
+        .set("complete", s.complete)
+        .set("clock_anchor_wall_ns", big(s.clock_anchor_wall_ns))
+        .set("streams", array_of(s.streams.iter(), stream))
+        .set(
+            "caller_row_names",
+            array_of(s.caller_row_names.iter(), |n| JsValue::from_str(n)),
+        )
+        .build()
+}
+
+/// `Description` of types.ts: `describe --json` with BigInt timestamps.
+pub(crate) fn description(d: &Description) -> JsValue {
+    Obj::new()
+        .set("file_bytes", JsValue::from_f64(d.file_bytes as f64))
+        .set("schema_version", d.schema_version)
+        .set("sources", array_of(d.sources.iter(), source))
+        .build()
+}
+
+/// `StreamSchema` of types.ts; `None` (no sealed segment) has no columns.
+pub(crate) fn schema(schema: Option<&Schema>) -> JsValue {
+    let Some(schema) = schema else {
+        return Obj::new()
+            .set("columns", js_sys::Array::new())
+            .set("ts_column", JsValue::NULL)
+            .build();
+    };
+    let columns = array_of(schema.fields().iter(), |f| {
+        let metadata: crate::catalog::Labels = f
+            .metadata()
+            .iter()
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        Obj::new()
+            .set("name", f.name().as_str())
+            .set("type", type_name(f.data_type()))
+            .set("nullable", f.is_nullable())
+            .set("metadata", labels(&metadata))
+            .build()
+    });
+    let ts = ts_column(schema).map_or(JsValue::NULL, |i| JsValue::from_str(schema.field(i).name()));
+    Obj::new()
+        .set("columns", columns)
+        .set("ts_column", ts)
+        .build()
+}
+
+fn prim<T: arrow_array::ArrowPrimitiveType>(array: &dyn Array) -> &[T::Native] {
+    array.as_primitive::<T>().values()
+}
+
+/// A column's values in the typed-array form types.ts names for its type,
+/// or display strings for types with none.
+fn values(array: &dyn Array) -> JsValue {
+    match array.data_type() {
+        DataType::Int8 => Int8Array::from(prim::<Int8Type>(array)).into(),
+        DataType::Int16 => Int16Array::from(prim::<Int16Type>(array)).into(),
+        DataType::Int32 => Int32Array::from(prim::<Int32Type>(array)).into(),
+        DataType::Int64 | DataType::Timestamp(_, _) => {
+            BigInt64Array::from(time_values(array).unwrap_or(&[])).into()
+        }
+        DataType::UInt8 => Uint8Array::from(prim::<UInt8Type>(array)).into(),
+        DataType::UInt16 => Uint16Array::from(prim::<UInt16Type>(array)).into(),
+        DataType::UInt32 => Uint32Array::from(prim::<UInt32Type>(array)).into(),
+        DataType::UInt64 => BigUint64Array::from(prim::<UInt64Type>(array)).into(),
+        DataType::Float16 => {
+            let wide: Vec<f32> = prim::<Float16Type>(array)
+                .iter()
+                .map(|v| v.to_f32())
+                .collect();
+            Float32Array::from(&wide[..]).into()
+        }
+        DataType::Float32 => Float32Array::from(prim::<Float32Type>(array)).into(),
+        DataType::Float64 => Float64Array::from(prim::<Float64Type>(array)).into(),
+        DataType::Date32 => Int32Array::from(prim::<Date32Type>(array)).into(),
+        DataType::Date64 => BigInt64Array::from(prim::<Date64Type>(array)).into(),
+        DataType::Time32(TimeUnit::Second) => {
+            Int32Array::from(prim::<Time32SecondType>(array)).into()
+        }
+        DataType::Time32(_) => Int32Array::from(prim::<Time32MillisecondType>(array)).into(),
+        DataType::Time64(TimeUnit::Microsecond) => {
+            BigInt64Array::from(prim::<Time64MicrosecondType>(array)).into()
+        }
+        DataType::Time64(_) => BigInt64Array::from(prim::<Time64NanosecondType>(array)).into(),
+        DataType::Duration(TimeUnit::Second) => {
+            BigInt64Array::from(prim::<DurationSecondType>(array)).into()
+        }
+        DataType::Duration(TimeUnit::Millisecond) => {
+            BigInt64Array::from(prim::<DurationMillisecondType>(array)).into()
+        }
+        DataType::Duration(TimeUnit::Microsecond) => {
+            BigInt64Array::from(prim::<DurationMicrosecondType>(array)).into()
+        }
+        DataType::Duration(TimeUnit::Nanosecond) => {
+            BigInt64Array::from(prim::<DurationNanosecondType>(array)).into()
+        }
+        DataType::Boolean => {
+            let bools = array.as_boolean();
+            let bytes: Vec<u8> = (0..bools.len()).map(|i| u8::from(bools.value(i))).collect();
+            Uint8Array::from(&bytes[..]).into()
+        }
+        DataType::Utf8 => strings(array.as_string::<i32>().iter()),
+        DataType::LargeUtf8 => strings(array.as_string::<i64>().iter()),
+        DataType::Utf8View => strings(array.as_string_view().iter()),
+        _ => array_of(0..array.len(), |i| {
+            display_value(array, i).map_or(JsValue::NULL, |s| JsValue::from_str(&s))
+        }),
+    }
+}
+
+fn strings<'a>(items: impl ExactSizeIterator<Item = Option<&'a str>>) -> JsValue {
+    array_of(items, |s| s.map_or(JsValue::NULL, JsValue::from_str))
+}
+
+/// `DecodedBatch` of types.ts.
+pub(crate) fn batch(batch: &RecordBatch) -> JsValue {
+    let schema = batch.schema();
+    let columns = array_of(schema.fields().iter().zip(batch.columns()), |(f, a)| {
+        let column = Obj::new()
+            .set("name", f.name().as_str())
+            .set("type", type_name(f.data_type()))
+            .set("values", values(a.as_ref()));
+        match a.logical_nulls().filter(|n| n.null_count() > 0) {
+            Some(nulls) => {
+                let flags: Vec<u8> = nulls.iter().map(|valid| u8::from(!valid)).collect();
+                column.set("nulls", Uint8Array::from(&flags[..])).build()
+            }
+            None => column.build(),
+        }
+    });
+    Obj::new()
+        .set("rows", batch.num_rows() as u32)
+        .set("columns", columns)
+        .build()
+}
+
+/// `RangeEnvelope` of types.ts.
+pub(crate) fn envelope(e: &Envelope) -> JsValue {
+    let columns = array_of(e.columns.iter(), |c| {
+        Obj::new()
+            .set("name", c.name.as_str())
+            .set("min", Float64Array::from(&c.min[..]))
+            .set("max", Float64Array::from(&c.max[..]))
+            .build()
+    });
+    Obj::new()
+        .set("rows_in_window", JsValue::from_f64(e.rows_in_window as f64))
+        .set("segments_read", e.segments_read as u32)
+        .set("reduced", e.reduced)
+        .set("ts", BigInt64Array::from(&e.ts[..]))
+        .set("columns", columns)
+        .build()
+}
+
+/// `VerifyReport` of types.ts, with the check's counts beside it.
+pub(crate) fn verify(r: &VerifyReport) -> JsValue {
+    let problems = array_of(r.problems.iter(), |p| {
+        let kind = serde_json::to_value(p.kind)
+            .ok()
+            .and_then(|v| v.as_str().map(str::to_string))
+            .unwrap_or_default();
+        Obj::new()
+            .set("kind", kind)
+            .set("message", p.message.as_str())
+            .build()
+    });
+    Obj::new()
+        .set("file", r.file.as_str())
+        .set("sound", r.sound)
+        .set("problems", problems)
+        .set("sources", num(r.sources))
+        .set("streams", num(r.streams))
+        .set("segments", num(r.segments))
+        .set("wal_rows", num(r.wal_rows))
+        .build()
+}

@@ -1,0 +1,93 @@
+//! Small helpers for building the JavaScript values the API returns, and
+//! for turning crate errors into JS `Error`s with a `kind`.
+
+use js_sys::{BigInt, Object, Reflect};
+use wasm_bindgen::JsValue;
+
+use crate::catalog::Labels;
+use crate::error::Error;
+
+/// A plain JS object under construction.
+pub(crate) struct Obj(Object);
+
+impl Obj {
+    pub(crate) fn new() -> Obj {
+        Obj(Object::new())
+    }
+
+    /// Sets `key`. Setting a property on a fresh plain object cannot fail.
+    pub(crate) fn set(self, key: &str, value: impl Into<JsValue>) -> Obj {
+        let _ = Reflect::set(&self.0, &JsValue::from_str(key), &value.into());
+        self
+    }
+
+    pub(crate) fn build(self) -> JsValue {
+        self.0.into()
+    }
+}
+
+/// A timestamp or any value that may exceed 2^53: a `BigInt`.
+pub(crate) fn big(v: i64) -> JsValue {
+    BigInt::from(v).into()
+}
+
+/// A count or size: a plain number (exact below 2^53, which counts are).
+pub(crate) fn num(v: i64) -> JsValue {
+    JsValue::from_f64(v as f64)
+}
+
+/// A string map as a plain object.
+pub(crate) fn labels(map: &Labels) -> JsValue {
+    let obj = Object::new();
+    for (k, v) in map {
+        let _ = Reflect::set(&obj, &JsValue::from_str(k), &JsValue::from_str(v));
+    }
+    obj.into()
+}
+
+/// A JS `Error` with `message` and a machine-readable `kind`.
+pub(crate) fn error(kind: &str, message: &str) -> JsValue {
+    let err = js_sys::Error::new(message);
+    err.set_name("EngineError");
+    let _ = Reflect::set(&err, &JsValue::from_str("kind"), &JsValue::from_str(kind));
+    err.into()
+}
+
+/// The API's name for what went wrong. The page knows a closed set of
+/// kinds; crate errors outside it are reported as `Internal` or, for a bad
+/// argument, `NotFound`, with the crate's own message either way.
+pub(crate) fn kind_of(err: &Error) -> &'static str {
+    match err {
+        Error::Sqlite { source, .. }
+            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::OutOfMemory) =>
+        {
+            "TooLarge"
+        }
+        Error::NotAnArchive { .. } => "NotAnArchive",
+        Error::UnsupportedSchema { .. } => "UnsupportedSchema",
+        Error::Corrupt { .. } => "Corrupt",
+        Error::NotFound { .. } | Error::Invalid { .. } => "NotFound",
+        Error::Segment { .. } => "Segment",
+        _ => "Internal",
+    }
+}
+
+/// A crate error as a JS `Error`.
+pub(crate) fn from_error(err: &Error) -> JsValue {
+    let kind = kind_of(err);
+    let message = match kind {
+        "TooLarge" => format!(
+            "{}: the browser refused the memory to hold this archive ({err})",
+            err_file(err)
+        ),
+        _ => err.to_string(),
+    };
+    error(kind, &message)
+}
+
+fn err_file(err: &Error) -> &str {
+    match err {
+        Error::Sqlite { file, .. } => file,
+        _ => "archive",
+    }
+}

@@ -1,0 +1,645 @@
+//! The engine's test cases, run by `tests/web.rs` (Node) and
+//! `tests/web_browser.rs` (headless Chrome). They call the API the way the
+//! worker does, and compare with the fixture manifests through the same
+//! code as the native tests (`tests/common/manifest.rs`).
+
+use std::sync::Arc;
+
+use arrow_array::{Float64Array, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use dendro::wasm::{envelope_of_batches, JsArchive};
+use js_sys::{Array, BigInt64Array, Float64Array as JsF64, Object, Reflect, Uint8Array};
+use serde_json::Value;
+use wasm_bindgen::{JsCast, JsValue};
+use wasm_bindgen_test::wasm_bindgen_test;
+
+use crate::manifest::{compare, expected_refusal, kind_matches, observed, Fnv};
+
+struct Fixture {
+    file: &'static str,
+    bytes: &'static [u8],
+    manifest: &'static str,
+}
+
+macro_rules! fixture {
+    ($file:literal, $manifest:literal) => {
+        Fixture {
+            file: $file,
+            bytes: include_bytes!(concat!("../../../shared/fixtures/", $file)),
+            manifest: include_str!(concat!("../../../shared/fixtures/", $manifest)),
+        }
+    };
+}
+
+fn fixtures() -> Vec<Fixture> {
+    vec![
+        fixture!("a0_empty.dendro", "a0_empty.manifest.json"),
+        fixture!("a_single_sealed.dendro", "a_single_sealed.manifest.json"),
+        fixture!("b_multi_source.dendro", "b_multi_source.manifest.json"),
+        fixture!("g_caller_index.dendro", "g_caller_index.manifest.json"),
+        fixture!("h_negative_ts.dendro", "h_negative_ts.manifest.json"),
+        fixture!(
+            "k_replication_b_applied.dendro",
+            "k_replication_b_applied.manifest.json"
+        ),
+        fixture!("i_empty_file.dendro", "i_empty_file.manifest.json"),
+        fixture!("i_foreign_app.sqlite", "i_foreign_app.manifest.json"),
+        fixture!("i_not_archive.sqlite", "i_not_archive.manifest.json"),
+        fixture!("i_not_sqlite.txt", "i_not_sqlite.manifest.json"),
+        fixture!("i_truncated_half.dendro", "i_truncated_half.manifest.json"),
+        fixture!(
+            "i_truncated_header.dendro",
+            "i_truncated_header.manifest.json"
+        ),
+        fixture!("i_wrong_version.dendro", "i_wrong_version.manifest.json"),
+    ]
+}
+
+fn manifest(f: &Fixture) -> Value {
+    serde_json::from_str(f.manifest).expect("manifests are JSON")
+}
+
+fn sound() -> Vec<(Fixture, Value)> {
+    fixtures()
+        .into_iter()
+        .map(|f| {
+            let m = manifest(&f);
+            (f, m)
+        })
+        .filter(|(_, m)| expected_refusal(m).is_none())
+        .collect()
+}
+
+fn open_bytes(bytes: &[u8], name: &str) -> Result<JsArchive, JsValue> {
+    JsArchive::open(&Uint8Array::from(bytes), name)
+}
+
+fn open(f: &Fixture) -> JsArchive {
+    open_bytes(f.bytes, f.file).unwrap_or_else(|e| panic!("{}: {}", f.file, message(&e)))
+}
+
+fn get(v: &JsValue, key: &str) -> JsValue {
+    Reflect::get(v, &JsValue::from_str(key)).unwrap()
+}
+
+fn kind(err: &JsValue) -> String {
+    get(err, "kind").as_string().unwrap_or_default()
+}
+
+fn message(err: &JsValue) -> String {
+    get(err, "message").as_string().unwrap_or_default()
+}
+
+/// A JS value as JSON, with a BigInt as the integer it holds.
+fn to_json(v: &JsValue) -> Value {
+    if v.is_null() || v.is_undefined() {
+        Value::Null
+    } else if v.is_bigint() {
+        let text: String = js_sys::BigInt::from(v.clone())
+            .to_string(10)
+            .unwrap()
+            .into();
+        Value::from(text.parse::<i64>().unwrap())
+    } else if let Some(b) = v.as_bool() {
+        Value::Bool(b)
+    } else if let Some(n) = v.as_f64() {
+        if n.fract() == 0.0 && n.abs() < 9e15 {
+            Value::from(n as i64)
+        } else {
+            Value::from(n)
+        }
+    } else if let Some(s) = v.as_string() {
+        Value::String(s)
+    } else if Array::is_array(v) {
+        Value::Array(Array::from(v).iter().map(|x| to_json(&x)).collect())
+    } else {
+        let obj: &Object = v.unchecked_ref();
+        Value::Object(
+            Object::keys(obj)
+                .iter()
+                .map(|k| {
+                    (
+                        k.as_string().unwrap(),
+                        to_json(&get(v, &k.as_string().unwrap())),
+                    )
+                })
+                .collect(),
+        )
+    }
+}
+
+fn bigints(v: &JsValue) -> Vec<i64> {
+    v.clone()
+        .dyn_into::<BigInt64Array>()
+        .expect("a BigInt64Array")
+        .to_vec()
+}
+
+#[wasm_bindgen_test]
+fn every_sound_fixture_opens_from_bytes_and_reads_back_its_manifest() {
+    let mut checked = 0;
+    for (f, m) in sound() {
+        let archive = open(&f);
+        let ours = observed(archive.archive(), f.file).unwrap();
+        let mismatches = compare(&m, &ours);
+        assert!(
+            mismatches.is_empty(),
+            "{}:\n{}",
+            f.file,
+            mismatches.join("\n")
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 6);
+}
+
+#[wasm_bindgen_test]
+fn describe_in_js_is_the_describe_json_shape_with_bigint_timestamps() {
+    for (f, m) in sound() {
+        let archive = open(&f);
+        let js = archive.describe().unwrap();
+        let native = dendro::read::describe(archive.archive()).unwrap();
+        let mut expected = serde_json::to_value(&native).unwrap();
+        for (source, ours) in expected["sources"]
+            .as_array_mut()
+            .unwrap()
+            .iter_mut()
+            .zip(&native.sources)
+        {
+            source["caller_row_names"] = serde_json::json!(ours.caller_row_names);
+        }
+        assert_eq!(to_json(&js), expected, "{}", f.file);
+        assert_eq!(
+            to_json(&get(&js, "file_bytes")),
+            m["file_bytes"],
+            "{}",
+            f.file
+        );
+        let sources = Array::from(&get(&js, "sources"));
+        for source in sources.iter() {
+            assert!(get(&source, "clock_anchor_wall_ns").is_bigint());
+            assert!(get(&source, "id").as_f64().is_some(), "ids are numbers");
+            for stream in Array::from(&get(&source, "streams")).iter() {
+                assert!(get(&stream, "sealed_rows").as_f64().is_some());
+                for seg in Array::from(&get(&stream, "segments")).iter() {
+                    assert!(get(&seg, "first_ts").is_bigint() && get(&seg, "last_ts").is_bigint());
+                    assert!(get(&seg, "rows").as_f64().is_some());
+                }
+                let span = get(&stream, "live_span");
+                assert!(span.is_null() || Array::from(&span).get(0).is_bigint());
+            }
+        }
+    }
+}
+
+#[wasm_bindgen_test]
+fn decoded_segments_in_js_match_the_manifest_digests() {
+    let mut segments = 0;
+    for (f, m) in sound() {
+        let archive = open(&f);
+        for source in m["sources"].as_array().unwrap() {
+            let id = source["id"].as_f64().unwrap();
+            for stream in source["streams"].as_array().unwrap() {
+                let name = stream["name"].as_str().unwrap();
+                for seg in stream["segments"].as_array().unwrap() {
+                    let seq = seg["seq"].as_f64().unwrap();
+                    let batch = archive.read_segment(id, name, seq, None).unwrap();
+                    let decoded = &seg["decoded"];
+                    assert_eq!(to_json(&get(&batch, "rows")), decoded["rows"]);
+                    let columns = Array::from(&get(&batch, "columns"));
+                    for expected in decoded["columns"].as_array().unwrap() {
+                        let col = columns
+                            .iter()
+                            .find(|c| {
+                                get(c, "name").as_string().as_deref() == expected["name"].as_str()
+                            })
+                            .unwrap_or_else(|| panic!("{}: column {}", f.file, expected["name"]));
+                        assert_eq!(
+                            get(&col, "type").as_string().unwrap(),
+                            expected["type"].as_str().unwrap()
+                        );
+                        assert!(get(&col, "nulls").is_undefined(), "no nulls, no bitmap");
+                        let values = get(&col, "values");
+                        if let Some(sum) = expected["sum"].as_str() {
+                            let v = bigints(&values);
+                            assert_eq!(v.len() as u64, expected["count"].as_u64().unwrap());
+                            let ours: i128 = v.iter().map(|&x| x as i128).sum();
+                            assert_eq!(ours.to_string(), sum, "{} seq {seq}", f.file);
+                            assert_eq!(v.iter().min().copied(), expected["min"].as_i64());
+                            assert_eq!(v.iter().max().copied(), expected["max"].as_i64());
+                        }
+                        if let Some(fnv) = expected["fnv"].as_str() {
+                            let mut ours = Fnv::new();
+                            for s in Array::from(&values).iter() {
+                                ours.lp(s.as_string().unwrap().as_bytes());
+                            }
+                            assert_eq!(ours.hex(), fnv, "{} seq {seq}", f.file);
+                        }
+                    }
+                    segments += 1;
+                }
+            }
+        }
+    }
+    assert!(segments >= 20, "only {segments} segments");
+}
+
+#[wasm_bindgen_test]
+fn every_refused_fixture_is_refused_with_the_right_kind() {
+    let mut checked = 0;
+    for f in fixtures() {
+        let m = manifest(&f);
+        let Some(expected) = expected_refusal(&m) else {
+            continue;
+        };
+        let native = dendro::Archive::from_bytes(f.file, f.bytes).unwrap_err();
+        assert!(kind_matches(&expected, &native), "{}: {native}", f.file);
+        let err = match open_bytes(f.bytes, f.file) {
+            Ok(_) => panic!("{} must be refused", f.file),
+            Err(e) => e,
+        };
+        assert!(err.is_instance_of::<js_sys::Error>(), "a JS Error");
+        assert_eq!(kind(&err), native.kind(), "{}", f.file);
+        assert!(
+            message(&err).contains(f.file),
+            "names the file: {}",
+            message(&err)
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 7);
+}
+
+fn single() -> Fixture {
+    fixture!("a_single_sealed.dendro", "a_single_sealed.manifest.json")
+}
+
+#[wasm_bindgen_test]
+fn a_truncated_archive_is_an_error_and_the_module_works_afterwards() {
+    let f = single();
+    for len in [
+        f.bytes.len() / 2,
+        100,
+        4096,
+        8192,
+        30_000,
+        f.bytes.len() - 1,
+    ] {
+        let name = format!("cut_{len}.dendro");
+        match open_bytes(&f.bytes[..len], &name) {
+            Err(e) => assert!(!kind(&e).is_empty(), "{name}: {}", message(&e)),
+            Ok(a) => {
+                // SQLite may open a file cut after the pages it needs first;
+                // reading must then fail or report damage, never trap.
+                let described = a.describe();
+                let verified = a.verify();
+                assert!(
+                    described.is_err()
+                        || verified.is_err()
+                        || get(&verified.unwrap(), "sound") == JsValue::FALSE,
+                    "{name} reads as sound"
+                );
+            }
+        }
+    }
+    let archive = open(&f);
+    let d = archive.describe().unwrap();
+    assert_eq!(Array::from(&get(&d, "sources")).length(), 1);
+}
+
+/// The position of segment `seq` of the first stream inside the file.
+fn segment_at(f: &Fixture, seq: i64) -> (usize, usize) {
+    let m = manifest(f);
+    let seg = m["sources"][0]["streams"][0]["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["seq"] == seq)
+        .unwrap()
+        .clone();
+    let len = seg["byte_len"].as_u64().unwrap() as usize;
+    let fnv = seg["bytes_fnv"].as_str().unwrap();
+    let start = (0..f.bytes.len() - len)
+        .find(|&i| {
+            f.bytes[i..i + 4] == *b"PAR1" && Fnv::new().bytes(&f.bytes[i..i + len]).hex() == fnv
+        })
+        .expect("the segment's bytes are stored inline");
+    (start, len)
+}
+
+/// A copy of the fixture with segment 0 changed by `damage`.
+fn damaged(f: &Fixture, damage: impl FnOnce(&mut [u8])) -> Vec<u8> {
+    let (start, len) = segment_at(f, 0);
+    let mut bytes = f.bytes.to_vec();
+    damage(&mut bytes[start..start + len]);
+    bytes
+}
+
+fn footer_len(seg: &[u8]) -> usize {
+    let at = seg.len() - 8;
+    u32::from_le_bytes(seg[at..at + 4].try_into().unwrap()) as usize
+}
+
+fn assert_segment_error(bytes: &[u8], what: &str) {
+    let archive = open_bytes(bytes, what).unwrap();
+    let err = archive.read_segment(1.0, "temps", 0.0, None).unwrap_err();
+    assert_eq!(kind(&err), "Segment", "{what}: {}", message(&err));
+    assert!(
+        message(&err).contains("segment 0"),
+        "names the segment: {}",
+        message(&err)
+    );
+    let err = archive.schema(1.0, "temps").unwrap_err();
+    assert_eq!(kind(&err), "Segment", "{what}");
+    let err = archive
+        .read_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(100))
+        .unwrap_err();
+    assert_eq!(kind(&err), "Segment", "{what}");
+    // The other segments of the same archive are unharmed.
+    let ok = archive.read_segment(1.0, "temps", 1.0, None).unwrap();
+    assert_eq!(get(&ok, "rows").as_f64(), Some(40.0));
+}
+
+#[wasm_bindgen_test]
+fn hostile_segments_are_errors_for_that_segment_never_traps() {
+    let f = single();
+    assert_segment_error(
+        &damaged(&f, |s| s[..4].copy_from_slice(b"NOPE")),
+        "not_parquet.dendro",
+    );
+    assert_segment_error(
+        &damaged(&f, |s| {
+            let at = s.len() - 8;
+            s[at..at + 4].copy_from_slice(&0x7fff_ffffu32.to_le_bytes());
+        }),
+        "lying_length.dendro",
+    );
+    assert_segment_error(
+        &damaged(&f, |s| {
+            let end = s.len() - 8;
+            let start = end - footer_len(s);
+            s[start..end].fill(0xab);
+        }),
+        "garbage_footer.dendro",
+    );
+    assert_segment_error(
+        &damaged(&f, |s| {
+            let end = s.len() - 8;
+            let start = end - footer_len(s);
+            s[start..end].fill(0);
+        }),
+        "zeroed_footer.dendro",
+    );
+}
+
+#[wasm_bindgen_test]
+fn random_damage_to_a_segment_footer_never_traps() {
+    let f = single();
+    let mut state = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move || {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state
+    };
+    let (mut failed, mut read) = (0, 0);
+    for round in 0..300 {
+        let bytes = damaged(&f, |s| {
+            let end = s.len() - 8;
+            let start = end - footer_len(s);
+            for _ in 0..1 + next() % 3 {
+                let at = start + (next() as usize) % (end - start);
+                s[at] = next() as u8;
+            }
+        });
+        let archive = open_bytes(&bytes, &format!("fuzz_{round}.dendro")).unwrap();
+        match archive.read_segment(1.0, "temps", 0.0, None) {
+            Ok(_) => read += 1,
+            Err(e) => {
+                assert_eq!(kind(&e), "Segment", "{}", message(&e));
+                failed += 1;
+            }
+        }
+    }
+    assert_eq!(failed + read, 300);
+}
+
+#[wasm_bindgen_test]
+fn read_range_decodes_only_the_overlapping_segments_and_trims_rows() {
+    let f = single();
+    let archive = open(&f);
+    let t0 = 1_700_000_000_000_000_000i64;
+    let s = 1_000_000_000i64;
+    // Segments hold 40 rows at 1 s spacing; rows 50..=89 lie in seqs 1 and 2.
+    let e = archive
+        .read_range(1.0, "temps", t0 + 50 * s, t0 + 89 * s, None, Some(2000))
+        .unwrap();
+    assert_eq!(get(&e, "segments_read").as_f64(), Some(2.0));
+    assert_eq!(get(&e, "rows_in_window").as_f64(), Some(40.0));
+    assert_eq!(get(&e, "reduced"), JsValue::FALSE);
+    let ts = bigints(&get(&e, "ts"));
+    assert_eq!(ts.first(), Some(&(t0 + 50 * s)));
+    assert_eq!(ts.last(), Some(&(t0 + 89 * s)));
+    let columns = Array::from(&get(&e, "columns"));
+    assert_eq!(columns.length(), 1, "only numeric columns besides ts");
+    let value = columns.get(0);
+    assert_eq!(get(&value, "name").as_string().unwrap(), "value");
+    let min = get(&value, "min").dyn_into::<JsF64>().unwrap().to_vec();
+    assert_eq!(min.len(), 40);
+
+    let reduced = archive
+        .read_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10))
+        .unwrap();
+    assert_eq!(get(&reduced, "reduced"), JsValue::TRUE);
+    assert_eq!(get(&reduced, "segments_read").as_f64(), Some(5.0));
+    assert!(bigints(&get(&reduced, "ts")).len() <= 10);
+}
+
+#[wasm_bindgen_test]
+fn decimation_keeps_a_one_row_spike_in_a_million_rows() {
+    let n = 1_000_000i64;
+    let spike_at = 123_457i64;
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("ts", DataType::Int64, false),
+        Field::new("value", DataType::Float64, false),
+    ]));
+    let batches: Vec<RecordBatch> = (0..n)
+        .step_by(65_536)
+        .map(|start| {
+            let ts: Vec<i64> = (start..(start + 65_536).min(n)).collect();
+            let values: Vec<f64> = ts
+                .iter()
+                .map(|&t| {
+                    if t == spike_at {
+                        1e12
+                    } else {
+                        (t % 100) as f64
+                    }
+                })
+                .collect();
+            RecordBatch::try_new(
+                schema.clone(),
+                vec![
+                    Arc::new(Int64Array::from(ts)),
+                    Arc::new(Float64Array::from(values)),
+                ],
+            )
+            .unwrap()
+        })
+        .collect();
+    let e = envelope_of_batches(&batches, 0, n - 1, Some(2000));
+    assert_eq!(get(&e, "rows_in_window").as_f64(), Some(n as f64));
+    assert_eq!(get(&e, "reduced"), JsValue::TRUE);
+    let ts = bigints(&get(&e, "ts"));
+    assert!(ts.len() <= 2000, "{} points", ts.len());
+    let column = Array::from(&get(&e, "columns")).get(0);
+    let max = get(&column, "max").dyn_into::<JsF64>().unwrap().to_vec();
+    assert_eq!(max.len(), ts.len());
+    let at = max
+        .iter()
+        .position(|&v| v == 1e12)
+        .expect("the spike survives");
+    assert!(ts[at] <= spike_at && ts.get(at + 1).is_none_or(|&next| next > spike_at));
+}
+
+#[wasm_bindgen_test]
+fn schema_names_columns_types_and_the_time_axis() {
+    let archive = open(&single());
+    let s = archive.schema(1.0, "temps").unwrap();
+    assert_eq!(get(&s, "ts_column").as_string().unwrap(), "ts");
+    let columns: Vec<(String, String, bool)> = Array::from(&get(&s, "columns"))
+        .iter()
+        .map(|c| {
+            (
+                get(&c, "name").as_string().unwrap(),
+                get(&c, "type").as_string().unwrap(),
+                get(&c, "nullable").as_bool().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        columns,
+        [
+            ("ts".into(), "Int64".into(), false),
+            ("value".into(), "Int64".into(), false),
+            ("label".into(), "Utf8".into(), false),
+        ]
+    );
+    assert!(get(&Array::from(&get(&s, "columns")).get(0), "metadata").is_object());
+}
+
+#[wasm_bindgen_test]
+fn live_tails_are_reported_as_unread_rows_with_their_span() {
+    let f = fixture!("b_multi_source.dendro", "b_multi_source.manifest.json");
+    let m = manifest(&f);
+    let archive = open(&f);
+    let mut tails = 0;
+    for source in m["sources"].as_array().unwrap() {
+        for stream in source["streams"].as_array().unwrap() {
+            let t = archive
+                .live_tail(
+                    source["id"].as_f64().unwrap(),
+                    stream["name"].as_str().unwrap(),
+                )
+                .unwrap();
+            assert_eq!(to_json(&get(&t, "rows")), stream["live_wal_rows"]);
+            assert_eq!(to_json(&get(&t, "first_ts")), stream["live_wal_first_ts"]);
+            assert_eq!(to_json(&get(&t, "last_ts")), stream["live_wal_last_ts"]);
+            if stream["live_wal_rows"].as_i64() > Some(0) {
+                assert!(get(&t, "first_ts").is_bigint());
+                tails += 1;
+            }
+        }
+    }
+    assert!(tails >= 2);
+}
+
+#[wasm_bindgen_test]
+fn caller_indexes_and_rows_come_back_as_stored() {
+    let f = fixture!("g_caller_index.dendro", "g_caller_index.manifest.json");
+    let m = manifest(&f);
+    let archive = open(&f);
+    let source = &m["sources"][0];
+    let id = source["id"].as_f64().unwrap();
+    for stream in source["streams"].as_array().unwrap() {
+        let name = stream["name"].as_str().unwrap();
+        for seg in stream["segments"].as_array().unwrap() {
+            let index = archive
+                .caller_index(id, name, seg["seq"].as_f64().unwrap())
+                .unwrap();
+            match (&seg["caller_index"], index) {
+                (Value::Null, None) => {}
+                (expected, Some(bytes)) => {
+                    let bytes = bytes.to_vec();
+                    assert_eq!(
+                        Fnv::new().bytes(&bytes).hex(),
+                        expected["fnv"].as_str().unwrap()
+                    );
+                }
+                (expected, None) => panic!("missing index, manifest has {expected}"),
+            }
+        }
+    }
+    for (name, expected) in source["caller_rows"].as_object().unwrap() {
+        let rows = Array::from(&archive.caller_rows(id, name, i64::MIN, i64::MAX).unwrap());
+        assert_eq!(
+            rows.length() as u64,
+            expected["count"].as_u64().unwrap(),
+            "{name}"
+        );
+        let mut fnv = Fnv::new();
+        for row in rows.iter() {
+            let ts = js_sys::BigInt::from(get(&row, "ts"));
+            let ts: i64 = String::from(ts.to_string(10).unwrap()).parse().unwrap();
+            let blob = get(&row, "blob").dyn_into::<Uint8Array>().unwrap().to_vec();
+            fnv.i64(ts).lp(&blob);
+        }
+        assert_eq!(fnv.hex(), expected["fnv"].as_str().unwrap(), "{name}");
+    }
+}
+
+#[wasm_bindgen_test]
+fn verify_reports_every_sound_fixture_as_sound() {
+    for (f, m) in sound() {
+        let report = open(&f).verify().unwrap();
+        assert_eq!(
+            to_json(&get(&report, "sound")),
+            m["verify"]["sound"],
+            "{}",
+            f.file
+        );
+        assert_eq!(Array::from(&get(&report, "problems")).length(), 0);
+    }
+}
+
+#[wasm_bindgen_test]
+fn unknown_sources_streams_and_segments_are_not_found() {
+    let archive = open(&single());
+    for err in [
+        archive.schema(99.0, "temps").unwrap_err(),
+        archive.schema(1.0, "nope").unwrap_err(),
+        archive.read_segment(1.0, "temps", 99.0, None).unwrap_err(),
+        archive.read_segment(1.5, "temps", 0.0, None).unwrap_err(),
+        archive.live_tail(1.0, "nope").unwrap_err(),
+        archive.caller_index(1.0, "temps", 99.0).unwrap_err(),
+    ] {
+        assert_eq!(kind(&err), "NotFound", "{}", message(&err));
+        assert!(message(&err).contains("a_single_sealed.dendro"));
+    }
+}
+
+#[wasm_bindgen_test]
+fn several_archives_stay_open_side_by_side() {
+    let a = open(&single());
+    let b = open(&fixture!(
+        "b_multi_source.dendro",
+        "b_multi_source.manifest.json"
+    ));
+    let first = a.read_segment(1.0, "temps", 0.0, None).unwrap();
+    let d = b.describe().unwrap();
+    assert_eq!(Array::from(&get(&d, "sources")).length(), 2);
+    drop(b);
+    let again = a.read_segment(1.0, "temps", 0.0, None).unwrap();
+    assert_eq!(to_json(&first), to_json(&again));
+    assert_eq!(a.name(), "a_single_sealed.dendro");
+}

@@ -1,0 +1,13 @@
+//! The wasm engine in a browser:
+//! `wasm-pack test --headless --chrome -- --test web_browser`.
+//! Without `run_in_browser`, wasm-bindgen-test would skip every test here
+//! and still exit 0.
+#![cfg(target_arch = "wasm32")]
+
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
+
+#[path = "common/manifest.rs"]
+mod manifest;
+
+#[path = "web/cases.rs"]
+mod cases;
