@@ -48,6 +48,18 @@ struct Key {
 thread_local! {
     static CACHE: RefCell<SegmentCache<Key>> = RefCell::new(SegmentCache::new(DEFAULT_CACHE_BYTES));
     static NEXT_ID: Cell<u32> = const { Cell::new(1) };
+    /// The segment being decoded, if any. Read back after a trap (a
+    /// panic aborts in wasm32), so the page can say which segment did it.
+    static DECODING: Cell<Option<String>> = const { Cell::new(None) };
+}
+
+/// Runs a decode of the segment `what` describes, noting it in `DECODING`
+/// for as long as it runs. A trap leaves the note in place.
+fn noting<T>(what: impl FnOnce() -> String, decode: impl FnOnce() -> T) -> T {
+    DECODING.with(|d| d.set(Some(what())));
+    let out = decode();
+    DECODING.with(|d| d.set(None));
+    out
 }
 
 type JsResult<T> = Result<T, JsValue>;
@@ -181,7 +193,10 @@ impl JsArchive {
                 bytes: 0,
                 caller_index: false,
             };
-            let batches = crate::read::decode(&self.archive, &record, bytes, columns.as_deref())?;
+            let batches = noting(
+                || describe_segment(file, source, stream, seq),
+                || crate::read::decode(&self.archive, &record, bytes, columns.as_deref()),
+            )?;
             Ok(Arc::new(batches))
         })
         .map_err(fail)?;
@@ -235,7 +250,19 @@ impl JsArchive {
                 columns: columns.map(<[String]>::to_vec),
                 with_time_axis: true,
             };
-            cached(key, || decode_for_range(&self.archive, record, columns))
+            cached(key, || {
+                noting(
+                    || {
+                        describe_segment(
+                            self.archive.file(),
+                            record.source_id,
+                            &record.stream,
+                            record.seq,
+                        )
+                    },
+                    || decode_for_range(&self.archive, record, columns),
+                )
+            })
         })
         .map_err(fail)?;
         Ok(convert::envelope(&envelope))
@@ -380,6 +407,40 @@ pub fn cache_stats() -> JsValue {
             .set("bytes", JsValue::from_f64(c.used() as f64))
             .build()
     })
+}
+
+fn describe_segment(file: &str, source: i64, stream: &str, seq: i64) -> String {
+    format!("segment {seq} of stream {stream:?} (source {source}) of {file}")
+}
+
+/// The segment whose decoding was cut short by a trap, named for a person
+/// ("segment 3 of stream \"cpu\" (source 1) of run.dendro"), or
+/// `undefined`. Call it once after a `WebAssembly.RuntimeError`, before
+/// discarding the instance: nothing else is safe to call then.
+#[wasm_bindgen(js_name = decodingNow)]
+pub fn decoding_now() -> Option<String> {
+    DECODING.with(|d| d.take())
+}
+
+/// Traps the module as a hostile segment that got past validation would,
+/// noting `what` as the segment being decoded. For testing the worker's
+/// recovery only.
+#[doc(hidden)]
+#[wasm_bindgen(js_name = __crashForTests)]
+pub fn crash_for_tests(what: String) {
+    DECODING.with(|d| d.set(Some(what)));
+    panic!("crash requested by a test");
+}
+
+/// Decodes one segment's Parquet bytes and counts its rows, with nothing
+/// around it (no SQLite, no JS conversion): the figure to compare with a
+/// native decode of the same bytes (`benches/decode.rs`).
+#[doc(hidden)]
+#[wasm_bindgen(js_name = __decodeForBench)]
+pub fn decode_for_bench(bytes: &[u8]) -> JsResult<f64> {
+    let batches = crate::segment::decode_segment(bytes.to_vec(), None)
+        .map_err(|cause| js::error("Segment", &cause))?;
+    Ok(batches.iter().map(|b| b.num_rows() as f64).sum())
 }
 
 /// This crate's version.

@@ -1,0 +1,204 @@
+// The engine as the page uses it, in headless Chromium: createEngine() from
+// www/src/engine/client.ts, a real worker, the release wasm from www/pkg.
+// Opens the shared fixtures through the worker and checks the contract of
+// www/src/engine/types.ts end to end: transfers, BigInt timestamps, typed
+// arrays, error kinds, several archives, close, and recovery after a trap.
+//
+//   node scripts/test-engine.mjs        (needs scripts/build-wasm.sh first)
+//
+// Prints one line per case and "N passed, M failed"; exits 1 on a failure.
+
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { bundleEngine, enginePage, launch, root, serve } from "./lib/engine-page.mjs";
+
+const out = join(tmpdir(), "dendro-engine-test");
+await bundleEngine(out);
+const server = await serve({ "/engine/": out, "/fixtures/": join(root, "../shared/fixtures") });
+const browser = await launch();
+let passed = 0;
+let failed = 0;
+
+async function test(name, fn) {
+  const { page, problems } = await enginePage(browser, server.url);
+  try {
+    await page.evaluate(fn);
+    // A Crashed test logs the module's panic on purpose.
+    const unexpected = name.includes("trap") ? [] : problems;
+    if (unexpected.length) throw new Error(unexpected.join("; "));
+    passed++;
+    console.log(`ok   ${name}`);
+  } catch (e) {
+    failed++;
+    console.log(`FAIL ${name}\n     ${String(e.message ?? e).split("\n").join("\n     ")}`);
+  } finally {
+    await page.close();
+  }
+}
+
+// Every function below runs in the page; `fetchFixture` and `check` are
+// defined in each, since page.evaluate ships one function's source.
+
+await test("open transfers the buffer and describe has BigInt timestamps", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine();
+  const buf = await (await fetch("/fixtures/a_single_sealed.dendro")).arrayBuffer();
+  const h = await engine.open(buf, "a_single_sealed.dendro");
+  check(buf.byteLength === 0, "the caller's buffer was transferred (detached)");
+  check(h.name === "a_single_sealed.dendro", "handle name");
+  const d = await h.describe();
+  check(d.file_bytes === 61440 && d.schema_version === 4, "file_bytes, schema_version");
+  const s = d.sources[0];
+  check(typeof s.clock_anchor_wall_ns === "bigint", "anchor is bigint");
+  check(s.labels.host === "alpha", "labels are a plain object");
+  const st = s.streams[0];
+  check(st.name === "temps" && st.segments.length === 5 && st.sealed_rows === 200, "stream");
+  check(typeof st.segments[0].first_ts === "bigint" && st.segments[0].first_ts === 1700000000000000000n, "first_ts");
+  check(typeof st.segments[0].rows === "number" && st.live_span === null, "counts are numbers");
+  check(Array.isArray(s.caller_row_names), "caller_row_names");
+  engine.terminate();
+});
+
+await test("schema, readSegment and readRange return the contract's shapes", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine();
+  const h = await engine.open(await (await fetch("/fixtures/a_single_sealed.dendro")).arrayBuffer(), "a.dendro");
+  const schema = await h.schema(1, "temps");
+  check(schema.ts_column === "ts", "ts column");
+  check(schema.columns.map((c) => `${c.name}:${c.type}`).join(",") === "ts:Int64,value:Int64,label:Utf8", "columns");
+  const seg = await h.readSegment(1, "temps", 2);
+  check(seg.rows === 40, "rows");
+  const [ts, value, label] = seg.columns;
+  check(ts.values instanceof BigInt64Array && value.values instanceof BigInt64Array, "Int64 as BigInt64Array");
+  check(Array.isArray(label.values) && typeof label.values[0] === "string", "Utf8 as strings");
+  check(ts.nulls === undefined, "no null bitmap without nulls");
+  check(ts.values[0] === 1700000080000000000n, "first ts of seq 2");
+  const only = await h.readSegment(1, "temps", 2, ["value"]);
+  check(only.columns.length === 1 && only.columns[0].name === "value", "column projection");
+  const t0 = 1700000000000000000n, s = 1000000000n;
+  const r = await h.readRange(1, "temps", t0 + 50n * s, t0 + 89n * s, { maxPoints: 2000 });
+  check(r.segments_read === 2 && r.rows_in_window === 40 && r.reduced === false, "window rows");
+  check(r.ts instanceof BigInt64Array && r.ts.length === 40, "ts array");
+  check(r.columns.length === 1 && r.columns[0].min instanceof Float64Array, "envelope columns");
+  const all = await h.readRange(1, "temps", -(2n ** 63n), 2n ** 63n - 1n, { maxPoints: 7 });
+  check(all.reduced && all.ts.length <= 7 && all.rows_in_window === 200, "reduced window");
+  const cols = await h.readRange(1, "temps", t0, t0 + 10n * s, { columns: ["nope"] });
+  check(cols.columns.length === 0 && cols.ts.length === 11, "columns filter");
+  engine.terminate();
+});
+
+await test("live tails, caller indexes, caller rows and verify", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine();
+  const b = await engine.open(await (await fetch("/fixtures/b_multi_source.dendro")).arrayBuffer(), "b.dendro");
+  const d = await b.describe();
+  const withTail = d.sources.flatMap((s) => s.streams.map((st) => [s.id, st])).filter(([, st]) => st.live_rows > 0);
+  check(withTail.length >= 2, "fixture has live tails");
+  for (const [id, st] of withTail) {
+    const tail = await b.liveTail(id, st.name);
+    check(tail.rows === st.live_rows && tail.first_ts === st.live_span[0] && tail.last_ts === st.live_span[1], `tail of ${st.name}`);
+  }
+  const g = await engine.open(await (await fetch("/fixtures/g_caller_index.dendro")).arrayBuffer(), "g.dendro");
+  const gd = await g.describe();
+  const src = gd.sources[0];
+  const stream = src.streams.find((st) => st.segments.some((x) => x.caller_index));
+  const index = await g.callerIndex(src.id, stream.name, stream.segments[0].seq);
+  check(index instanceof Uint8Array && new TextDecoder().decode(index).startsWith("labels:"), "caller index bytes");
+  const name = src.caller_row_names[0] ?? stream.name;
+  const rows = await g.callerRows(src.id, name, -(2n ** 63n), 2n ** 63n - 1n);
+  check(rows.length > 0 && typeof rows[0].ts === "bigint" && rows[0].blob instanceof Uint8Array, "caller rows");
+  const report = await g.verify();
+  check(report.sound === true && Array.isArray(report.problems) && report.problems.length === 0, "verify");
+  engine.terminate();
+});
+
+await test("refusals reject with an Error carrying the kind and the file name", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine();
+  const cases = [
+    ["i_not_sqlite.txt", "NotAnArchive"],
+    ["i_foreign_app.sqlite", "NotAnArchive"],
+    ["i_wrong_version.dendro", "UnsupportedSchema"],
+    ["i_truncated_half.dendro", "Corrupt"],
+    ["i_empty_file.dendro", "NotAnArchive"],
+  ];
+  for (const [file, kind] of cases) {
+    const buf = await (await fetch(`/fixtures/${file}`)).arrayBuffer();
+    try {
+      await engine.open(buf, file);
+      throw new Error(`${file} opened`);
+    } catch (e) {
+      check(e instanceof Error && e.kind === kind, `${file}: ${e.kind} ${e.message}`);
+      check(e.message.includes(file), `${file}: message names the file`);
+    }
+  }
+  const h = await engine.open(await (await fetch("/fixtures/a_single_sealed.dendro")).arrayBuffer(), "a.dendro");
+  for (const p of [h.readSegment(1, "temps", 99), h.schema(1, "nope"), h.liveTail(7, "temps")]) {
+    try {
+      await p;
+      throw new Error("resolved");
+    } catch (e) {
+      check(e.kind === "NotFound", `NotFound: ${e.kind} ${e.message}`);
+    }
+  }
+  engine.terminate();
+});
+
+await test("several archives at once; a closed handle is refused", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine();
+  const get = async (f) => (await fetch(`/fixtures/${f}`)).arrayBuffer();
+  const [a, b, h] = await Promise.all([
+    engine.open(await get("a_single_sealed.dendro"), "a.dendro"),
+    engine.open(await get("b_multi_source.dendro"), "b.dendro"),
+    engine.open(await get("h_negative_ts.dendro"), "h.dendro"),
+  ]);
+  const [da, db, dh] = await Promise.all([a.describe(), b.describe(), h.describe()]);
+  check(da.sources.length === 1 && db.sources.length === 2 && dh.sources.length >= 1, "three descriptions");
+  check(dh.sources.some((s) => s.clock_anchor_wall_ns < 0n), "negative anchor survives as bigint");
+  await b.close();
+  try {
+    await b.describe();
+    throw new Error("closed handle answered");
+  } catch (e) {
+    check(e.kind === "NotFound", `closed: ${e.kind}`);
+  }
+  check((await a.readSegment(1, "temps", 0)).rows === 40, "a still open");
+  engine.terminate();
+  try {
+    await a.describe();
+    throw new Error("terminated engine answered");
+  } catch (e) {
+    check(e instanceof Error && typeof e.kind === "string", "terminated engine rejects");
+  }
+});
+
+await test("a trap restarts the worker and names the segment", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine();
+  const bytes = async () => (await fetch("/fixtures/a_single_sealed.dendro")).arrayBuffer();
+  const before = await engine.open(await bytes(), "a.dendro");
+  const pending = before.describe();
+  try {
+    await engine.crashForTests('segment 3 of stream "temps" (source 1) of a.dendro');
+    throw new Error("no crash");
+  } catch (e) {
+    check(e.kind === "Crashed", `kind ${e.kind}: ${e.message}`);
+    check(e.message.includes('segment 3 of stream "temps"'), `names the segment: ${e.message}`);
+  }
+  await pending.catch(() => {});
+  try {
+    await before.describe();
+    throw new Error("handle from before the crash answered");
+  } catch (e) {
+    check(e.kind === "Crashed" && e.message.includes("open it again"), `old handle: ${e.kind} ${e.message}`);
+  }
+  const after = await engine.open(await bytes(), "a.dendro");
+  check((await after.describe()).sources.length === 1, "the restarted engine works");
+  engine.terminate();
+});
+
+await browser.close();
+await server.close();
+console.log(`\n${passed} passed, ${failed} failed`);
+process.exit(failed === 0 && passed > 0 ? 0 : 1);

@@ -1,0 +1,236 @@
+// The page's side of the engine: `createEngine()` starts the worker
+// (worker.js, bundled from worker.ts, beside this bundle) and wraps its
+// message protocol in the typed `Engine` / `ArchiveHandle` of types.ts.
+//
+// Buffers cross by transfer in both directions: the archive's bytes go to
+// the worker (the caller's ArrayBuffer is detached), decoded columns come
+// back as typed arrays the worker no longer holds.
+//
+// If the worker's WebAssembly instance traps, every pending request is
+// rejected with kind "Crashed" (naming the segment being decoded), the
+// worker is replaced, and handles opened before the crash answer
+// "Crashed" until they are opened again: their bytes died with it.
+
+import type { Calls, Method, Request, WorkerMessage } from "./protocol";
+import type {
+  ArchiveHandle,
+  CallerRow,
+  DecodedBatch,
+  Description,
+  Engine,
+  EngineError,
+  EngineErrorKind,
+  LiveTail,
+  RangeEnvelope,
+  StreamSchema,
+  VerifyReport,
+} from "./types";
+
+/** What the engine rejects with: an `Error` that is also an `EngineError`. */
+export class EngineFailure extends Error implements EngineError {
+  readonly kind: EngineErrorKind;
+  constructor(kind: EngineErrorKind, message: string) {
+    super(message);
+    this.name = "EngineFailure";
+    this.kind = kind;
+  }
+}
+
+export interface EngineOptions {
+  /** Where the worker bundle is (default: worker.js beside this module). */
+  workerUrl?: string | URL;
+  /** Budget of the worker's decoded-segment cache in bytes (default 256 MiB). */
+  cacheBytes?: number;
+}
+
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+interface Pending {
+  resolve: (value: unknown) => void;
+  reject: (error: EngineFailure) => void;
+  /** What was asked, for messages about a crash. */
+  what: string;
+}
+
+class WorkerEngine implements Engine {
+  private worker: Worker | null = null;
+  /** Bumped at every (re)start: a handle of an older generation is dead. */
+  generation = 0;
+  private nextId = 1;
+  private readonly pending = new Map<number, Pending>();
+  private terminated = false;
+  private started = false;
+
+  constructor(private readonly options: EngineOptions) {
+    this.start();
+  }
+
+  private start(): void {
+    const url = this.options.workerUrl ?? new URL("./worker.js", import.meta.url);
+    const worker = new Worker(url, { type: "module", name: "dendro-engine" });
+    this.worker = worker;
+    this.generation++;
+    this.started = false;
+    worker.onmessage = (e: MessageEvent<WorkerMessage>) => this.receive(worker, e.data);
+    worker.onerror = (e: ErrorEvent) => {
+      e.preventDefault();
+      const detail = e.message || "the worker script failed";
+      if (this.started) this.crash(worker, `The engine's worker stopped (${detail}).`);
+      else this.failAll(new EngineFailure("Internal", `The engine could not start: ${detail}.`));
+    };
+    if (this.options.cacheBytes !== undefined) {
+      void this.request({ op: "config", cacheBytes: this.options.cacheBytes }, "configure the cache").catch(() => {});
+    }
+  }
+
+  private receive(worker: Worker, msg: WorkerMessage): void {
+    if (worker !== this.worker) return;
+    if ("hello" in msg) {
+      this.started = true;
+      if (!msg.ok) this.failAll(new EngineFailure(msg.error.kind, msg.error.message));
+      return;
+    }
+    const p = this.pending.get(msg.id);
+    if (!p) return;
+    this.pending.delete(msg.id);
+    if (msg.ok) {
+      p.resolve(msg.value);
+    } else if (msg.fatal) {
+      p.reject(new EngineFailure(msg.error.kind, msg.error.message));
+      this.crash(worker, msg.error.message);
+    } else {
+      p.reject(new EngineFailure(msg.error.kind, msg.error.message));
+    }
+  }
+
+  /** The instance trapped or the worker died: fail what is pending, restart. */
+  private crash(worker: Worker, message: string): void {
+    if (worker !== this.worker) return;
+    worker.terminate();
+    this.worker = null;
+    for (const [id, p] of this.pending) {
+      this.pending.delete(id);
+      p.reject(new EngineFailure("Crashed", `${message} (pending: ${p.what})`));
+    }
+    if (!this.terminated) this.start();
+  }
+
+  private failAll(error: EngineFailure): void {
+    for (const [id, p] of this.pending) {
+      this.pending.delete(id);
+      p.reject(error);
+    }
+  }
+
+  request(req: DistributiveOmit<Request, "id">, what: string, transfer: Transferable[] = []): Promise<unknown> {
+    const worker = this.worker;
+    if (this.terminated || !worker) {
+      return Promise.reject(new EngineFailure("Internal", "The engine was terminated."));
+    }
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.pending.set(id, { resolve, reject, what });
+      worker.postMessage({ ...req, id } as Request, transfer);
+    });
+  }
+
+  async open(bytes: ArrayBuffer, name: string): Promise<ArchiveHandle> {
+    const generation = this.generation;
+    const handle = (await this.request({ op: "open", name, bytes }, `opening ${name}`, [bytes])) as number;
+    return new Handle(this, handle, name, generation);
+  }
+
+  /** Makes the worker's module trap, as a hostile segment would. For tests. */
+  crashForTests(what: string): Promise<unknown> {
+    return this.request({ op: "crash", what }, `a test crash of ${what}`);
+  }
+
+  terminate(): void {
+    this.terminated = true;
+    this.worker?.terminate();
+    this.worker = null;
+    this.failAll(new EngineFailure("Internal", "The engine was terminated."));
+  }
+}
+
+class Handle implements ArchiveHandle {
+  private closed = false;
+
+  constructor(
+    private readonly engine: WorkerEngine,
+    private readonly id: number,
+    readonly name: string,
+    private readonly generation: number,
+  ) {}
+
+  private call<M extends Method>(method: M, args: Calls[M]["args"], what: string): Promise<Calls[M]["result"]> {
+    if (this.closed) {
+      return Promise.reject(new EngineFailure("NotFound", `${this.name}: the archive was closed.`));
+    }
+    if (this.generation !== this.engine.generation) {
+      return Promise.reject(
+        new EngineFailure("Crashed", `${this.name}: the engine restarted after a crash since this archive was opened; open it again.`),
+      );
+    }
+    const req = { op: "call", handle: this.id, method, args } as DistributiveOmit<Request, "id">;
+    return this.engine.request(req, `${what} of ${this.name}`) as Promise<Calls[M]["result"]>;
+  }
+
+  describe(): Promise<Description> {
+    return this.call("describe", [], "describe");
+  }
+
+  schema(source: number, stream: string): Promise<StreamSchema> {
+    return this.call("schema", [source, stream], `the schema of stream "${stream}" (source ${source})`);
+  }
+
+  readSegment(source: number, stream: string, seq: number, columns?: string[]): Promise<DecodedBatch> {
+    return this.call(
+      "readSegment",
+      [source, stream, seq, columns ?? null],
+      `segment ${seq} of stream "${stream}" (source ${source})`,
+    );
+  }
+
+  readRange(
+    source: number,
+    stream: string,
+    from: bigint,
+    to: bigint,
+    opts?: { columns?: string[]; maxPoints?: number },
+  ): Promise<RangeEnvelope> {
+    return this.call(
+      "readRange",
+      [source, stream, from, to, opts?.columns ?? null, opts?.maxPoints ?? null],
+      `a window of stream "${stream}" (source ${source})`,
+    );
+  }
+
+  liveTail(source: number, stream: string): Promise<LiveTail> {
+    return this.call("liveTail", [source, stream], `the live tail of stream "${stream}" (source ${source})`);
+  }
+
+  callerIndex(source: number, stream: string, seq: number): Promise<Uint8Array | null> {
+    return this.call("callerIndex", [source, stream, seq], `the caller index of segment ${seq} of "${stream}"`);
+  }
+
+  callerRows(source: number, name: string, from: bigint, to: bigint): Promise<CallerRow[]> {
+    return this.call("callerRows", [source, name, from, to], `caller rows "${name}" (source ${source})`);
+  }
+
+  verify(): Promise<VerifyReport> {
+    return this.call("verify", [], "verify");
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    if (this.generation !== this.engine.generation) return;
+    await this.engine.request({ op: "close", handle: this.id }, `closing ${this.name}`);
+  }
+}
+
+/** Starts an engine: one worker holding any number of open archives. */
+export function createEngine(options: EngineOptions = {}): Engine & { crashForTests(what: string): Promise<unknown> } {
+  return new WorkerEngine(options);
+}

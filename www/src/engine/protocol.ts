@@ -1,0 +1,60 @@
+// The messages between the engine client (page side) and the engine
+// worker. One request, one response, matched by id. Typed arrays in a
+// response travel as transferables: the worker gives up its copy.
+
+import type {
+  CallerRow,
+  DecodedBatch,
+  Description,
+  EngineError,
+  LiveTail,
+  RangeEnvelope,
+  StreamSchema,
+  VerifyReport,
+} from "./types";
+
+/** Per method of an open archive: its arguments and its answer. */
+export interface Calls {
+  describe: { args: []; result: Description };
+  schema: { args: [source: number, stream: string]; result: StreamSchema };
+  readSegment: {
+    args: [source: number, stream: string, seq: number, columns: string[] | null];
+    result: DecodedBatch;
+  };
+  readRange: {
+    args: [source: number, stream: string, from: bigint, to: bigint, columns: string[] | null, maxPoints: number | null];
+    result: RangeEnvelope;
+  };
+  liveTail: { args: [source: number, stream: string]; result: LiveTail };
+  callerIndex: { args: [source: number, stream: string, seq: number]; result: Uint8Array | null };
+  callerRows: { args: [source: number, name: string, from: bigint, to: bigint]; result: CallerRow[] };
+  verify: { args: []; result: VerifyReport };
+}
+
+export type Method = keyof Calls;
+
+export type CallRequest = {
+  [M in Method]: { id: number; op: "call"; handle: number; method: M; args: Calls[M]["args"] };
+}[Method];
+
+export type Request =
+  | { id: number; op: "open"; name: string; bytes: ArrayBuffer }
+  | { id: number; op: "close"; handle: number }
+  | { id: number; op: "config"; cacheBytes: number }
+  /** Makes the module trap, as a hostile segment would: tests the recovery. */
+  | { id: number; op: "crash"; what: string }
+  | CallRequest;
+
+export type Response =
+  /** For "open", `value` is the new handle's id. */
+  | { id: number; ok: true; value: unknown }
+  /**
+   * `fatal`: the WebAssembly instance trapped and is unusable; the client
+   * must replace the worker.
+   */
+  | { id: number; ok: false; error: EngineError; fatal?: boolean };
+
+/** Sent once, when the worker has loaded the module (or failed to). */
+export type Hello = { hello: true; ok: true } | { hello: true; ok: false; error: EngineError };
+
+export type WorkerMessage = Response | Hello;
