@@ -88,7 +88,7 @@ describe("embedding examples", () => {
     assert.match(await page.locator("#status").innerText(), /opened sample\.dendro/);
     const frame = page.frameLocator("#frame");
     await frame.locator('[data-field="sources"][data-value="2"]').waitFor();
-    assert.equal(await frame.locator('[data-field="name"]').innerText(), "sample.dendro");
+    assert.equal(await frame.locator('[data-field="name"] .dv-stat-value').innerText(), "sample.dendro");
     // The framed page is in embed mode: no address box, and it leaves the frame's URL alone.
     assert.equal(await frame.locator(".dv-url-form").count(), 0);
     await screenshot(page, "embed-iframe.png");

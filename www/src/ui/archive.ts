@@ -157,7 +157,10 @@ export class ArchiveView {
     void this.streamView.init().then(() => this.host.changed(this));
     if (notify) {
       this.host.changed(this);
-      this.streamSlot.scrollIntoView?.({ block: "nearest", behavior: "smooth" });
+      // Bring the new stream view into sight without a smooth scroll that
+      // would move the timeline while the pointer is still on it.
+      const r = this.streamSlot.getBoundingClientRect();
+      if (r.top > window.innerHeight - 120) this.streamSlot.scrollIntoView({ block: "start" });
     }
   }
 

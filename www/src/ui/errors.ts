@@ -61,7 +61,11 @@ export function looksLike(message: string, fileBytes?: number): string {
   if (m.includes("not a sqlite")) return "It is not a SQLite file at all.";
   if (m.includes("header stamp") || m.includes("application id 0") || m.includes("application_id"))
     return "It is a SQLite database, but not one written by dendro.";
+  if (m.includes("shorter than a sqlite header")) return "It is too short to be a SQLite database, let alone an archive.";
   if (m.includes("catalog")) return "It is a SQLite database without dendro's tables.";
+  // Otherwise the engine's own words after "not a dendro archive:", as a sentence.
+  const rest = /not a dendro archive:\s*(.+)$/is.exec(message)?.[1]?.trim();
+  if (rest) return rest.charAt(0).toUpperCase() + rest.slice(1).replace(/\.?$/, ".");
   return "";
 }
 

@@ -126,6 +126,11 @@ export class Overview {
 // ---------------------------------------------------------------------------
 // Sources
 
+/** A table in a box that scrolls sideways instead of squeezing its cells. */
+function scrollX(tag: "table", attrs: Parameters<typeof h>[1], ...children: Child[]): HTMLElement {
+  return h("div", { class: "dv-scroll-x" }, h(tag, attrs, ...children));
+}
+
 export interface ParsedMarks {
   events: ArchiveEvent[];
   epochs: ProducerEpoch[];
@@ -173,7 +178,7 @@ export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
     h(
       "thead",
       null,
-      h("tr", null, h("th", null, "stream"), h("th", { class: "dv-right" }, "segments"), h("th", { class: "dv-right" }, "sealed rows"), h("th", { class: "dv-right" }, "live rows"), h("th", { class: "dv-right" }, "caller rows"), h("th", null, "span")),
+      h("tr", null, h("th", null, "stream"), h("th", { class: "dv-right" }, "segments"), h("th", { class: "dv-right" }, "sealed rows"), h("th", { class: "dv-right" }, "live rows"), h("th", { class: "dv-right" }, "caller rows"), h("th", { class: "dv-right" }, "span")),
     ),
     h(
       "tbody",
@@ -188,7 +193,7 @@ export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
           h("td", { class: "dv-right dv-mono" }, count(st.sealed_rows)),
           h("td", { class: "dv-right dv-mono" + (st.live_rows > 0 ? " dv-live-text" : "") }, count(st.live_rows)),
           h("td", { class: "dv-right dv-mono" }, count(st.caller_rows)),
-          h("td", { class: "dv-mono dv-small" }, sp ? fmtSpan(sp[0], sp[1], tz) : "—"),
+          h("td", { class: "dv-right dv-small", title: sp ? fmtSpan(sp[0], sp[1], tz) : "" }, sp ? duration(sp[1] - sp[0]) : "—"),
         );
       }),
     ),
@@ -309,7 +314,7 @@ function reservedValue(key: string, v: string, tz: TimeZoneMode): Child | null {
       "div",
       { data: { testid: "writer-sessions" } },
       h("div", { class: "dv-muted dv-small" }, `${p.value.length} writer session${p.value.length === 1 ? "" : "s"}`),
-      h(
+      scrollX(
         "table",
         { class: "dv-table dv-subtable" },
         h("thead", null, h("tr", null, h("th", null, "session"), h("th", null, "dendro"), h("th", null, "clock anchor"), h("th", null, "resumed after"))),
@@ -338,7 +343,7 @@ function reservedValue(key: string, v: string, tz: TimeZoneMode): Child | null {
       "div",
       { data: { testid: "events" } },
       h("div", { class: "dv-muted dv-small" }, `${p.value.length} event${p.value.length === 1 ? "" : "s"}, marked on the timeline`),
-      h(
+      scrollX(
         "table",
         { class: "dv-table dv-subtable" },
         h("thead", null, h("tr", null, h("th", null, "time"), h("th", null, "kind"), h("th", null, "description"), h("th", null, "details"))),

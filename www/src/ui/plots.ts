@@ -192,6 +192,8 @@ export class PlotGroup {
   private options(p: ColumnPlot, width: number): uPlot.Options {
     const tz = () => this.host.tz();
     const fill = p.color + "2e";
+    // Dots on the rows themselves when every row is shown and they are far apart.
+    const sparse = (u: uPlot, _s: number, i0: number, i1: number) => !this.data?.reduced && i1 - i0 < u.bbox.width / devicePixelRatio / 10;
     return {
       width,
       height: plotHeight(this.plots.length),
@@ -250,8 +252,8 @@ export class PlotGroup {
       ],
       series: [
         {},
-        { label: "max", stroke: p.color, width: 1.25, points: { show: false } },
-        { label: "min", stroke: p.color, width: 1.25, points: { show: false } },
+        { label: "max", stroke: p.color, width: 1.25, points: { show: sparse, size: 4, fill: p.color } },
+        { label: "min", stroke: p.color, width: 1.25, points: { show: sparse, size: 4, fill: p.color } },
       ],
       bands: [{ series: [1, 2], fill }],
       hooks: {

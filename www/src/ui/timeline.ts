@@ -40,10 +40,12 @@ export class Timeline {
   readonly el: HTMLElement;
   private readonly body: HTMLElement;
   private readonly overlay: HTMLElement;
+  private readonly grid: HTMLElement;
   private readonly axisTrack: HTMLElement;
   private readonly miniTrack: HTMLElement;
   private readonly windowLabel: HTMLElement;
   private readonly lanes: Lane[] = [];
+  private readonly srcChips = new Map<number, HTMLElement>();
   private from: bigint;
   private to: bigint;
   private readonly resize: ResizeObserver;
@@ -90,9 +92,11 @@ export class Timeline {
     this.miniTrack = h("div", { class: "dv-tl-track dv-tl-mini", title: "Whole archive: click to move the window here" });
     this.axisTrack = h("div", { class: "dv-tl-track dv-tl-axis" });
     this.overlay = h("div", { class: "dv-tl-overlay" });
+    this.grid = h("div", { class: "dv-tl-overlay dv-tl-grid" });
     this.body = h(
       "div",
       { class: "dv-tl-body" },
+      this.grid,
       h("div", { class: "dv-tl-row dv-tl-minirow" }, h("div", { class: "dv-tl-label dv-muted" }, "whole archive"), this.miniTrack),
       h("div", { class: "dv-tl-row dv-tl-axisrow" }, h("div", { class: "dv-tl-label dv-tl-zone" }), this.axisTrack),
     );
@@ -134,13 +138,15 @@ export class Timeline {
     const chips = Object.entries(src.labels)
       .slice(0, 4)
       .map(([k, v]) => h("span", { class: "dv-chip dv-chip-sm" }, fileText(k, { max: 24 }), "=", fileText(v, { max: 32 })));
-    const label = h("div", { class: "dv-tl-label dv-tl-srclabel" }, h("b", null, `Source ${src.id}`), " ", chips);
+    const label = h("div", { class: "dv-tl-label dv-tl-srclabel" }, h("b", null, `Source ${src.id}`), src.complete ? null : h("span", { class: "dv-tl-incomplete", title: "may be incomplete: data after the last row may be missing" }, "incomplete"));
     const track = h("div", { class: "dv-tl-track dv-tl-srctrack" });
+    this.srcChips.set(src.id, h("div", { class: "dv-tl-srcchips" }, chips));
     const row = h("div", { class: "dv-tl-row dv-tl-srcrow", data: { source: src.id } }, label, track);
     this.body.appendChild(row);
     this.lanes.push({ source: src, stream: null, row, track });
     if (src.streams.length === 0) {
-      track.appendChild(h("span", { class: "dv-tl-note" }, "no streams"));
+      const chips = this.srcChips.get(src.id);
+      chips?.appendChild(h("span", { class: "dv-tl-note" }, "no streams"));
     }
     for (const st of src.streams) {
       const name = h(
@@ -195,8 +201,10 @@ export class Timeline {
       if (lane.stream) this.renderLane(lane.source, lane.stream, lane.track, width, tz);
       else this.renderSourceMarks(lane.source, lane.track, width, tz);
     }
-    this.overlay.style.left = `${this.axisTrack.offsetLeft}px`;
-    this.overlay.style.width = `${width}px`;
+    for (const layer of [this.overlay, this.grid]) {
+      layer.style.left = `${this.axisTrack.offsetLeft}px`;
+      layer.style.width = `${width}px`;
+    }
   }
 
   private renderMini(): void {
@@ -213,18 +221,24 @@ export class Timeline {
 
   private renderAxis(width: number, tz: TimeZoneMode): void {
     clear(this.axisTrack);
-    clear(this.overlay);
+    clear(this.grid);
     const list = ticks(this.from, this.to, Math.max(2, Math.floor(width / 95)), tz);
     for (const t of list) {
       const x = this.x(t.ns, width);
-      const tick = h("div", { class: "dv-tick", style: { left: `${x}px` } }, h("span", { class: "dv-tick-label" }, t.label));
-      if (t.context) tick.appendChild(h("span", { class: "dv-tick-context" }, t.context));
-      this.axisTrack.appendChild(tick);
-      this.overlay.appendChild(h("div", { class: "dv-gridline", style: { left: `${x}px` } }));
+      // A label that would be cut by the right edge is left off; its line stays.
+      const room = width - x > (t.context ? Math.max(t.label.length, t.context.length) : t.label.length) * 6.5;
+      if (room) {
+        const tick = h("div", { class: "dv-tick", style: { left: `${x}px` } }, h("span", { class: "dv-tick-label" }, t.label));
+        if (t.context) tick.appendChild(h("span", { class: "dv-tick-context" }, t.context));
+        this.axisTrack.appendChild(tick);
+      }
+      this.grid.appendChild(h("div", { class: "dv-gridline", style: { left: `${x}px` } }));
     }
   }
 
   private renderSourceMarks(src: SourceInfo, track: HTMLElement, width: number, tz: TimeZoneMode): void {
+    const chips = this.srcChips.get(src.id);
+    if (chips) track.appendChild(chips);
     const m = this.marks.get(src.id);
     if (!m) return;
     for (const ev of m.events) {
@@ -334,12 +348,26 @@ export class Timeline {
       a = Math.min(width - 40, Math.max(0, sealedEnd + 2));
       b = a + 40;
     }
-    const text = `${count(st.live_rows)} live rows · not readable without the writer's encoder`;
-    const el = h(
-      "div",
-      { class: "dv-live", style: { left: `${a}px`, width: `${b - a}px` }, data: { testid: "live", rows: st.live_rows } },
-      h("span", null, b - a > 70 ? text : `${count(st.live_rows)}`),
-    );
+    const rows = count(st.live_rows);
+    const full = `${rows} live rows · not readable without the writer's encoder`;
+    const el = h("div", {
+      class: "dv-live",
+      style: { left: `${a}px`, width: `${b - a}px` },
+      data: { testid: "live", rows: st.live_rows },
+      "aria-label": full,
+    });
+    // The label may run past a narrow block into the empty lane beside it
+    // (a live tail is normally the last thing in its lane).
+    const need = full.length * 6.3 + 12;
+    const right = width - a;
+    const label = h("span", { class: "dv-live-label", data: { testid: "live-label" } }, full);
+    if (right >= Math.min(need, 150) || right >= b) {
+      label.style.left = `${Math.max(0, a) + 3}px`;
+      label.style.maxWidth = `${Math.max(20, right - 6)}px`;
+    } else {
+      label.style.right = `${Math.max(0, width - b) + 3}px`;
+      label.style.maxWidth = `${Math.max(20, b - 6)}px`;
+    }
     this.host.tooltip.attach(el, () => [
       h("b", null, `Live tail: ${count(st.live_rows)} rows`),
       h("div", null, "Committed by the writer, but not yet sealed into a segment."),
@@ -347,6 +375,7 @@ export class Timeline {
       st.live_span ? h("div", { class: "dv-muted" }, fmtSpan(st.live_span[0], st.live_span[1], tz)) : null,
     ]);
     track.appendChild(el);
+    track.appendChild(label);
   }
 
   // -------------------------------------------------------------------------

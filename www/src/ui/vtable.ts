@@ -53,7 +53,7 @@ export class VirtualTable {
     this.spacer.appendChild(this.rowsEl);
     this.viewport = h(
       "div",
-      { class: "dv-vt-viewport", style: { height: `${opts.height ?? 340}px` }, tabindex: "0" },
+      { class: "dv-vt-viewport", style: { height: `${Math.min(opts.height ?? 340, 44 + rowCount * this.rowHeight + 16)}px` }, tabindex: "0" },
       header,
       this.spacer,
     );
