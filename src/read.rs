@@ -12,7 +12,7 @@ pub mod envelope;
 use serde::Serialize;
 
 use crate::catalog::{Labels, SegmentRecord, SourceRecord, Span, WalRow};
-use crate::container::{Archive, Snapshot, SCHEMA_VERSION};
+use crate::container::{Archive, Snapshot};
 use crate::error::{Error, Result};
 use crate::segment::{check_encoder, materialize, Segment, SegmentEncoder};
 
@@ -215,10 +215,11 @@ impl Snapshot<'_> {
 /// Describes the archive: per source and per stream, counts, spans, bytes,
 /// and the file's own size, in one snapshot without reading a segment.
 pub fn describe(archive: &Archive) -> Result<Description> {
-    let sources = archive.read_snapshot(|s| s.describe())?;
+    let (schema_version, sources) =
+        archive.read_snapshot(|s| Ok((s.schema_version()?, s.describe()?)))?;
     Ok(Description {
         file_bytes: archive.file_bytes()?,
-        schema_version: SCHEMA_VERSION,
+        schema_version,
         sources,
     })
 }
@@ -347,8 +348,9 @@ pub struct StreamContents {
     pub name: String,
     /// Sealed segments in seq order, with their payloads.
     pub sealed: Vec<(SegmentRecord, Vec<u8>)>,
-    /// The materialized live tail, if the stream has live rows.
-    pub tail: Option<Segment>,
+    /// The live tail: materialized, empty, or (when the encoder encoded
+    /// none of its rows) present but unread.
+    pub tail: Tail,
 }
 
 /// Reads every stream of every source in one snapshot: sealed segments in
@@ -369,8 +371,7 @@ pub fn read_archive(archive: &Archive, encoder: &dyn SegmentEncoder) -> Result<V
                         Ok((seg, bytes))
                     })
                     .collect::<Result<Vec<_>>>()?;
-                let rows = s.live_wal_rows(source.id, &name)?;
-                let tail = materialize(s.file(), encoder, &name, &rows)?;
+                let tail = read_tail(s, &source, &name, i64::MIN, i64::MAX, Some(encoder))?;
                 streams.push(StreamContents { name, sealed, tail });
             }
             out.push(SourceRead { source, streams });

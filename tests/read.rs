@@ -43,11 +43,10 @@ fn a_wal_row_covered_by_a_segment_is_never_returned() {
         .iter()
         .flat_map(|(rec, bytes)| decoded_ts(&archive, rec, bytes.clone()))
         .collect();
-    ts.extend(decoded_ts(
-        &archive,
-        &mixed.sealed[0].0,
-        mixed.tail.as_ref().unwrap().bytes.clone(),
-    ));
+    let Tail::Materialized(tail) = &mixed.tail else {
+        panic!("the tail is materialized: {:?}", mixed.tail)
+    };
+    ts.extend(decoded_ts(&archive, &mixed.sealed[0].0, tail.bytes.clone()));
     assert_eq!(ts, vec![100, 200, 300, 400], "no duplicate across the seam");
 }
 
@@ -315,4 +314,31 @@ fn describe_json_has_the_stable_shape() {
     assert_eq!(uuid.len(), 36);
     assert_eq!(uuid, uuid.to_lowercase());
     assert_eq!(&uuid[14..15], "4", "a v4 uuid");
+}
+
+#[test]
+fn live_rows_an_encoder_declines_are_reported_unread_not_absent() {
+    struct Declines;
+    impl dendro::SegmentEncoder for Declines {
+        fn encode(&self, _: &str, _: &[dendro::WalRow]) -> Result<Option<dendro::Segment>, String> {
+            Ok(None)
+        }
+    }
+    let (_d, path, _) = sample();
+    let archive = Archive::open(&path).unwrap();
+    let all = read::read_archive(&archive, &Declines).unwrap();
+    let tails: Vec<_> = all[0]
+        .streams
+        .iter()
+        .map(|s| (s.name.as_str(), &s.tail))
+        .collect();
+    assert!(
+        matches!(tails[0], ("live", Tail::Unread(s)) if s.rows == 2),
+        "{tails:?}"
+    );
+    assert!(
+        matches!(tails[1], ("mixed", Tail::Unread(s)) if s.rows == 2),
+        "{tails:?}"
+    );
+    assert!(matches!(tails[2], ("sealed", Tail::Empty)), "{tails:?}");
 }

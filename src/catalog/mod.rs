@@ -179,6 +179,13 @@ impl Snapshot<'_> {
             .ctx(self.file, what)
     }
 
+    /// The schema version in the file's header, as SQLite reads it.
+    pub fn schema_version(&self) -> Result<u32> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .ctx(self.file, "cannot read the schema version")
+    }
+
     /// Every source, by id. Columns are selected by name, so extra nullable
     /// columns from later releases are ignored.
     pub fn sources(&self) -> Result<Vec<SourceRecord>> {
