@@ -133,6 +133,15 @@ export class ArchiveView {
     }
     this.streamView?.destroy();
     const keep = columns ?? (this.streamView ? this.streamView.columns() : undefined);
+    // A stream that would be a sliver (or absent) in the current window is
+    // brought into view when a person picks it; a window from the URL stays.
+    const sp = streamSpan(st);
+    if (notify && sp) {
+      const w = Number(this.to - this.from);
+      const outside = sp[1] < this.from || sp[0] > this.to;
+      if (outside || Number(sp[1] - sp[0]) < w * 0.02) [this.from, this.to] = fullWindow(sp);
+      this.timeline.setWindow(this.from, this.to);
+    }
     this.streamView = new StreamView(
       {
         handle: this.handle,
@@ -140,10 +149,7 @@ export class ArchiveView {
         dialog: this.host.dialog,
         tz: () => this.host.tz(),
         window: () => [this.from, this.to],
-        fullWindow: () => {
-          const sp = streamSpan(st);
-          return sp ? fullWindow(sp) : this.full;
-        },
+        fullWindow: () => (sp ? fullWindow(sp) : this.full),
         onWindow: (a, b) => this.setWindow(a, b),
         onColumns: () => this.host.changed(this),
       },

@@ -72,6 +72,20 @@ export class StreamView {
         h("h2", null, "Stream ", h("span", { class: "dv-stream-name" }, fileText(st.name, { max: 80 }))),
         h("span", { class: "dv-muted" }, `source ${source.id}`),
         labels,
+        h("span", { class: "dv-spacer" }),
+        span
+          ? h(
+              "button",
+              {
+                type: "button",
+                class: "dv-btn",
+                title: "Set the window to this stream's span",
+                data: { action: "fit-stream" },
+                on: { click: () => this.host.onWindow(...this.host.fullWindow()) },
+              },
+              "Fit stream",
+            )
+          : null,
       ),
       stats,
       st.live_rows > 0 ? liveNotice(st, tz) : null,
