@@ -1,0 +1,172 @@
+// Benchmarks the browser engine in headless Chromium against the targets
+// of issue 4, printing medians (JSON with --json):
+//
+//   open + describe   a10.dendro (10 MB) and a100.dendro (100 MB, 1,000
+//                     segments), through createEngine() and its worker
+//   decode            one ~8 MiB segment in wasm vs natively (ratio)
+//   readRange         maxPoints = 2000 over 1M rows, cold and cached
+//   bundle            dendro_bg.wasm raw and gzipped
+//
+// The inputs and the native figures come from `cargo bench --bench decode`
+// (benches/decode.rs), run first. Needs scripts/build-wasm.sh.
+//
+//   node scripts/bench-wasm.mjs [--json] [--runs N]
+
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+import { bundleEngine, enginePage, launch, root, serve } from "./lib/engine-page.mjs";
+
+const args = process.argv.slice(2);
+const asJson = args.includes("--json");
+const runs = Number(args[args.indexOf("--runs") + 1]) || 9;
+
+const log = (...m) => console.error("bench:", ...m);
+
+log("native side (cargo bench --bench decode)");
+const nativeOut = execFileSync("cargo", ["bench", "--bench", "decode", "--quiet"], {
+  cwd: root,
+  encoding: "utf8",
+  stdio: ["ignore", "pipe", "inherit"],
+});
+const native = JSON.parse(nativeOut.trim().split("\n").filter((l) => l.startsWith("{")).pop());
+
+const out = join(tmpdir(), "dendro-engine-bench");
+await bundleEngine(out);
+const server = await serve({ "/engine/": out, "/bench/": native.dir });
+const browser = await launch();
+const { page } = await enginePage(browser, server.url);
+
+const result = await page.evaluate(
+  async ({ runs, segRows }) => {
+    const median = (xs) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    const fetchBytes = async (f) => (await fetch(`/bench/${f}`)).arrayBuffer();
+    const engine = window.createEngine();
+    const r = {};
+
+    for (const name of ["a10", "a100"]) {
+      const bytes = await fetchBytes(`${name}.dendro`);
+      const open = [], describe = [], both = [];
+      for (let i = 0; i < runs; i++) {
+        const copy = bytes.slice(0);
+        const t0 = performance.now();
+        const h = await engine.open(copy, `${name}.dendro`);
+        const t1 = performance.now();
+        const d = await h.describe();
+        const t2 = performance.now();
+        open.push(t1 - t0);
+        describe.push(t2 - t1);
+        both.push(t2 - t0);
+        r[`${name}_segments`] = d.sources[0].streams[0].segments.length;
+        await h.close();
+      }
+      r[`${name}_bytes`] = bytes.byteLength;
+      r[`${name}_open_ms`] = median(open);
+      // The first open also grows wasm memory to hold the file.
+      r[`${name}_first_open_ms`] = open[0];
+      r[`${name}_describe_ms`] = median(describe);
+      r[`${name}_open_describe_ms`] = median(both);
+      r[`${name}_open_mb_s`] = bytes.byteLength / 1e6 / (median(open) / 1e3);
+    }
+
+    // describe alone, repeated on one open archive of 1,000 segments.
+    {
+      const h = await engine.open(await fetchBytes("a100.dendro"), "a100.dendro");
+      const times = [];
+      for (let i = 0; i < runs; i++) {
+        const t = performance.now();
+        await h.describe();
+        times.push(performance.now() - t);
+      }
+      r.describe_1000_segments_ms = median(times);
+
+      // readRange over the first 1M rows (5,200 rows a segment, 1 ms apart).
+      const t0 = 1700000000000000000n, step = 1000000n;
+      const from = t0, to = t0 + (1000000n - 1n) * step;
+      let t = performance.now();
+      let e = await h.readRange(1, "metrics", from, to, { maxPoints: 2000 });
+      r.range_cold_ms = performance.now() - t;
+      r.range_rows = e.rows_in_window;
+      r.range_points = e.ts.length;
+      r.range_segments = e.segments_read;
+      const warm = [];
+      for (let i = 0; i < runs; i++) {
+        t = performance.now();
+        e = await h.readRange(1, "metrics", from, to, { maxPoints: 2000 });
+        warm.push(performance.now() - t);
+      }
+      r.range_cached_ms = median(warm);
+      await h.close();
+
+      // The same with the decoded-segment cache off: every call fetches and
+      // decodes all the segments again (after one warm-up call, so the
+      // figure is not the JIT's first pass).
+      const uncachedEngine = window.createEngine({ cacheBytes: 0 });
+      const u = await uncachedEngine.open(await fetchBytes("a100.dendro"), "a100.dendro");
+      await u.readRange(1, "metrics", from, to, { maxPoints: 2000 });
+      const uncached = [];
+      for (let i = 0; i < Math.min(runs, 5); i++) {
+        t = performance.now();
+        await u.readRange(1, "metrics", from, to, { maxPoints: 2000 });
+        uncached.push(performance.now() - t);
+      }
+      r.range_uncached_ms = median(uncached);
+      uncachedEngine.terminate();
+    }
+    engine.terminate();
+
+    // Decode alone, in wasm, on the page's thread: the same bytes and the
+    // same call (segment::decode_segment) as benches/decode.rs.
+    {
+      const pkg = await window.rawEngine();
+      const seg = new Uint8Array(await fetchBytes("seg8m.parquet"));
+      const times = [];
+      for (let i = 0; i < runs + 1; i++) {
+        const t = performance.now();
+        const rows = pkg.__decodeForBench(seg);
+        times.push(performance.now() - t);
+        if (rows !== segRows) throw new Error(`decoded ${rows} rows, expected ${segRows}`);
+      }
+      times.shift();
+      r.wasm_decode_ms = median(times);
+      r.wasm_decode_mb_s = seg.byteLength / 1e6 / (r.wasm_decode_ms / 1e3);
+    }
+    return r;
+  },
+  { runs, segRows: native.segment_rows },
+);
+
+await browser.close();
+await server.close();
+
+const wasm = readFileSync(join(root, "www/pkg/dendro_bg.wasm"));
+const glue = readFileSync(join(root, "www/pkg/dendro.js"));
+const worker = readFileSync(join(out, "worker.js"));
+const figures = {
+  ...native,
+  ...result,
+  decode_ratio: native.native_decode_ms / result.wasm_decode_ms,
+  wasm_bytes: wasm.length,
+  wasm_gzip_bytes: gzipSync(wasm, { level: 9 }).length,
+  worker_js_gzip_bytes: gzipSync(worker, { level: 9 }).length,
+  glue_js_bytes: glue.length,
+  runs,
+};
+
+if (asJson) {
+  console.log(JSON.stringify(figures, null, 2));
+} else {
+  const f = (x, d = 1) => x.toFixed(d);
+  const mb = (b) => f(b / 1e6, 2);
+  const verdict = (ok) => (ok ? "meets" : "MISSES");
+  console.log(`medians of ${runs} runs, headless Chromium, ${new Date().toISOString()}
+open + describe, ${mb(figures.a10_bytes)} MB (${figures.a10_segments} segments): ${f(figures.a10_open_describe_ms)} ms (open ${f(figures.a10_open_ms)} ms = ${f(figures.a10_open_mb_s, 0)} MB/s, first open ${f(figures.a10_first_open_ms)} ms, describe ${f(figures.a10_describe_ms)} ms)
+open + describe, ${mb(figures.a100_bytes)} MB (${figures.a100_segments} segments): ${f(figures.a100_open_describe_ms)} ms (open ${f(figures.a100_open_ms)} ms = ${f(figures.a100_open_mb_s, 0)} MB/s, first open ${f(figures.a100_first_open_ms)} ms, describe ${f(figures.a100_describe_ms)} ms)
+  open >= 500 MB/s: ${verdict(Math.min(figures.a10_open_mb_s, figures.a100_open_mb_s) >= 500)}
+describe at 1,000 segments: ${f(figures.describe_1000_segments_ms, 2)} ms (native ${f(figures.a100_native_describe_ms, 2)} ms)  < 20 ms: ${verdict(figures.describe_1000_segments_ms < 20)}
+decode of one ${mb(figures.segment_bytes)} MB segment (${figures.segment_rows} rows): wasm ${f(figures.wasm_decode_ms)} ms (${f(figures.wasm_decode_mb_s, 0)} MB/s), native ${f(figures.native_decode_ms)} ms (${f(figures.native_decode_mb_s, 0)} MB/s), ratio ${f(figures.decode_ratio, 2)}x  >= 0.5x: ${verdict(figures.decode_ratio >= 0.5)}
+readRange maxPoints=2000 over ${figures.range_rows} rows (${figures.range_segments} segments): ${figures.range_points} points, ${f(figures.range_cold_ms)} ms first call, ${f(figures.range_uncached_ms)} ms uncached, ${f(figures.range_cached_ms)} ms cached
+bundle: dendro_bg.wasm ${mb(figures.wasm_bytes)} MB, ${mb(figures.wasm_gzip_bytes)} MB gzipped  <= 1.2 MB: ${verdict(figures.wasm_gzip_bytes <= 1.2e6)}; worker.js ${f(figures.worker_js_gzip_bytes / 1e3)} kB gzipped`);
+}
