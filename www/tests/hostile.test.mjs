@@ -2,9 +2,11 @@
 // payloads, megabyte strings, control and bidi characters) renders as inert
 // text and leaves the page usable.
 //
-// The archive comes from the project's builder: `dendro demo --hostile OUT`
-// (DENDRO_BIN, or target/{release,debug}/dendro), or a ready file named by
-// DENDRO_HOSTILE_ARCHIVE. Without either, the test is skipped and says why.
+// The archive comes from, in order: a ready file named by
+// DENDRO_HOSTILE_ARCHIVE; the project's builder `dendro demo --hostile OUT`
+// (DENDRO_BIN, or target/{release,debug}/dendro); else make_hostile.py,
+// which rewrites the strings of a copy of a sound fixture with python3's
+// sqlite3. Without any of them the test is skipped and says why.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -12,27 +14,39 @@ import { existsSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { ROOT, dropFile, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
+import { FIXTURES, ROOT, WWW, dropFile, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
 
 function hostileArchive() {
   const given = process.env.DENDRO_HOSTILE_ARCHIVE;
-  if (given) return existsSync(given) ? { path: given } : { why: `DENDRO_HOSTILE_ARCHIVE=${given} does not exist` };
+  if (given) return existsSync(given) ? { path: given, by: "DENDRO_HOSTILE_ARCHIVE" } : { why: `DENDRO_HOSTILE_ARCHIVE=${given} does not exist` };
+  const dir = mkdtempSync(join(tmpdir(), "dendro-hostile-"));
+  const reasons = [];
   const bins = [process.env.DENDRO_BIN, join(ROOT, "target/release/dendro"), join(ROOT, "target/debug/dendro")].filter(Boolean);
   const bin = bins.find((b) => existsSync(b));
-  if (!bin) return { why: "no dendro binary (build it with `cargo build --release`, or set DENDRO_BIN / DENDRO_HOSTILE_ARCHIVE)" };
-  const out = join(mkdtempSync(join(tmpdir(), "dendro-hostile-")), "hostile.dendro");
+  if (bin) {
+    const out = join(dir, "hostile.dendro");
+    try {
+      execFileSync(bin, ["demo", "--hostile", out], { stdio: "pipe", timeout: 120_000 });
+      if (existsSync(out)) return { path: out, by: `${bin} demo --hostile` };
+      reasons.push(`\`${bin} demo --hostile\` wrote nothing`);
+    } catch (e) {
+      reasons.push(`\`dendro demo --hostile\` is not available (${String(e.stderr ?? e.message).split("\n")[0]})`);
+    }
+  } else reasons.push("no dendro binary");
+  const out = join(dir, "hostile-patched.dendro");
   try {
-    execFileSync(bin, ["demo", "--hostile", out], { stdio: "pipe", timeout: 120_000 });
+    execFileSync("python3", [join(WWW, "tests/make_hostile.py"), join(FIXTURES, "b_multi_source.dendro"), out], { stdio: "pipe", timeout: 60_000 });
+    return { path: out, by: `make_hostile.py (${reasons.join("; ")})` };
   } catch (e) {
-    const msg = String(e.stderr ?? e.message).split("\n")[0];
-    return { why: `\`${bin} demo --hostile\` is not available yet (${msg})` };
+    reasons.push(`make_hostile.py failed (${String(e.stderr ?? e.message).split("\n")[0]})`);
   }
-  return existsSync(out) ? { path: out } : { why: `\`${bin} demo --hostile ${out}\` wrote nothing` };
+  return { why: reasons.join("; ") };
 }
 
 const missing = missingPrerequisite();
 const hostile = missing ? { why: missing } : hostileArchive();
 if (hostile.why) console.log(`# hostile-strings test skipped: ${hostile.why}`);
+else console.log(`# hostile archive from ${hostile.by}`);
 
 describe("hostile strings", () => {
   let server;
@@ -87,6 +101,9 @@ describe("hostile strings", () => {
       await page.locator(".dv-dialog[open] .dv-dialog-head button").click();
     }
     await screenshot(page, "hostile.png", null, { fullPage: false });
+    await screenshot(page, "hostile-timeline.png", panel.locator('[data-testid="timeline"]'));
+    // Events from the reserved key are markers on the timeline.
+    assert.ok((await panel.locator('[data-testid="event"]').count()) >= 1, "events are marked on the timeline");
     console.log(`# hostile archive: overview in ${took} ms`);
     await page.context().close();
   });

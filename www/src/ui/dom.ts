@@ -108,6 +108,8 @@ export interface FileTextOptions {
   class?: string;
   /** What the full-value dialog calls the value, e.g. "label host". */
   what?: string;
+  /** false: mark a cut with "…" only, no button (for labels inside other controls). */
+  more?: boolean;
 }
 
 /** Event a truncated string fires to ask its viewer to show the whole value. */
@@ -134,7 +136,9 @@ export function fileText(s: string, opts: FileTextOptions = {}): HTMLElement {
     else el.appendChild(document.createTextNode(part));
   });
   if (s === "") el.appendChild(h("span", { class: "dv-empty" }, "(empty)"));
-  if (shown.length < s.length) {
+  if (shown.length < s.length && opts.more === false) {
+    el.appendChild(h("span", { class: "dv-cut" }, "…"));
+  } else if (shown.length < s.length) {
     const more = h(
       "button",
       {

@@ -102,7 +102,7 @@ export class PlotGroup {
           "div",
           { class: "dv-plot-head" },
           h("span", { class: "dv-plot-swatch", style: { background: PALETTE[i % PALETTE.length]! } }),
-          h("span", { class: "dv-plot-name" }, fileText(name, { max: 60 })),
+          h("span", { class: "dv-plot-name" }, fileText(name, { max: 60, more: false })),
           col ? h("span", { class: "dv-plot-type" }, col.type) : null,
           readout,
         ),
@@ -151,7 +151,7 @@ export class PlotGroup {
       if (token !== this.token) return;
       const x = explain(e, this.host.stream);
       this.status.classList.remove("dv-busy");
-      replace(this.status, h("span", { class: "dv-error-inline" }, `${x.title}: `, fileText(x.message, { max: 300 })));
+      replace(this.status, h("span", { class: "dv-error-inline" }, `${x.title}: `, fileText(x.message, { max: 300, more: false })));
       return;
     }
     if (token !== this.token) return;

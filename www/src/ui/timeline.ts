@@ -45,7 +45,6 @@ export class Timeline {
   private readonly miniTrack: HTMLElement;
   private readonly windowLabel: HTMLElement;
   private readonly lanes: Lane[] = [];
-  private readonly srcChips = new Map<number, HTMLElement>();
   private from: bigint;
   private to: bigint;
   private readonly resize: ResizeObserver;
@@ -135,24 +134,36 @@ export class Timeline {
   }
 
   private addSource(src: SourceInfo): void {
-    const chips = Object.entries(src.labels)
-      .slice(0, 4)
-      .map(([k, v]) => h("span", { class: "dv-chip dv-chip-sm" }, fileText(k, { max: 24 }), "=", fileText(v, { max: 32 })));
-    const label = h("div", { class: "dv-tl-label dv-tl-srclabel" }, h("b", null, `Source ${src.id}`), src.complete ? null : h("span", { class: "dv-tl-incomplete", title: "may be incomplete: data after the last row may be missing" }, "incomplete"));
+    const entries = Object.entries(src.labels);
+    const brief = h(
+      "span",
+      { class: "dv-tl-srcbrief" },
+      entries.slice(0, 3).map(([k, v], i) => [i > 0 ? " · " : "", fileText(k, { max: 16, more: false }), "=", fileText(v, { max: 24, more: false })]),
+    );
+    const label = h(
+      "div",
+      { class: "dv-tl-label dv-tl-srclabel" },
+      h("b", null, `Source ${src.id}`),
+      src.complete ? null : h("span", { class: "dv-tl-incomplete" }, "incomplete"),
+      brief,
+    );
+    this.host.tooltip.attach(label, () => [
+      h("b", null, `Source ${src.id}`),
+      src.complete ? null : h("div", null, "may be incomplete: data after the last row may be missing"),
+      entries.slice(0, 20).map(([k, v]) => h("div", null, fileText(k, { max: 40, more: false }), " = ", fileText(v, { max: 80, more: false }))),
+    ]);
     const track = h("div", { class: "dv-tl-track dv-tl-srctrack" });
-    this.srcChips.set(src.id, h("div", { class: "dv-tl-srcchips" }, chips));
     const row = h("div", { class: "dv-tl-row dv-tl-srcrow", data: { source: src.id } }, label, track);
     this.body.appendChild(row);
     this.lanes.push({ source: src, stream: null, row, track });
     if (src.streams.length === 0) {
-      const chips = this.srcChips.get(src.id);
-      chips?.appendChild(h("span", { class: "dv-tl-note" }, "no streams"));
+      brief.appendChild(h("span", { class: "dv-tl-note" }, " · no streams"));
     }
     for (const st of src.streams) {
       const name = h(
         "button",
         { type: "button", class: "dv-tl-name", on: { click: () => this.host.onSelect(src.id, st.name) } },
-        fileText(st.name, { max: 40 }),
+        fileText(st.name, { max: 40, more: false }),
       );
       const info = h(
         "span",
@@ -237,8 +248,6 @@ export class Timeline {
   }
 
   private renderSourceMarks(src: SourceInfo, track: HTMLElement, width: number, tz: TimeZoneMode): void {
-    const chips = this.srcChips.get(src.id);
-    if (chips) track.appendChild(chips);
     const m = this.marks.get(src.id);
     if (!m) return;
     for (const ev of m.events) {
@@ -252,9 +261,9 @@ export class Timeline {
       if (ep.from_ts === null) continue;
       const x = this.x(ep.from_ts, width);
       if (x < -8 || x > width + 8) continue;
-      const mark = h("div", { class: "dv-epoch-flag", style: { left: `${x}px` } }, fileText(`epoch ${ep.epoch}`, { max: 24 }));
+      const mark = h("div", { class: "dv-epoch-flag", style: { left: `${x}px` } }, fileText(`epoch ${ep.epoch}`, { max: 14, more: false }));
       const at = ep.from_ts;
-      this.host.tooltip.attach(mark, () => [h("b", null, "Producer epoch "), fileText(ep.epoch, { max: 80 }), h("div", null, `from ${instant(at, tz)}`)]);
+      this.host.tooltip.attach(mark, () => [h("b", null, "Producer epoch "), fileText(ep.epoch, { max: 80, more: false }), h("div", null, `from ${instant(at, tz)}`)]);
       track.appendChild(mark);
     }
     for (const s of m.sessions) {
@@ -263,7 +272,7 @@ export class Timeline {
       if (x < -8 || x > width + 8) continue;
       const mark = h("div", { class: "dv-session-flag", style: { left: `${x}px` } });
       const at = s.resumed_after_ts;
-      this.host.tooltip.attach(mark, () => [h("b", null, "Writer session resumed"), h("div", null, "session "), fileText(s.session, { max: 60 }), h("div", null, `after ${instant(at, tz)}`)]);
+      this.host.tooltip.attach(mark, () => [h("b", null, "Writer session resumed"), h("div", null, "session "), fileText(s.session, { max: 60, more: false }), h("div", null, `after ${instant(at, tz)}`)]);
       track.appendChild(mark);
     }
   }
@@ -496,12 +505,12 @@ function segmentTip(segs: SegmentInfo[], tz: TimeZoneMode): Child {
 
 function eventTip(ev: ArchiveEvent, tz: TimeZoneMode): Child {
   return [
-    h("b", null, "Event", ev.kind !== null ? [" · ", fileText(ev.kind, { max: 40 })] : null),
-    h("div", null, fileText(ev.description, { max: 300 })),
+    h("b", null, "Event", ev.kind !== null ? [" · ", fileText(ev.kind, { max: 40, more: false })] : null),
+    h("div", null, fileText(ev.description, { max: 300, more: false })),
     h("div", { class: "dv-muted" }, instant(ev.timestamp, tz)),
-    ev.id !== null ? h("div", { class: "dv-muted" }, "id ", fileText(ev.id, { max: 60 })) : null,
+    ev.id !== null ? h("div", { class: "dv-muted" }, "id ", fileText(ev.id, { max: 60, more: false })) : null,
     ev.details !== undefined && ev.details !== null
-      ? h("div", { class: "dv-mono" }, fileText(typeof ev.details === "string" ? ev.details : JSON.stringify(ev.details), { max: 300 }))
+      ? h("div", { class: "dv-mono" }, fileText(typeof ev.details === "string" ? ev.details : JSON.stringify(ev.details), { max: 300, more: false }))
       : null,
   ];
 }

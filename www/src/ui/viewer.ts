@@ -286,7 +286,7 @@ export class Viewer {
       "div",
       { class: "dv-tab", role: "tab", data: { tab: id, state: "loading", testid: "tab" }, tabindex: "0" },
       h("span", { class: "dv-tab-dot" }),
-      h("span", { class: "dv-tab-name" }, fileText(name, { max: 36 })),
+      h("span", { class: "dv-tab-name" }, fileText(name, { max: 36, more: false })),
       h("button", { type: "button", class: "dv-tab-close", "aria-label": "Close", title: "Close this archive" }, "×"),
     );
     const tab: Tab = { id, name, url, el, button, state: { kind: "loading" } };

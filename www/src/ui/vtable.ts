@@ -43,7 +43,7 @@ export class VirtualTable {
         h(
           "div",
           { class: "dv-vt-cell" + (c.align === "right" ? " dv-right" : ""), style: { width: `${c.width}px` } },
-          h("span", { class: "dv-vt-name" }, fileText(c.name, { max: 40 })),
+          h("span", { class: "dv-vt-name" }, fileText(c.name, { max: 40, more: false })),
           c.sub ? h("span", { class: "dv-vt-sub" }, c.sub) : null,
         ),
       ),
