@@ -31,6 +31,7 @@ export class ArchiveView {
   private readonly streamSlot: HTMLElement;
   private readonly rebuildSources: () => void;
   private streamView: StreamView | null = null;
+  private streamInit: Promise<void> = Promise.resolve();
   private readonly full: Span;
   private readonly origin: bigint;
   private from: bigint;
@@ -101,7 +102,11 @@ export class ArchiveView {
           }
     }
     if (pick) this.select(pick.source, pick.stream, undefined, init.columns, false);
-    void this.overview.verify();
+    // verify reads every segment; the worker answers in order, so it waits
+    // until the first plot is up (or a moment has passed) instead of
+    // standing in front of it.
+    const first = this.streamView ? this.streamInit.then(() => this.streamView?.firstPlot()) : Promise.resolve();
+    void Promise.race([first, new Promise((r) => setTimeout(r, 2500))]).then(() => this.overview.verify());
   }
 
   destroy(): void {
@@ -160,7 +165,7 @@ export class ArchiveView {
     );
     replace(this.streamSlot, this.streamView.el);
     this.timeline.setSelected(source, stream);
-    void this.streamView.init().then(() => this.host.changed(this));
+    this.streamInit = this.streamView.init().then(() => this.host.changed(this));
     if (notify) {
       this.host.changed(this);
       // Bring the new stream view into sight without a smooth scroll that

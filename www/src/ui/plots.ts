@@ -52,6 +52,11 @@ export class PlotGroup {
   private readonly resize: ResizeObserver;
   private lastWidth = 0;
   private data: RangeEnvelope | null = null;
+  /** The request last sent, so an identical one (a resize, a repeated window) is not sent again. */
+  private lastKey = "";
+  private firstDrawn: () => void = () => {};
+  /** Settles when the first plot has been drawn (or its fetch failed). */
+  readonly firstPlot = new Promise<void>((r) => (this.firstDrawn = r));
   private readonly scheduleFetch = debounce(() => void this.fetch(), 120);
 
   constructor(
@@ -85,6 +90,7 @@ export class PlotGroup {
 
   setColumns(names: string[]): void {
     this.selected = names;
+    this.lastKey = "";
     for (const p of this.plots) p.plot?.destroy();
     this.plots = [];
     clear(this.list);
@@ -136,9 +142,15 @@ export class PlotGroup {
   }
 
   private async fetch(): Promise<void> {
-    if (this.selected.length === 0) return;
-    const token = ++this.token;
+    if (this.selected.length === 0) {
+      this.firstDrawn();
+      return;
+    }
     const maxPoints = Math.max(100, Math.round(this.width()));
+    const key = `${this.from}:${this.to}:${maxPoints}:${JSON.stringify(this.selected)}`;
+    if (key === this.lastKey) return;
+    this.lastKey = key;
+    const token = ++this.token;
     this.status.textContent = "Reading…";
     this.status.classList.add("dv-busy");
     let env: RangeEnvelope;
@@ -148,7 +160,9 @@ export class PlotGroup {
         maxPoints,
       });
     } catch (e) {
+      this.lastKey = "";
       if (token !== this.token) return;
+      this.firstDrawn();
       const x = explain(e, this.host.stream);
       this.status.classList.remove("dv-busy");
       replace(this.status, h("span", { class: "dv-error-inline" }, `${x.title}: `, fileText(x.message, { max: 300, more: false })));
@@ -162,6 +176,7 @@ export class PlotGroup {
       (env.reduced ? `min/max envelope of ${count(env.ts.length)} buckets` : "every row shown") +
       ` · ${count(env.segments_read)} segment${env.segments_read === 1 ? "" : "s"} read`;
     this.draw(env);
+    this.firstDrawn();
   }
 
   private draw(env: RangeEnvelope): void {

@@ -95,6 +95,11 @@ export class StreamView {
     );
   }
 
+  /** Settles once the first plot is drawn, or when there is nothing to plot. */
+  firstPlot(): Promise<void> {
+    return this.plots?.firstPlot ?? Promise.resolve();
+  }
+
   async init(): Promise<void> {
     const st = this.stream;
     if (st.segments.length === 0) {
@@ -256,18 +261,12 @@ export class StreamView {
     this.rowsSeq = seq;
     const st = this.stream;
     const tz = this.host.tz();
-    const select = h("select", { class: "dv-select", "aria-label": "segment", data: { testid: "segment-select" } });
-    for (const s of st.segments) {
-      const opt = h("option", { value: String(s.seq) }, `seq ${s.seq} · ${count(s.rows)} rows · ${fmtSpan(s.first_ts, s.last_ts, tz)}`);
-      if (s.seq === seq) opt.selected = true;
-      select.appendChild(opt);
-    }
-    select.addEventListener("change", () => void this.renderRows(Number(select.value)));
+    const picker = this.segmentPicker(seq, tz);
     const body = h("div", { class: "dv-muted dv-pad" }, "Decoding…");
     const indexBox = h("div", { class: "dv-caller-index" });
     replace(
       this.rowsBox,
-      h("div", { class: "dv-subhead" }, "Rows", h("span", { class: "dv-muted" }, " of segment "), select),
+      h("div", { class: "dv-subhead" }, "Rows", h("span", { class: "dv-muted" }, " of segment "), picker),
       indexBox,
       body,
     );
@@ -287,6 +286,54 @@ export class StreamView {
       const x = explain(e, st.name);
       replace(body, h("div", { class: "dv-error-inline" }, x.title, ": ", fileText(x.message, { max: 400 })));
     }
+  }
+
+  /**
+   * Which segment's rows to show: a menu for a few segments; for many, a
+   * seq box with previous/next (a menu of thousands costs a long layout).
+   */
+  private segmentPicker(seq: number, tz: TimeZoneMode): HTMLElement {
+    const segs = this.stream.segments;
+    const i = Math.max(0, segs.findIndex((s) => s.seq === seq));
+    const cur = segs[i]!;
+    if (segs.length <= 100) {
+      const select = h("select", { class: "dv-select", "aria-label": "segment", data: { testid: "segment-select" } });
+      for (const s of segs) {
+        const opt = h("option", { value: String(s.seq) }, `seq ${s.seq} · ${count(s.rows)} rows · ${fmtSpan(s.first_ts, s.last_ts, tz)}`);
+        if (s.seq === seq) opt.selected = true;
+        select.appendChild(opt);
+      }
+      select.addEventListener("change", () => void this.renderRows(Number(select.value)));
+      return select;
+    }
+    const go = (j: number) => {
+      const s = segs[Math.max(0, Math.min(segs.length - 1, j))];
+      if (s) void this.renderRows(s.seq);
+    };
+    const box = h("input", {
+      type: "number",
+      class: "dv-seq-input",
+      "aria-label": "segment seq",
+      value: String(seq),
+      min: String(segs[0]!.seq),
+      max: String(segs[segs.length - 1]!.seq),
+      data: { testid: "segment-seq" },
+    });
+    box.addEventListener("change", () => {
+      const want = Number(box.value);
+      let j = segs.findIndex((s) => s.seq >= want);
+      if (j < 0) j = segs.length - 1;
+      go(j);
+    });
+    return h(
+      "span",
+      { class: "dv-seg-picker" },
+      h("button", { type: "button", class: "dv-btn", "aria-label": "previous segment", disabled: i === 0, on: { click: () => go(i - 1) } }, "◀"),
+      h("span", { class: "dv-muted" }, "seq "),
+      box,
+      h("button", { type: "button", class: "dv-btn", "aria-label": "next segment", disabled: i === segs.length - 1, on: { click: () => go(i + 1) } }, "▶"),
+      h("span", { class: "dv-muted dv-small" }, ` ${count(i + 1)} of ${count(segs.length)} · ${count(cur.rows)} rows · ${fmtSpan(cur.first_ts, cur.last_ts, tz)}`),
+    );
   }
 
   private async renderCallerIndex(seq: number, box: HTMLElement): Promise<void> {
