@@ -47,6 +47,14 @@ describe("format", () => {
     assert.equal(format.bytes(512), "512 B");
     assert.equal(format.count(1234567), "1,234,567");
   });
+  it("labels axis ticks with enough digits to tell them apart", () => {
+    assert.equal(format.axisNumber(1_000_864_000, 2000), "1.000864G");
+    assert.equal(format.axisNumber(1_000_866_000, 2000), "1.000866G");
+    assert.equal(format.axisNumber(20, 5), "20");
+    assert.equal(format.axisNumber(2.5e9, 5e8), "2.5G");
+    assert.equal(format.axisNumber(-500, 500), "-500");
+    assert.equal(format.axisNumber(0.25, 0.05), "0.25");
+  });
   it("floor division rounds toward negative infinity", () => {
     assert.equal(format.floorDiv(-1n, 1000n), -1n);
     assert.equal(format.floorMod(-1n, 1000n), 999n);

@@ -3,7 +3,7 @@
 
 import type { ArchiveHandle, Description } from "../engine/types";
 import { h, replace } from "./dom";
-import type { TimeZoneMode } from "./format";
+import { type TimeZoneMode, floorDiv } from "./format";
 import { type Span, archiveSpan, fullWindow, originFor, streamSpan } from "./model";
 import { Overview, marksOf, sourceCard } from "./overview";
 import type { Dialog, Tooltip } from "./overlay";
@@ -121,6 +121,11 @@ export class ArchiveView {
 
   setWindow(from: bigint, to: bigint): void {
     if (to <= from) return;
+    // Ends rounded to about a thousandth of the width: a dragged window reads
+    // (and bookmarks) as 22:16:45.919 rather than 22:16:45.919604113.
+    const q = 10n ** BigInt(Math.max(0, Math.floor(Math.log10(Number(to - from) / 1000))));
+    from = floorDiv(from, q) * q;
+    to = -floorDiv(-to, q) * q;
     this.from = from;
     this.to = to;
     this.timeline.setWindow(from, to);

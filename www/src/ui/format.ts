@@ -204,3 +204,25 @@ export function compactNumber(v: number): string {
   }
   return stripZeros(v.toPrecision(4));
 }
+
+/**
+ * An axis label: as compact as compactNumber, but with enough digits that
+ * neighbouring ticks `incr` apart never print the same (1.000864G, 1.000866G).
+ */
+export function axisNumber(v: number, incr: number): string {
+  if (!Number.isFinite(v)) return String(v);
+  const a = Math.abs(v);
+  if (a === 0) return "0";
+  if (a >= 1e15 || (a < 1e-4 && incr < 1e-4)) return v.toExponential(Math.max(1, Math.min(8, Math.ceil(Math.log10(a / Math.abs(incr || a))) + 1))).replace("e+", "e");
+  const units: [number, string][] = [
+    [1e12, "T"],
+    [1e9, "G"],
+    [1e6, "M"],
+    [1e3, "k"],
+    [1, ""],
+  ];
+  const [size, suffix] = units.find(([u]) => a >= u) ?? [1, ""];
+  const step = Math.abs(incr) / size;
+  const decimals = step > 0 && step < 1 ? Math.min(8, Math.ceil(-Math.log10(step) - 1e-9)) : 0;
+  return stripZeros((v / size).toFixed(decimals)) + suffix;
+}

@@ -11,7 +11,7 @@ import type { ArchiveHandle, ColumnSchema, RangeEnvelope } from "../engine/types
 import { ticks } from "./axis";
 import { clear, debounce, fileText, h, replace } from "./dom";
 import { explain } from "./errors";
-import { compactNumber, count, instant, type TimeZoneMode } from "./format";
+import { axisNumber, count, instant, type TimeZoneMode } from "./format";
 
 export interface PlotHost {
   handle: ArchiveHandle;
@@ -262,7 +262,7 @@ export class PlotGroup {
           grid: { stroke: "#eaeef2", width: 1 },
           ticks: { stroke: "#d0d7de", width: 1, size: 4 },
           font: "11px system-ui, sans-serif",
-          values: (_u, splits) => splits.map((v) => compactNumber(v)),
+          values: (_u, splits, _axis, _space, incr) => splits.map((v) => axisNumber(v, incr)),
         },
       ],
       series: [
@@ -299,7 +299,11 @@ export class PlotGroup {
                 : mn === mx
                   ? formatValue(mx)
                   : `min ${formatValue(mn ?? NaN)} · max ${formatValue(mx)}`;
-            p.readout.textContent = `${instant(ts, tz())}  ${value}`;
+            // A bucket is labelled by its start, to the precision its width warrants.
+            const d = this.data;
+            const bucket = d.reduced && d.ts.length > 1 ? (this.to - this.from) / BigInt(d.ts.length) : 0n;
+            const digits = !d.reduced ? undefined : bucket >= 1_000_000_000n ? 0 : bucket >= 1_000_000n ? 3 : bucket >= 1_000n ? 6 : 9;
+            p.readout.textContent = `${instant(ts, tz(), digits)}${d.reduced ? " bucket" : ""}  ${value}`;
           },
         ],
         ready: [

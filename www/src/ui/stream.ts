@@ -2,7 +2,7 @@
 // the live tail, and caller rows stored under the stream's name.
 
 import type { ArchiveHandle, CallerRow, SourceInfo, StreamInfo, StreamSchema } from "../engine/types";
-import { type Child, copyButton, fileText, h, replace } from "./dom";
+import { type Child, copyButton, debounce, fileText, h, replace } from "./dom";
 import { explain } from "./errors";
 import { I64_MAX, I64_MIN, bytes, count, span as fmtSpan, type TimeZoneMode } from "./format";
 import { isNumericType, streamSpan } from "./model";
@@ -149,7 +149,17 @@ export class StreamView {
 
   setWindow(from: bigint, to: bigint): void {
     this.plots?.setWindow(from, to);
+    this.followWindow(from, to);
   }
+
+  /** The rows shown follow the window: a segment left outside it gives way to the first one inside. */
+  private readonly followWindow = debounce((from: bigint, to: bigint) => {
+    if (!this.schema || this.rowsSeq === null) return;
+    const cur = this.stream.segments.find((s) => s.seq === this.rowsSeq);
+    if (cur && cur.last_ts >= from && cur.first_ts <= to) return;
+    const hit = this.stream.segments.find((s) => s.last_ts >= from && s.first_ts <= to);
+    if (hit) void this.renderRows(hit.seq);
+  }, 250);
 
   relabel(): void {
     this.plots?.relabel();

@@ -306,7 +306,7 @@ export class Timeline {
       track.appendChild(el);
     }
     // Sealed segments, merged where they would be narrower than a few pixels.
-    let group: { x0: number; x1: number; segs: SegmentInfo[] } | null = null;
+    let group: { x0: number; x1: number; lastW: number; segs: SegmentInfo[] } | null = null;
     const flush = () => {
       if (!group) return;
       const g = group;
@@ -329,13 +329,16 @@ export class Timeline {
       if (x1 < -2 || x0 > width + 2) continue;
       const c0 = Math.max(-2, x0);
       const c1 = Math.min(width + 2, Math.max(x1, x0 + 2));
-      // Leave a 1px seam between neighbours that are wide enough to show one.
-      if (group && c0 <= group.x1 + 1.5) {
+      // Neighbours too narrow to tell apart become one block; wider ones
+      // keep a 1px seam between them.
+      const narrow = c1 - c0 < 4;
+      if (group && c0 <= group.x1 + 1.5 && (narrow || group.lastW < 4)) {
         group.x1 = Math.max(group.x1, c1);
+        group.lastW = c1 - c0;
         group.segs.push(seg);
       } else {
         flush();
-        group = { x0: c0, x1: c1 - (c1 - c0 > 6 ? 1 : 0), segs: [seg] };
+        group = { x0: c0, x1: c1 - (c1 - c0 > 6 ? 1 : 0), lastW: c1 - c0, segs: [seg] };
       }
     }
     flush();
