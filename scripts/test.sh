@@ -23,3 +23,11 @@ cargo test --no-default-features --lib --tests
 
 step "reader build for wasm32"
 cargo check --target wasm32-unknown-unknown --no-default-features --lib
+
+step "wasm engine: Node, headless Chrome, and the worker client"
+bash scripts/test-wasm.sh
+
+step "viewer: typecheck, build, headless Chromium"
+npm run typecheck
+npm run build:www
+npm run test:www
