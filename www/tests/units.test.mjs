@@ -115,6 +115,7 @@ describe("URL state", () => {
     const back = state.parseState(search);
     assert.deepEqual(back, s);
     assert.match(search, /embed=1/);
+    assert.match(search, /url=\/a%20b\.dendro/);
   });
   it("ignores nonsense", () => {
     assert.deepEqual(state.parseState("?source=x&from=5&to=1&tz=mars"), {});

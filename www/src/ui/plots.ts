@@ -249,9 +249,13 @@ export class PlotGroup {
             const min = u.scales["x"]?.min ?? this.xmin;
             const max = u.scales["x"]?.max ?? this.xmax;
             const list = ticks(this.toNs(min), this.toNs(max), Math.max(2, Math.floor(u.width / 110)), tz());
-            return splits.map((_s, i) => {
+            const right = u.bbox.width / devicePixelRatio;
+            return splits.map((v, i) => {
               const t = list[i];
               if (!t) return "";
+              // A label centred on a tick near the right edge would be cut: leave it off.
+              const room = right - u.valToPos(v, "x");
+              if (room < t.label.length * 3.4) return "";
               return t.context ? `${t.label}\n${t.context}` : t.label;
             });
           },

@@ -55,6 +55,9 @@ export function stateToSearch(state: ViewState, keep: string): string {
     q.set("to", state.to.toString());
   }
   if (state.tz && state.tz !== "utc") q.set("tz", state.tz);
-  const s = q.toString();
+  // URLSearchParams would write "/" and ":" as %2F and %3A; both are legal
+  // in a query, and an address people read and share is better without.
+  const enc = (v: string) => encodeURIComponent(v).replace(/%2F/gi, "/").replace(/%3A/gi, ":");
+  const s = [...q.entries()].map(([k, v]) => `${enc(k)}=${enc(v)}`).join("&");
   return s ? "?" + s : "";
 }
