@@ -371,11 +371,13 @@ describe("viewer page", () => {
     await page.waitForFunction(() => /rows in this window/.test(document.querySelector('[data-testid="plot-status"]')?.textContent ?? ""));
     await page.waitForTimeout(300);
     await screenshot(page, "page.png");
+    await screenshot(page, "full-page.png", null, { fullPage: true });
+    // Element shots scroll the page; they come last so the sticky bar stays on top above.
     await screenshot(page, "overview.png", panel.locator('[data-testid="overview"]'));
     await screenshot(page, "sources.png", panel.locator('[data-testid="sources"]'));
     await screenshot(page, "timeline.png", panel.locator('[data-testid="timeline"]'));
     await screenshot(page, "stream.png", panel.locator('[data-testid="stream-view"]'));
-    await screenshot(page, "full-page.png", null, { fullPage: true });
+    await screenshot(page, "plot.png", panel.locator('[data-testid="plot"]').first());
     await page.context().close();
   });
 });
