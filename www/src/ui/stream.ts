@@ -22,7 +22,7 @@ export interface StreamHost {
   onColumns(columns: string[]): void;
 }
 
-const DEFAULT_PLOTS = 6;
+const DEFAULT_PLOTS = 8;
 
 export class StreamView {
   readonly el: HTMLElement;
