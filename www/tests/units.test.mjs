@@ -148,6 +148,8 @@ describe("escaping and errors", () => {
     const x = errors.explain({ kind: "NotAnArchive", message: "f.sqlite: not a dendro archive: a SQLite database of another application (id 0x12345678)" }, "f.sqlite", 8192);
     assert.equal(x.title, "f.sqlite is not a dendro archive");
     assert.match(x.hint, /another application \(application id 0x12345678\)/);
+    const y = errors.explain({ kind: "NotAnArchive", message: "f: not a dendro archive: a SQLite database of another application (application_id 0x12345678)" }, "f", 8192);
+    assert.match(y.hint, /application id 0x12345678/);
     const v = errors.explain({ kind: "UnsupportedSchema", message: "unsupported archive schema version 99: this build writes v4 and reads v4" }, "w.dendro");
     assert.equal(v.title, "Unsupported archive schema version 99");
     assert.match(v.hint, /reads v4/);

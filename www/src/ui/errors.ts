@@ -55,7 +55,7 @@ export function looksLike(message: string, fileBytes?: number): string {
   const m = message.toLowerCase();
   if (fileBytes === 0 || m.includes("empty file") || m.includes("is empty")) return "The file is empty.";
   if (m.includes("another application")) {
-    const id = /\(id ([^)]+)\)/.exec(message);
+    const id = /\((?:application[_ ])?id ([^)]+)\)/.exec(message);
     return `It is a SQLite database of another application${id ? ` (application id ${id[1]})` : ""}.`;
   }
   if (m.includes("not a sqlite")) return "It is not a SQLite file at all.";
