@@ -219,6 +219,34 @@ pub enum Error {
         /// Why.
         message: String,
     },
+    /// A tick repeated a `(stream, ts)` its source already holds. Only that
+    /// source's part of the tick was dropped; the writer carries on.
+    #[error(
+        "{file}: source {source_id} already holds a row at ts {ts} in stream {stream:?}; \
+         this source's tick was dropped"
+    )]
+    DuplicateRow {
+        /// The file.
+        file: String,
+        /// The source whose tick collided.
+        source_id: i64,
+        /// The stream.
+        stream: String,
+        /// The repeated timestamp.
+        ts: i64,
+    },
+    /// A condition that usually clears by itself (a lock held elsewhere, a
+    /// full disk) outlasted the writer's retries, so the tick was dropped.
+    /// The writer carries on with the next one.
+    #[error("{file}: a tick of source {source_id} was dropped after retries: {cause}")]
+    TickDropped {
+        /// The file.
+        file: String,
+        /// The source whose tick was dropped.
+        source_id: i64,
+        /// What SQLite kept answering.
+        cause: String,
+    },
 }
 
 impl Error {
@@ -240,6 +268,8 @@ impl Error {
             Error::Sqlite { .. } => "Sqlite",
             Error::Io { .. } => "Io",
             Error::WriterStopped { .. } => "WriterStopped",
+            Error::DuplicateRow { .. } => "DuplicateRow",
+            Error::TickDropped { .. } => "TickDropped",
         }
     }
 

@@ -13,6 +13,7 @@
 //! - [`read`]: describing an archive and reading streams.
 //! - [`verify`]: the soundness check.
 //! - [`keys`]: reserved metadata keys.
+//! - `write` (feature `write`): the streaming writer, sealing, retention.
 //!
 //! With the default `write` feature off, the crate is a reader with no
 //! thread and no writer code, which is what compiles to wasm32.
@@ -25,6 +26,8 @@ pub mod keys;
 pub mod read;
 pub mod segment;
 pub mod verify;
+#[cfg(feature = "write")]
+pub mod write;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
@@ -34,3 +37,5 @@ pub use container::Archive;
 pub use container::{ArchiveMut, Transaction};
 pub use error::{Error, NotArchive, ReadOnly, Result};
 pub use segment::{Segment, SegmentEncoder};
+#[cfg(feature = "write")]
+pub use write::{Evicted, SealPolicy, SourceWriter, Writer, WriterOptions};

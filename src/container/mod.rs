@@ -14,13 +14,15 @@ mod transaction;
 
 #[cfg(feature = "write")]
 pub use handle::ArchiveMut;
+#[cfg(feature = "write")]
+pub(crate) use handle::{create_file, open_streaming};
 pub use handle::{Archive, Snapshot};
 pub use schema::{CATALOG_TABLES, SCHEMA_SQL};
 #[cfg(not(target_arch = "wasm32"))]
 pub use sniff::sniff;
 pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};
 #[cfg(feature = "write")]
-pub use transaction::Transaction;
+pub use transaction::{NewSource, Transaction};
 
 /// `application_id` of every archive: the ASCII bytes `dend`.
 pub const APPLICATION_ID: u32 = 0x6465_6e64;

@@ -87,7 +87,7 @@ impl<'a> Transaction<'a> {
 
     /// A v4 uuid from SQLite's own random source, so no build of the crate
     /// needs an operating-system RNG.
-    fn mint_uuid(&self) -> Result<String> {
+    pub(crate) fn mint_uuid(&self) -> Result<String> {
         let random: Vec<u8> = self
             .tx
             .query_row("SELECT randomblob(16)", [], |r| r.get(0))

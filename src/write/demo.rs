@@ -1,0 +1,1 @@
+//! A realistic demo archive (placeholder while the writer is built).

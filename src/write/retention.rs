@@ -1,0 +1,251 @@
+//! Retention as mechanism: the caller decides what is old enough, the
+//! writer removes it and says exactly what went (format §3.3 "Retention and
+//! live rows", §3.4, §3.5).
+//!
+//! Eviction works by time and does not know which rows were sealed: a live
+//! row older than the cutoff is deleted with the rest and was in no segment.
+//! Such rows are counted in [`Evicted::live_rows`] and logged, because the
+//! loss comes from the caller's own two policies (a seal cadence slower than
+//! the lookback) and is theirs to fix.
+
+use std::collections::BTreeMap;
+
+use log::warn;
+use rusqlite::params;
+
+use super::append::with_retries;
+use super::thread::WriterThread;
+use super::EvictRequest;
+use crate::catalog::LIVE_WAL_PREDICATE;
+use crate::container::Transaction;
+use crate::error::{Error, Result};
+
+/// What one retention pass removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Evicted {
+    /// Sealed segments deleted.
+    pub segments: u64,
+    /// Their payload bytes.
+    pub segment_bytes: u64,
+    /// WAL rows deleted, live or already sealed.
+    pub wal_rows: u64,
+    /// Of those, rows no segment held: lost, not just expired.
+    pub live_rows: u64,
+    /// Caller rows deleted.
+    pub caller_rows: u64,
+    /// Clock observations deleted.
+    pub clock_offsets: u64,
+    /// Payload bytes deleted in all: segments, WAL rows and caller blobs.
+    pub bytes: u64,
+}
+
+/// One sealed segment's size, for a caller enforcing a size cap.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SegmentSize {
+    /// The stream.
+    pub stream: String,
+    /// Its seq.
+    pub seq: i64,
+    /// Rows it holds.
+    pub rows: i64,
+    /// Its first row's timestamp.
+    pub first_ts: i64,
+    /// Its last row's timestamp: what eviction compares with the cutoff.
+    pub last_ts: i64,
+    /// Payload bytes.
+    pub bytes: i64,
+}
+
+fn count_and_bytes(
+    conn: &rusqlite::Connection,
+    sql: &str,
+    source_id: i64,
+    name: &str,
+    bound: i64,
+) -> rusqlite::Result<(u64, u64)> {
+    conn.prepare_cached(sql)?
+        .query_row(params![source_id, name, bound], |r| {
+            Ok((r.get::<_, i64>(0)? as u64, r.get::<_, i64>(1)? as u64))
+        })
+}
+
+/// One pass in one transaction. Returns what went and the names touched.
+fn evict_once(
+    tx: &Transaction<'_>,
+    file: &str,
+    source_id: i64,
+    request: &EvictRequest,
+) -> Result<(Evicted, Vec<String>)> {
+    let sql = |e| Error::sqlite(file, "cannot apply retention", e);
+    let conn = tx.sql();
+    let cutoff = request.cutoff;
+    let mut names: Vec<String> = {
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT stream FROM segments WHERE source_id = ?1
+                 UNION SELECT stream FROM wal WHERE source_id = ?1
+                 UNION SELECT stream FROM caller_rows WHERE source_id = ?1",
+            )
+            .map_err(sql)?;
+        let names = stmt
+            .query_map([source_id], |r| r.get(0))
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
+            .map_err(sql)?;
+        names
+    };
+    if let Some(accept) = &request.streams {
+        names.retain(|n| accept(n));
+    }
+    let mut out = Evicted::default();
+    for name in &names {
+        let (segments, segment_bytes) = count_and_bytes(
+            conn,
+            "SELECT COUNT(*), COALESCE(SUM(length(bytes)), 0) FROM segments
+             WHERE source_id = ?1 AND stream = ?2 AND last_ts < ?3",
+            source_id,
+            name,
+            cutoff,
+        )
+        .map_err(sql)?;
+        // Counted before the segments go, while the rule can still tell a
+        // row a segment held from one none did.
+        let (live, _) = count_and_bytes(
+            conn,
+            &format!(
+                "SELECT COUNT(*), 0 FROM wal
+                 WHERE source_id = ?1 AND stream = ?2 AND ts < ?3 AND {LIVE_WAL_PREDICATE}"
+            ),
+            source_id,
+            name,
+            cutoff,
+        )
+        .map_err(sql)?;
+        let (wal_rows, wal_bytes) = count_and_bytes(
+            conn,
+            "SELECT COUNT(*), COALESCE(SUM(length(row)), 0) FROM wal
+             WHERE source_id = ?1 AND stream = ?2 AND ts < ?3",
+            source_id,
+            name,
+            cutoff,
+        )
+        .map_err(sql)?;
+        let floor = request
+            .floors
+            .get(name)
+            .map_or(cutoff, |f| (*f).min(cutoff));
+        let (caller_rows, caller_bytes) = count_and_bytes(
+            conn,
+            "SELECT COUNT(*), COALESCE(SUM(length(blob)), 0) FROM caller_rows
+             WHERE source_id = ?1 AND stream = ?2 AND ts < ?3",
+            source_id,
+            name,
+            floor,
+        )
+        .map_err(sql)?;
+        for (statement, bound) in [
+            (
+                "DELETE FROM segments WHERE source_id = ?1 AND stream = ?2 AND last_ts < ?3",
+                cutoff,
+            ),
+            (
+                "DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts < ?3",
+                cutoff,
+            ),
+            (
+                "DELETE FROM caller_rows WHERE source_id = ?1 AND stream = ?2 AND ts < ?3",
+                floor,
+            ),
+        ] {
+            conn.prepare_cached(statement)
+                .and_then(|mut s| s.execute(params![source_id, name, bound]))
+                .map_err(sql)?;
+        }
+        out.segments += segments;
+        out.segment_bytes += segment_bytes;
+        out.wal_rows += wal_rows;
+        out.live_rows += live;
+        out.caller_rows += caller_rows;
+        out.bytes += segment_bytes + wal_bytes + caller_bytes;
+    }
+    // Clock observations: a whole-source pass cuts at the cutoff; a
+    // per-stream pass only below the oldest row the source still holds.
+    let bound = if request.streams.is_none() {
+        cutoff
+    } else {
+        let oldest: Option<i64> = conn
+            .query_row(
+                "SELECT MIN(t) FROM (SELECT MIN(first_ts) AS t FROM segments WHERE source_id = ?1
+                                     UNION ALL SELECT MIN(ts) FROM wal WHERE source_id = ?1)",
+                [source_id],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        oldest.map_or(cutoff, |o| o.min(cutoff))
+    };
+    out.clock_offsets = conn
+        .execute(
+            "DELETE FROM clock_offsets WHERE source_id = ?1 AND ts < ?2",
+            params![source_id, bound],
+        )
+        .map_err(sql)? as u64;
+    Ok((out, names))
+}
+
+impl WriterThread {
+    /// A retention pass, then a capped reclaim if the free list has grown.
+    pub(super) fn evict(&mut self, source_id: i64, request: EvictRequest) -> Result<Evicted> {
+        self.require_open(source_id)?;
+        let file = self.file.clone();
+        let (evicted, names) = with_retries(&file, "applying retention", || {
+            let tx = Transaction::begin(&self.conn, &file)?;
+            let out = evict_once(&tx, &file, source_id, &request)?;
+            tx.commit()?;
+            Ok(out)
+        })?;
+        for name in &names {
+            self.streams.refresh(&self.conn, &file, source_id, name)?;
+            self.pages
+                .stop_waiting(source_id, Some(name), request.cutoff);
+        }
+        if evicted.live_rows > 0 {
+            warn!(
+                "{file}: retention on source {source_id} deleted {} row(s) that no segment held: \
+                 a stream seals less often than it is evicted. Seal at least as often as you evict",
+                evicted.live_rows
+            );
+        }
+        if let Err(e) = super::checkpoint::reclaim_if_fragmented(&self.conn, &file) {
+            warn!("{file}: reclaiming free pages after retention failed ({e})");
+        }
+        Ok(evicted)
+    }
+
+    /// The source's sealed segments by age (oldest `last_ts` first).
+    pub(super) fn segment_sizes(&self, source_id: i64) -> Result<Vec<SegmentSize>> {
+        let sql = |e| Error::sqlite(&self.file, "cannot list segment sizes", e);
+        let mut stmt = self
+            .conn
+            .prepare_cached(
+                "SELECT stream, seq, rows, first_ts, last_ts, length(bytes) FROM segments
+                 WHERE source_id = ?1 ORDER BY last_ts, stream, seq",
+            )
+            .map_err(sql)?;
+        let rows = stmt
+            .query_map([source_id], |r| {
+                Ok(SegmentSize {
+                    stream: r.get(0)?,
+                    seq: r.get(1)?,
+                    rows: r.get(2)?,
+                    first_ts: r.get(3)?,
+                    last_ts: r.get(4)?,
+                    bytes: r.get(5)?,
+                })
+            })
+            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(sql)?;
+        Ok(rows)
+    }
+}
+
+/// A floor per caller-row name, for the `_with_floor` retention calls.
+pub(super) type Floors = BTreeMap<String, i64>;

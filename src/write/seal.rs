@@ -1,0 +1,542 @@
+//! Sealing: when a stream's live rows become a segment, and how.
+//!
+//! A seal has three steps. The writer thread reads the stream's live rows
+//! and hands them to the encoder thread, which runs the caller's encoder
+//! (checked by [`materialize`]) while the writer thread goes on committing
+//! appends. When the segment comes back, one transaction inserts it with
+//! the batch's clock observation. The rows it covers stay in the `wal`
+//! table, hidden by the watermark, until a later prune deletes them in bulk
+//! (`prune.rs`).
+//!
+//! The watermark each stream's appends are checked against moves as soon as
+//! rows are handed to the encoder, not when the segment commits, so a row
+//! arriving in between is judged exactly as it would be after the commit.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use log::warn;
+
+use super::thread::WriterThread;
+use super::Msg;
+use crate::catalog::{Snapshot, WalRow};
+use crate::container::Transaction;
+use crate::error::{Error, Result};
+use crate::segment::{materialize, Segment, SegmentEncoder};
+
+/// When a source's streams seal without being asked. Each limit is checked
+/// per stream; any one reached seals it. The default seals only when told.
+///
+/// Row and byte limits are checked after an append commits, so a segment
+/// holds exactly the limit. Age and alignment are checked before an append
+/// goes in, against that append's time, so a segment never reaches across
+/// the age or the boundary. Time is the source's own timeline (row
+/// timestamps, and for alignment the wall clock they carry), so a source
+/// that stops appending stops sealing too; seal it explicitly or finalize.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct SealPolicy {
+    /// Seal once a stream holds this many unsealed rows.
+    pub max_rows: Option<u64>,
+    /// Seal once a stream's unsealed rows hold this many payload bytes.
+    pub max_bytes: Option<u64>,
+    /// Seal before a stream's oldest unsealed row would be this much older
+    /// than the source's newest.
+    pub max_age: Option<Duration>,
+    /// Seal whenever the source's wall clock crosses a multiple of this
+    /// (every 5 minutes on the 5-minute marks, say), so segments line up
+    /// across streams and sources.
+    pub align: Option<Duration>,
+}
+
+impl SealPolicy {
+    /// Explicit seals only.
+    pub fn never() -> SealPolicy {
+        SealPolicy::default()
+    }
+
+    /// This policy, also sealing at `rows` unsealed rows.
+    pub fn rows(mut self, rows: u64) -> SealPolicy {
+        self.max_rows = Some(rows.max(1));
+        self
+    }
+
+    /// This policy, also sealing at `bytes` of unsealed payload.
+    pub fn bytes(mut self, bytes: u64) -> SealPolicy {
+        self.max_bytes = Some(bytes.max(1));
+        self
+    }
+
+    /// This policy, also sealing before the oldest unsealed row gets `age` old.
+    pub fn age(mut self, age: Duration) -> SealPolicy {
+        self.max_age = Some(age);
+        self
+    }
+
+    /// This policy, also sealing at every wall-clock multiple of `period`.
+    pub fn aligned(mut self, period: Duration) -> SealPolicy {
+        self.align = Some(period);
+        self
+    }
+
+    pub(crate) fn has_time_limit(&self) -> bool {
+        self.max_age.is_some() || self.align.is_some()
+    }
+
+    /// Due by time: the incoming rows at `(now_ts, now_wall)` would make the
+    /// stream's unsealed rows span too long, or cross an alignment boundary.
+    pub(crate) fn due_by_time(
+        &self,
+        first: Option<(i64, i64)>,
+        now_ts: i64,
+        now_wall: i64,
+    ) -> bool {
+        let Some((first_ts, first_wall)) = first else {
+            return false;
+        };
+        if let Some(age) = self.max_age {
+            if (now_ts as i128 - first_ts as i128) >= age.as_nanos() as i128 {
+                return true;
+            }
+        }
+        if let Some(period) = self.align {
+            let period = period.as_nanos().clamp(1, i64::MAX as u128) as i64;
+            if now_wall.div_euclid(period) != first_wall.div_euclid(period) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// Due by size: the stream's unsealed rows reached a row or byte limit.
+    pub(crate) fn due_by_size(&self, rows: u64, bytes: u64) -> bool {
+        self.max_rows.is_some_and(|m| rows >= m) || self.max_bytes.is_some_and(|m| bytes >= m)
+    }
+}
+
+/// One stream's rows, on their way to the encoder.
+struct Job {
+    batch: u64,
+    stream: String,
+    rows: Vec<WalRow>,
+}
+
+/// What came back for one job.
+pub(super) struct Done {
+    batch: u64,
+    stream: String,
+    rows_in: u64,
+    bytes_in: u64,
+    first_in: (i64, i64),
+    outcome: Result<Option<Encoded>>,
+}
+
+/// A checked segment and the clock observation its last row carries.
+struct Encoded {
+    segment: Segment,
+    observation: (i64, i64),
+}
+
+/// The streams one seal request covers: committed together.
+struct Batch {
+    id: u64,
+    source_id: i64,
+    waiting: usize,
+    done: Vec<Done>,
+}
+
+/// The encoder thread, and the seal batches handed to it, oldest first.
+pub(super) struct Sealer {
+    jobs: Option<Sender<Job>>,
+    done: Receiver<Done>,
+    worker: Option<JoinHandle<()>>,
+    batches: VecDeque<Batch>,
+    next_batch: u64,
+}
+
+impl Sealer {
+    /// Starts the encoder thread. `wake` is the writer's own channel: a
+    /// finished job knocks on it so an idle writer commits the segment
+    /// promptly. The knock never blocks: if the slot is taken, the writer is
+    /// about to wake anyway and will look.
+    pub fn start(
+        file: &str,
+        encoder: Arc<dyn SegmentEncoder>,
+        wake: SyncSender<Msg>,
+    ) -> Result<Sealer> {
+        let (jobs, job_rx) = mpsc::channel::<Job>();
+        let (done_tx, done) = mpsc::channel::<Done>();
+        let name = file.to_string();
+        let worker = std::thread::Builder::new()
+            .name("dendro-encoder".into())
+            .spawn(move || {
+                for job in job_rx {
+                    let outcome = encode(&name, encoder.as_ref(), &job.stream, &job.rows);
+                    let first = job
+                        .rows
+                        .first()
+                        .map_or((0, 0), |r| (r.ts, r.ts.saturating_add(r.wall_offset)));
+                    let done = Done {
+                        batch: job.batch,
+                        rows_in: job.rows.len() as u64,
+                        bytes_in: job.rows.iter().map(|r| r.row.len() as u64).sum(),
+                        first_in: first,
+                        stream: job.stream,
+                        outcome,
+                    };
+                    drop(job.rows);
+                    if done_tx.send(done).is_err() {
+                        return;
+                    }
+                    let _ = wake.try_send(Msg::Wake);
+                }
+            })
+            .map_err(|e| Error::io(file, "cannot spawn the encoder thread `dendro-encoder`", e))?;
+        Ok(Sealer {
+            jobs: Some(jobs),
+            done,
+            worker: Some(worker),
+            batches: VecDeque::new(),
+            next_batch: 0,
+        })
+    }
+
+    /// Whether any seal is with the encoder or waiting to commit.
+    pub fn busy(&self) -> bool {
+        !self.batches.is_empty()
+    }
+
+    /// Stops the encoder thread after its current job and waits for it.
+    pub fn stop(&mut self) {
+        self.jobs = None;
+        if let Some(worker) = self.worker.take() {
+            let _ = worker.join();
+        }
+    }
+}
+
+/// Runs the encoder over one stream's rows, turning a panic into the same
+/// error an `Err` would be: either way it will recur, so it ends the writer.
+fn encode(
+    file: &str,
+    encoder: &dyn SegmentEncoder,
+    stream: &str,
+    rows: &[WalRow],
+) -> Result<Option<Encoded>> {
+    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        materialize(file, encoder, stream, rows)
+    }));
+    let segment = match run {
+        Ok(result) => result?,
+        Err(panic) => {
+            let text = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "no message".into());
+            return Err(Error::Encoder {
+                file: file.to_string(),
+                stream: stream.to_string(),
+                message: format!("the encoder panicked: {text}"),
+            });
+        }
+    };
+    Ok(segment.map(|segment| {
+        let last = rows
+            .iter()
+            .rev()
+            .find(|r| r.ts == segment.last_ts)
+            .expect("materialize checked that the segment ends at an input row");
+        Encoded {
+            observation: (last.ts, last.wall_offset),
+            segment,
+        }
+    }))
+}
+
+impl WriterThread {
+    /// Hands the live rows of `streams` to the encoder as one batch. A
+    /// stream already with the encoder is sealed again once that lands.
+    pub(super) fn dispatch_seal(&mut self, source_id: i64, streams: &[String]) -> Result<()> {
+        let mut jobs = Vec::new();
+        let id = self.sealer.next_batch;
+        for stream in streams {
+            if jobs.iter().any(|j: &Job| &j.stream == stream) {
+                continue;
+            }
+            let st = self.streams.get_mut(source_id, stream);
+            if st.in_flight.is_some() {
+                st.seal_again = true;
+                continue;
+            }
+            let snapshot = Snapshot {
+                conn: &self.conn,
+                file: &self.file,
+            };
+            let rows = snapshot.live_wal_rows(source_id, stream)?;
+            let Some(last) = rows.last() else {
+                let st = self.streams.get_mut(source_id, stream);
+                if st.watermark.is_none() && st.newest.is_none() {
+                    warn!(
+                        "{}: asked to seal stream {stream:?} of source {source_id}, which has never \
+                         held a row; is the name right?",
+                        self.file
+                    );
+                }
+                continue;
+            };
+            let st = self.streams.get_mut(source_id, stream);
+            st.in_flight = Some(last.ts);
+            st.unsealed_rows = 0;
+            st.unsealed_bytes = 0;
+            st.first_unsealed = None;
+            jobs.push(Job {
+                batch: id,
+                stream: stream.clone(),
+                rows,
+            });
+        }
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        self.sealer.next_batch += 1;
+        self.sealer.batches.push_back(Batch {
+            id,
+            source_id,
+            waiting: jobs.len(),
+            done: Vec::new(),
+        });
+        let sender = self
+            .sealer
+            .jobs
+            .as_ref()
+            .expect("the encoder runs while the writer does");
+        for job in jobs {
+            if sender.send(job).is_err() {
+                return Err(self.encoder_gone());
+            }
+        }
+        Ok(())
+    }
+
+    fn encoder_gone(&self) -> Error {
+        Error::WriterStopped {
+            file: self.file.clone(),
+            message: "the encoder thread ended unexpectedly".into(),
+        }
+    }
+
+    /// Commits every seal the encoder has finished, without waiting.
+    pub(super) fn collect_seals(&mut self) -> Result<()> {
+        loop {
+            match self.sealer.done.try_recv() {
+                Ok(done) => self.finished(done)?,
+                Err(TryRecvError::Empty) => return Ok(()),
+                Err(TryRecvError::Disconnected) if !self.sealer.busy() => return Ok(()),
+                Err(TryRecvError::Disconnected) => return Err(self.encoder_gone()),
+            }
+        }
+    }
+
+    /// Waits for every seal in flight and commits it: the barrier before
+    /// anything that must see sealed state settled (finalize, retention,
+    /// adopting a segment, a sync, a clean close).
+    pub(super) fn drain_seals(&mut self) -> Result<()> {
+        while self.sealer.busy() {
+            match self.sealer.done.recv() {
+                Ok(done) => self.finished(done)?,
+                Err(_) => return Err(self.encoder_gone()),
+            }
+        }
+        Ok(())
+    }
+
+    fn finished(&mut self, done: Done) -> Result<()> {
+        let batch = self
+            .sealer
+            .batches
+            .iter_mut()
+            .find(|b| b.id == done.batch)
+            .expect("every finished job belongs to a batch in flight");
+        batch.waiting -= 1;
+        batch.done.push(done);
+        while self.sealer.batches.front().is_some_and(|b| b.waiting == 0) {
+            let batch = self.sealer.batches.pop_front().expect("checked");
+            self.commit_batch(batch)?;
+        }
+        Ok(())
+    }
+
+    /// One transaction for a batch's segments and its clock observation.
+    fn commit_batch(&mut self, batch: Batch) -> Result<()> {
+        let source_id = batch.source_id;
+        let mut ready: Vec<(Done, Encoded)> = Vec::new();
+        for mut done in batch.done {
+            match std::mem::replace(&mut done.outcome, Ok(None)) {
+                Err(e) => return Err(e),
+                Ok(None) => self.restore(source_id, &done),
+                Ok(Some(encoded)) => ready.push((done, encoded)),
+            }
+        }
+        if !ready.is_empty() {
+            let committed = super::append::with_retries(&self.file, "sealing", || {
+                let tx = Transaction::begin(&self.conn, &self.file)?;
+                let mut observation: Option<(i64, i64)> = None;
+                for (done, encoded) in &ready {
+                    let seq = self
+                        .streams
+                        .get(source_id, &done.stream)
+                        .map_or(0, |st| st.next_seq);
+                    tx.insert_segment(source_id, &done.stream, seq, &encoded.segment)?;
+                    if observation.is_none_or(|(ts, _)| encoded.observation.0 >= ts) {
+                        observation = Some(encoded.observation);
+                    }
+                }
+                if let Some((ts, offset)) = observation {
+                    tx.insert_clock_offset(source_id, ts, offset)?;
+                }
+                tx.commit()
+            });
+            match committed {
+                Ok(()) => {
+                    for (done, encoded) in &ready {
+                        let st = self.streams.get_mut(source_id, &done.stream);
+                        st.next_seq += 1;
+                        st.watermark = Some(encoded.segment.last_ts);
+                        st.in_flight = None;
+                        st.covered_rows += done.rows_in;
+                        self.pages
+                            .covered(source_id, &done.stream, encoded.segment.last_ts);
+                    }
+                }
+                Err(e) if super::append::is_transient(&e) => {
+                    warn!(
+                        "{}: a seal of {} stream(s) of source {source_id} was deferred ({e}); \
+                         their rows stay live and seal next time",
+                        self.file,
+                        ready.len()
+                    );
+                    for (done, _) in &ready {
+                        self.restore(source_id, done);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        let again: Vec<String> = self
+            .streams
+            .of_source_mut(source_id)
+            .filter(|(_, st)| st.seal_again && st.in_flight.is_none())
+            .map(|(name, st)| {
+                st.seal_again = false;
+                name.clone()
+            })
+            .collect();
+        if !again.is_empty() {
+            self.dispatch_seal(source_id, &again)?;
+        }
+        Ok(())
+    }
+
+    /// A job produced no segment (or could not commit): its rows are live
+    /// again and count toward the next seal.
+    fn restore(&mut self, source_id: i64, done: &Done) {
+        let st = self.streams.get_mut(source_id, &done.stream);
+        st.in_flight = None;
+        st.unsealed_rows += done.rows_in;
+        st.unsealed_bytes += done.bytes_in;
+        st.first_unsealed = match st.first_unsealed {
+            Some(first) if first.0 < done.first_in.0 => Some(first),
+            _ => Some(done.first_in),
+        };
+    }
+}
+
+/// What [`super::SourceWriter::adopt_segment`] did with a segment built
+/// elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Adopted {
+    /// Inserted at this seq; the stream's watermark is now its last row.
+    Inserted {
+        /// The seq it was given.
+        seq: i64,
+    },
+    /// The stream's sealed rows already reach its last row: nothing to do.
+    AlreadyHeld,
+}
+
+impl WriterThread {
+    /// Inserts a segment someone else encoded (a replica, a copy) at the
+    /// stream's next seq, if it fits after what the stream already has.
+    pub(super) fn adopt(
+        &mut self,
+        source_id: i64,
+        stream: &str,
+        segment: Segment,
+    ) -> Result<Adopted> {
+        self.require_open(source_id)?;
+        let file = self.file.clone();
+        let invalid = |message: String| Error::Invalid {
+            file: file.clone(),
+            message: format!("cannot adopt a segment into stream {stream:?}: {message}"),
+        };
+        if segment.rows < 1 || segment.first_ts > segment.last_ts {
+            return Err(invalid(format!(
+                "it claims {} rows from {} to {}",
+                segment.rows, segment.first_ts, segment.last_ts
+            )));
+        }
+        if !crate::segment::has_parquet_magic(&segment.bytes) {
+            return Err(invalid("its bytes are not a Parquet file".into()));
+        }
+        let watermark = self
+            .streams
+            .get(source_id, stream)
+            .and_then(|st| st.watermark);
+        if let Some(w) = watermark {
+            if segment.last_ts <= w {
+                return Ok(Adopted::AlreadyHeld);
+            }
+            if segment.first_ts <= w {
+                return Err(invalid(format!(
+                    "it spans {}..={} across the stream's newest sealed row {w}",
+                    segment.first_ts, segment.last_ts
+                )));
+            }
+        }
+        let live = Snapshot {
+            conn: &self.conn,
+            file: &file,
+        }
+        .live_wal_span(source_id, stream)?;
+        if let Some(live) = live.filter(|l| l.first_ts <= segment.last_ts) {
+            return Err(invalid(format!(
+                "it reaches to {}, past the unsealed row at {}; it would hide rows it does not hold",
+                segment.last_ts, live.first_ts
+            )));
+        }
+        let seq = self
+            .streams
+            .get(source_id, stream)
+            .map_or(0, |st| st.next_seq);
+        with_retries_here(&file, || {
+            let tx = Transaction::begin(&self.conn, &file)?;
+            tx.insert_segment(source_id, stream, seq, &segment)?;
+            tx.commit()
+        })?;
+        let st = self.streams.get_mut(source_id, stream);
+        st.next_seq = seq + 1;
+        st.watermark = Some(segment.last_ts);
+        st.newest = Some(
+            st.newest
+                .map_or(segment.last_ts, |n| n.max(segment.last_ts)),
+        );
+        Ok(Adopted::Inserted { seq })
+    }
+}
+
+fn with_retries_here(file: &str, op: impl FnMut() -> Result<()>) -> Result<()> {
+    super::append::with_retries(file, "adopting a segment", op)
+}

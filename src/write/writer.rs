@@ -1,0 +1,274 @@
+//! The archive's writer handle: starts the writer thread and hands out one
+//! [`SourceWriter`] per source.
+
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, SyncSender};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use log::warn;
+
+use super::seal::Sealer;
+use super::streams::StreamCache;
+use super::thread::WriterThread;
+use super::{
+    request, wall_clock_ns, CheckpointReport, Msg, NewSource, Opened, Shared, SourceClock,
+    SourceRef, SourceWriter, TickRows, WriterOptions,
+};
+use crate::catalog::Labels;
+use crate::container::{create_file, open_streaming};
+use crate::error::{Error, Result};
+use crate::segment::SegmentEncoder;
+
+/// The streaming writer of one archive. It owns the archive's only writing
+/// connection, on a thread of its own (`dendro-writer`), with a second
+/// (`dendro-encoder`) for the caller's encoder.
+///
+/// Several sources can be written at once; their handles share one
+/// single-slot channel. [`Writer::join`] (or dropping the writer) waits for
+/// seals in flight and stops the thread; after that the handles' calls fail.
+pub struct Writer {
+    tx: Option<SyncSender<Msg>>,
+    thread: Option<JoinHandle<Result<()>>>,
+    shared: Arc<Shared>,
+    path: PathBuf,
+}
+
+impl std::fmt::Debug for Writer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Writer")
+            .field("path", &self.path)
+            .field("running", &self.thread.is_some())
+            .finish()
+    }
+}
+
+impl Writer {
+    /// Creates a new archive at `path` (which must not exist, or be empty)
+    /// and starts writing it. The main file alone is a valid archive from
+    /// the moment this returns.
+    pub fn create(
+        path: impl AsRef<Path>,
+        encoder: impl SegmentEncoder + 'static,
+    ) -> Result<Writer> {
+        Writer::create_with(path, Arc::new(encoder), WriterOptions::default())
+    }
+
+    /// Opens an existing archive to append to it. Nothing changes until a
+    /// source is added or resumed. Refused as [`Error::InUse`] while an
+    /// [`crate::ArchiveMut`] holds the file.
+    pub fn open(path: impl AsRef<Path>, encoder: impl SegmentEncoder + 'static) -> Result<Writer> {
+        Writer::open_with(path, Arc::new(encoder), WriterOptions::default())
+    }
+
+    /// [`Writer::create`] with a shared encoder and explicit options.
+    pub fn create_with(
+        path: impl AsRef<Path>,
+        encoder: Arc<dyn SegmentEncoder>,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        let path = path.as_ref();
+        create_file(path)?;
+        Writer::start(path, encoder, options).inspect_err(|_| {
+            // A file this call made and could not start writing is of no use
+            // to anyone, and leaving it would make the retry fail as "exists".
+            for suffix in ["", "-wal", "-shm"] {
+                let mut name = path.as_os_str().to_os_string();
+                name.push(suffix);
+                let _ = std::fs::remove_file(PathBuf::from(name));
+            }
+        })
+    }
+
+    /// [`Writer::open`] with a shared encoder and explicit options.
+    pub fn open_with(
+        path: impl AsRef<Path>,
+        encoder: Arc<dyn SegmentEncoder>,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        Writer::start(path.as_ref(), encoder, options)
+    }
+
+    fn start(
+        path: &Path,
+        encoder: Arc<dyn SegmentEncoder>,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        let file = path.display().to_string();
+        let conn = open_streaming(path)?;
+        conn.busy_timeout(options.busy_timeout)
+            .map_err(|e| Error::sqlite(&file, "cannot set the busy timeout", e))?;
+        conn.set_prepared_statement_cache_capacity(64);
+        let streams = StreamCache::seed(&conn, &file)?;
+        let (tx, rx) = sync_channel(1);
+        let shared = Arc::new(Shared::new(file.clone()));
+        let sealer = Sealer::start(&file, Arc::clone(&encoder), tx.clone())?;
+        let state = WriterThread::new(
+            conn,
+            file.clone(),
+            encoder,
+            options,
+            streams,
+            sealer,
+            Arc::clone(&shared),
+        );
+        let thread = std::thread::Builder::new()
+            .name("dendro-writer".into())
+            .spawn(move || state.run(rx))
+            .map_err(|e| Error::io(&file, "cannot spawn the writer thread `dendro-writer`", e))?;
+        Ok(Writer {
+            tx: Some(tx),
+            thread: Some(thread),
+            shared,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// The archive being written.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn sender(&self) -> Result<&SyncSender<Msg>> {
+        self.tx.as_ref().ok_or_else(|| self.shared.stopped())
+    }
+
+    fn handle(&self, opened: Opened, clock: SourceClock) -> Result<SourceWriter> {
+        Ok(SourceWriter {
+            tx: self.sender()?.clone(),
+            shared: Arc::clone(&self.shared),
+            source_id: opened.source_id,
+            uuid: opened.uuid,
+            clock,
+            floor: opened.floor,
+            dropped: opened.dropped,
+            released: false,
+        })
+    }
+
+    /// Adds a source anchored at the wall clock now. Its metadata gains
+    /// `writer_sessions` and, if the encoder reports one, `encoder`.
+    pub fn add_source(&self, labels: Labels, metadata: Labels) -> Result<SourceWriter> {
+        let clock = SourceClock::new(wall_clock_ns());
+        self.add(
+            NewSource {
+                uuid: None,
+                labels,
+                metadata,
+                complete: false,
+                clock_anchor_wall_ns: clock.anchor(),
+            },
+            clock,
+        )
+    }
+
+    /// Adds a source exactly as described: its uuid (a copy of a source
+    /// from elsewhere keeps its identity; `None` mints one) and its anchor.
+    /// A uuid the archive already holds is refused: resume that source.
+    pub fn add_source_with_uuid(&self, source: NewSource) -> Result<SourceWriter> {
+        let clock = SourceClock::new(source.clock_anchor_wall_ns);
+        self.add(source, clock)
+    }
+
+    fn add(&self, source: NewSource, clock: SourceClock) -> Result<SourceWriter> {
+        let opened = request(self.sender()?, &self.shared, |reply| Msg::AddSource {
+            source,
+            reply,
+        })?;
+        self.handle(opened, clock)
+    }
+
+    /// Continues a source of a reopened archive as a new writer session
+    /// anchored at the wall clock now (format §7). See
+    /// [`Writer::resume_source_at`].
+    pub fn resume_source(&self, source: impl Into<SourceRef>) -> Result<SourceWriter> {
+        let clock = SourceClock::new(wall_clock_ns());
+        self.resume(source.into(), clock)
+    }
+
+    /// Continues a source as a new session anchored at `anchor`. The anchor
+    /// must be later than the source's newest row, and so must every row the
+    /// session appends ([`Error::TimelineBackwards`] otherwise). Segment seqs
+    /// continue from `MAX(seq) + 1`; `complete` is cleared until this
+    /// session finalizes; `writer_sessions` and `events` record the resume.
+    pub fn resume_source_at(
+        &self,
+        source: impl Into<SourceRef>,
+        anchor: i64,
+    ) -> Result<SourceWriter> {
+        self.resume(source.into(), SourceClock::new(anchor))
+    }
+
+    fn resume(&self, source: SourceRef, clock: SourceClock) -> Result<SourceWriter> {
+        let anchor = clock.anchor();
+        let opened = request(self.sender()?, &self.shared, |reply| Msg::Resume {
+            source,
+            anchor,
+            reply,
+        })?;
+        self.handle(opened, clock)
+    }
+
+    /// Appends one tick for several sources in one transaction (one fsync
+    /// however many sources). Each source's outcome is reported separately:
+    /// one source's duplicate or refused row costs only its own part.
+    pub fn wal_tick(&self, ticks: Vec<(&SourceWriter, TickRows)>) -> Result<Vec<Result<()>>> {
+        let ticks: Vec<(i64, TickRows)> = ticks
+            .into_iter()
+            .map(|(w, rows)| (w.source_id, rows))
+            .collect();
+        request(self.sender()?, &self.shared, |reply| Msg::Wal {
+            ticks,
+            reply,
+        })
+    }
+
+    /// Waits until everything sent so far, seals included, is committed.
+    pub fn sync(&self) -> Result<()> {
+        request(self.sender()?, &self.shared, |reply| Msg::Sync { reply })
+    }
+
+    /// Checkpoints now (passively), on the writer thread.
+    pub fn checkpoint(&self) -> Result<CheckpointReport> {
+        request(self.sender()?, &self.shared, |reply| Msg::Checkpoint {
+            reply,
+        })
+    }
+
+    /// The archive's size in bytes (pages times page size).
+    pub fn archive_bytes(&self) -> Result<u64> {
+        request(self.sender()?, &self.shared, |reply| Msg::ArchiveBytes {
+            reply,
+        })
+    }
+
+    /// Stops the writer: seals in flight land, covered rows are pruned, and
+    /// the thread ends. Returns how it ended, such as the encoder failure
+    /// (naming the stream) that stopped it early.
+    pub fn join(mut self) -> Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if let Some(tx) = self.tx.take() {
+            let _ = tx.send(Msg::Shutdown);
+        }
+        match self.thread.take() {
+            Some(thread) => thread.join().unwrap_or_else(|_| {
+                Err(Error::WriterStopped {
+                    file: self.shared.file.clone(),
+                    message: "the writer thread panicked".into(),
+                })
+            }),
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Writer {
+    fn drop(&mut self) {
+        if let Err(e) = self.stop() {
+            warn!("{e}");
+        }
+    }
+}
