@@ -16,6 +16,10 @@ use crate::catalog::{Labels, WalRow};
 use crate::error::{Error, Result};
 use crate::keys;
 
+// Called on 32-bit targets only (see its docs); tested on every target.
+#[cfg_attr(not(target_pointer_width = "32"), allow(dead_code))]
+mod byte_arrays;
+
 /// Parquet's magic, at both ends of every segment.
 pub const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
 
@@ -248,8 +252,11 @@ pub fn decode_segment_with(
     let len = bytes.len();
     let data = bytes::Bytes::from(bytes);
     guarded(|| {
-        let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(|e| e.to_string())?;
+        let builder =
+            ParquetRecordBatchReaderBuilder::try_new(data.clone()).map_err(|e| e.to_string())?;
         check_layout(builder.metadata(), len)?;
+        #[cfg(target_pointer_width = "32")]
+        byte_arrays::check_lengths(&data)?;
         let builder = match choose(builder.schema()) {
             Some(wanted) => {
                 let roots: Vec<usize> = builder
@@ -428,7 +435,9 @@ mod tests {
         cut.extend_from_slice(&whole[whole.len() / 2..]);
         let err = decode_segment(cut.clone(), None).unwrap_err();
         assert!(err.contains("outside the file"), "{err}");
-        assert!(segment_schema(&cut).unwrap_err().contains("outside the file"));
+        assert!(segment_schema(&cut)
+            .unwrap_err()
+            .contains("outside the file"));
         assert_eq!(decode_segment(whole, None).unwrap()[0].num_rows(), 4096);
     }
 }
