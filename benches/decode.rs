@@ -5,9 +5,13 @@
 //! browser run is compared with, printing one JSON object on stdout:
 //!
 //! - `seg8m.parquet`: one segment of about 8 MiB; its native decode time.
+//! - `demo10.dendro` and `demo100.dendro`: what `dendro demo` writes
+//!   (`dendro::write::demo`, sized to 10 MB and 100 MB), for open + describe.
 //! - `a10.dendro` (about 10 MB, 100 segments) and `a100.dendro` (about
-//!   100 MB, 1,000 segments of 5,200 rows): native open-from-bytes and
-//!   describe times, for reference.
+//!   100 MB, 1,000 segments of 5,200 rows, one stream): for describe at
+//!   1,000 segments and a window of 1M rows.
+//!
+//! Native open-from-bytes and describe times are printed for reference.
 //!
 //! `cargo bench --bench decode -- [--dir DIR]`
 
@@ -147,6 +151,20 @@ fn main() {
             write_archive(&dir.join(name), segments, ROWS_PER_SEGMENT);
         }
     }
+    for (name, bytes) in [
+        ("demo10.dendro", 10_000_000),
+        ("demo100.dendro", 100_000_000),
+    ] {
+        let path = dir.join(name);
+        if !path.exists() {
+            eprintln!("bench: writing {name} (dendro demo)");
+            let tmp = dir.join(format!("{name}.tmp"));
+            let _ = std::fs::remove_file(&tmp);
+            dendro::write::demo::write_demo(&tmp, dendro::write::demo::DemoOptions::sized(bytes))
+                .unwrap();
+            std::fs::rename(&tmp, &path).unwrap();
+        }
+    }
     std::fs::write(&stamp, b"").unwrap();
 
     let seg = std::fs::read(&seg_path).unwrap();
@@ -165,7 +183,7 @@ fn main() {
             seg.len() as f64 / 1e6 / (decode_ms / 1e3)
         ),
     ];
-    for name in ["a10", "a100"] {
+    for name in ["demo10", "demo100", "a10", "a100"] {
         let bytes = std::fs::read(dir.join(format!("{name}.dendro"))).unwrap();
         let open_ms = time(5, || {
             Archive::from_bytes(name, &bytes).unwrap();
