@@ -68,10 +68,7 @@ pub(super) fn reclaim_if_fragmented(conn: &Connection, file: &str) -> Result<u64
     if !should_reclaim(free, pages) {
         return Ok(0);
     }
-    conn.execute_batch(&format!(
-        "PRAGMA incremental_vacuum({RECLAIM_PAGES_PER_PASS})"
-    ))
-    .ctx(file, "cannot reclaim free pages")?;
+    incremental_vacuum(conn, file)?;
     Ok(free.saturating_sub(pragma(conn, file, "freelist_count")?))
 }
 
@@ -80,11 +77,24 @@ pub(super) fn reclaim_if_fragmented(conn: &Connection, file: &str) -> Result<u64
 pub(super) fn reclaim_at_close(conn: &Connection, file: &str) -> Result<()> {
     let started = std::time::Instant::now();
     while pragma(conn, file, "freelist_count")? > 0 && started.elapsed() < RECLAIM_AT_CLOSE_BUDGET {
-        conn.execute_batch(&format!(
+        incremental_vacuum(conn, file)?;
+    }
+    Ok(())
+}
+
+/// One pass of at most [`RECLAIM_PAGES_PER_PASS`] pages. The pragma hands
+/// back one page per step (each step yields an empty row), so it must be
+/// stepped to the end; a single step, which is all a batch execution does,
+/// frees one page.
+fn incremental_vacuum(conn: &Connection, file: &str) -> Result<()> {
+    let what = "cannot reclaim free pages";
+    let mut stmt = conn
+        .prepare(&format!(
             "PRAGMA incremental_vacuum({RECLAIM_PAGES_PER_PASS})"
         ))
-        .ctx(file, "cannot reclaim free pages")?;
-    }
+        .ctx(file, what)?;
+    let mut rows = stmt.query([]).ctx(file, what)?;
+    while rows.next().ctx(file, what)?.is_some() {}
     Ok(())
 }
 
