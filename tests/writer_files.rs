@@ -1,0 +1,258 @@
+//! The writer and the files: one writing connection (refused while an
+//! `ArchiveMut` holds the file), an archive from the moment it is created,
+//! the periodic checkpoint bounding a plain copy, one file after a clean
+//! close, the threads named.
+#![cfg(feature = "write")]
+
+mod common;
+mod writer_support;
+
+use std::time::Duration;
+
+use common::FixtureEncoder;
+use dendro::write::{demo, Writer, WriterOptions};
+use dendro::{Archive, ArchiveMut, ClockOffset, Error, Labels};
+use writer_support::*;
+
+fn sidecar(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    name.into()
+}
+
+#[test]
+fn a_writer_will_not_start_on_a_file_an_archive_mut_holds() {
+    let (_dir, path) = fresh("a.dendro");
+    let held = ArchiveMut::create(&path).unwrap();
+    let err = Writer::open(&path, FixtureEncoder::default()).unwrap_err();
+    assert!(matches!(err, Error::InUse { .. }), "{err}");
+    drop(held);
+    let w = Writer::open(&path, FixtureEncoder::default()).unwrap();
+    w.join().unwrap();
+}
+
+#[test]
+fn create_refuses_an_existing_archive() {
+    let (_dir, path) = fresh("a.dendro");
+    writer(&path).join().unwrap();
+    let err = Writer::create(&path, FixtureEncoder::default()).unwrap_err();
+    assert!(matches!(err, Error::Invalid { .. }), "{err}");
+    assert_sound(&path);
+}
+
+#[test]
+fn the_main_file_alone_is_an_archive_from_the_moment_it_is_created() {
+    let (dir, path) = fresh("a.dendro");
+    let w = writer(&path);
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    s.wal(tick(&[("a", 1)])).unwrap();
+    let copy = dir.path().join("copy.dendro");
+    std::fs::copy(&path, &copy).unwrap();
+    let report = Archive::open(&copy).unwrap().verify().unwrap();
+    assert!(report.sound, "{:?}", report.problems);
+    drop(s);
+    w.join().unwrap();
+}
+
+#[test]
+fn the_periodic_checkpoint_bounds_how_stale_a_plain_copy_is() {
+    let (dir, path) = fresh("a.dendro");
+    let options = WriterOptions {
+        checkpoint_interval: Duration::from_millis(100),
+        ..Default::default()
+    };
+    let w = writer_with(&path, FixtureEncoder::default(), options);
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    for ts in 0..20 {
+        s.wal(tick(&[("a", ts)])).unwrap();
+    }
+    // Nothing else happens; the writer checkpoints on its own.
+    std::thread::sleep(Duration::from_millis(400));
+    let copy = dir.path().join("copy.dendro");
+    std::fs::copy(&path, &copy).unwrap();
+    let a = Archive::open(&copy).unwrap();
+    assert_eq!(
+        stream_ts(&a, 1, "a"),
+        (0..20).collect::<Vec<_>>(),
+        "a copy of the main file holds every row"
+    );
+    drop(s);
+    w.join().unwrap();
+}
+
+#[test]
+fn an_explicit_checkpoint_folds_the_sidecar_in() {
+    let (_dir, path) = fresh("a.dendro");
+    let w = writer(&path);
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    s.wal(tick(&[("a", 1)])).unwrap();
+    let report = w.checkpoint().unwrap();
+    assert!(!report.busy);
+    assert_eq!(report.wal_frames, report.checkpointed_frames);
+    drop(s);
+    w.join().unwrap();
+}
+
+#[test]
+fn a_clean_close_leaves_one_file() {
+    let (_dir, path) = fresh("a.dendro");
+    let w = writer(&path);
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    s.wal(tick(&[("a", 1)])).unwrap();
+    assert!(sidecar(&path, "-wal").exists(), "three files while open");
+    s.finalize(ClockOffset {
+        ts: 1,
+        offset_ns: 0,
+    })
+    .unwrap();
+    w.join().unwrap();
+    assert!(!sidecar(&path, "-wal").exists() && !sidecar(&path, "-shm").exists());
+    assert_sound(&path);
+}
+
+#[test]
+fn the_writer_and_encoder_threads_are_named() {
+    let (_dir, path) = fresh("a.dendro");
+    let w = writer(&path);
+    let names: Vec<String> = std::fs::read_dir("/proc/self/task")
+        .unwrap()
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("comm")).ok())
+        .map(|n| n.trim().to_string())
+        .collect();
+    assert!(names.iter().any(|n| n == "dendro-writer"), "{names:?}");
+    assert!(names.iter().any(|n| n == "dendro-encoder"), "{names:?}");
+    w.join().unwrap();
+}
+
+#[test]
+fn handles_outliving_the_writer_report_that_it_stopped() {
+    let (_dir, path) = fresh("a.dendro");
+    let w = writer(&path);
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    w.join().unwrap();
+    let err = s.wal(tick(&[("a", 1)])).unwrap_err();
+    assert!(matches!(err, Error::WriterStopped { .. }), "{err}");
+}
+
+#[test]
+fn the_demo_archive_is_sound_and_reads_back_through_its_encoder() {
+    let (_dir, path) = fresh("demo.dendro");
+    let options = demo::DemoOptions {
+        duration: Duration::from_secs(900),
+        ..Default::default()
+    };
+    let report = demo::write_demo(&path, options).unwrap();
+    assert_eq!(report.sources, 3);
+    assert_eq!(report.ticks, 900);
+    let a = assert_sound(&path);
+    let read = dendro::read::read_archive(&a, &demo::DemoEncoder).unwrap();
+    for source in &read {
+        assert!(source.source.complete);
+        let md = &source.source.metadata;
+        for key in [
+            "producer_version",
+            "producer_epoch",
+            "producer_epochs",
+            "encoder",
+            "writer_sessions",
+        ] {
+            assert!(md.contains_key(key), "{key}");
+        }
+        let names: Vec<&str> = source.streams.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["cpu", "disk", "memory", "network"]);
+        for stream in &source.streams {
+            assert!(!stream.sealed.is_empty(), "most of it sealed");
+            assert!(
+                matches!(stream.tail, dendro::read::Tail::Materialized(_)),
+                "a live tail"
+            );
+        }
+    }
+    let db = &read[2].source;
+    assert!(
+        db.metadata["writer_sessions"].contains("resumed_after_ts"),
+        "a resumed session"
+    );
+    assert!(
+        read[1].source.metadata["events"].contains("producer_epoch"),
+        "an agent restart"
+    );
+}
+
+#[test]
+fn the_hostile_demo_keeps_its_payloads_verbatim() {
+    let (_dir, path) = fresh("hostile.dendro");
+    let options = demo::DemoOptions {
+        duration: Duration::from_secs(120),
+        hostile: true,
+        ..Default::default()
+    };
+    demo::write_demo(&path, options).unwrap();
+    let a = assert_sound(&path);
+    let sources = a.read_snapshot(|s| s.sources()).unwrap();
+    assert!(sources[0].labels["host"].contains("<script>"));
+    assert_eq!(sources[0].metadata["huge"].len(), 1 << 20);
+    assert!(sources[0].metadata.values().any(|v| v.contains('\u{202e}')));
+    assert!(sources[0]
+        .metadata
+        .values()
+        .any(|v| v.contains('\u{0}') && v.contains('\u{1b}')));
+    let streams = a.read_snapshot(|s| s.streams(sources[0].id)).unwrap();
+    assert!(streams.iter().any(|s| s.contains("onerror")), "{streams:?}");
+}
+
+#[test]
+fn the_live_demo_keeps_appending_until_told_to_stop() {
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+    let (_dir, path) = fresh("live.dendro");
+    let stop = Arc::new(AtomicBool::new(false));
+    let options = demo::DemoOptions {
+        duration: Duration::from_secs(60),
+        live: Some(Arc::clone(&stop)),
+        ..Default::default()
+    };
+    let run = {
+        let path = path.clone();
+        std::thread::spawn(move || demo::write_demo(&path, options).unwrap())
+    };
+    let reader = loop {
+        if let Ok(a) = Archive::open(&path) {
+            if a.read_snapshot(|s| s.sources())
+                .map(|s| s.len())
+                .unwrap_or(0)
+                == 3
+            {
+                break a;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let rows = |a: &Archive| stream_ts(a, 1, "cpu").len();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while rows(&reader) < 61 && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(rows(&reader) >= 61, "a live tick arrived");
+    stop.store(true, Ordering::SeqCst);
+    let report = run.join().unwrap();
+    assert!(report.ticks > 60);
+    assert_sound(&path);
+}
+
+#[test]
+fn an_archive_mut_will_not_open_a_file_the_writer_holds() {
+    let (_dir, path) = fresh("a.dendro");
+    let w = writer(&path);
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    s.wal(tick(&[("a", 1)])).unwrap();
+    match ArchiveMut::open(&path) {
+        Err(Error::InUse { .. }) => {}
+        Err(other) => panic!("expected InUse, got {other}"),
+        Ok(_) => panic!("an ArchiveMut opened a file the writer holds"),
+    }
+    s.wal(tick(&[("a", 2)])).unwrap();
+    drop(s);
+    w.join().unwrap();
+}
