@@ -358,3 +358,31 @@ fn an_adopted_segment_goes_in_at_the_next_seq_only_where_it_fits() {
     let a = assert_sound(&path);
     assert_eq!(stream_ts(&a, 1, "a"), vec![1, 2, 3, 4, 10]);
 }
+
+/// Drops the first row of every batch it is given, as an encoder may when
+/// a leading run cannot be decoded on its own.
+struct DropsTheFirstRow;
+
+impl dendro::SegmentEncoder for DropsTheFirstRow {
+    fn encode(&self, stream: &str, rows: &[WalRow]) -> Result<Option<dendro::Segment>, String> {
+        FixtureEncoder::default().encode(stream, &rows[1.min(rows.len() - 1)..])
+    }
+}
+
+#[test]
+fn a_leading_run_the_encoder_dropped_leaves_nothing_unreachable() {
+    let (_dir, path) = fresh("a.dendro");
+    let w = writer_with(&path, DropsTheFirstRow, WriterOptions::default());
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    for ts in 1..=5 {
+        s.wal(tick(&[("a", ts)])).unwrap();
+    }
+    s.seal(["a"]).unwrap();
+    s.sync().unwrap();
+    // Checked while the writer is still open, before any prune.
+    let a = assert_sound(&path);
+    assert_eq!(segments(&a, 1, "a"), vec![(0, 2, 5, 4)]);
+    assert_eq!(stream_ts(&a, 1, "a"), vec![2, 3, 4, 5]);
+    drop(s);
+    w.join().unwrap();
+}

@@ -390,6 +390,17 @@ impl WriterThread {
                         .get(source_id, &done.stream)
                         .map_or(0, |st| st.next_seq);
                     tx.insert_segment(source_id, &done.stream, seq, &encoded.segment)?;
+                    // A leading run the encoder dropped is below the new
+                    // watermark yet in no segment: no read could reach it,
+                    // so it goes with the seal rather than after it.
+                    if encoded.segment.first_ts > done.first_in.0 {
+                        tx.sql()
+                            .execute(
+                                "DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts < ?4",
+                                rusqlite::params![source_id, done.stream, done.first_in.0, encoded.segment.first_ts],
+                            )
+                            .map_err(|e| Error::sqlite(&self.file, "cannot drop rows the encoder skipped", e))?;
+                    }
                     if observation.is_none_or(|(ts, _)| encoded.observation.0 >= ts) {
                         observation = Some(encoded.observation);
                     }
