@@ -26,10 +26,10 @@ pub mod keys;
 pub mod read;
 pub mod segment;
 pub mod verify;
-#[cfg(feature = "write")]
-pub mod write;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
+#[cfg(feature = "write")]
+pub mod write;
 
 pub use catalog::{CallerRow, ClockOffset, Labels, SegmentRecord, SourceRecord, Span, WalRow};
 pub use container::Archive;
