@@ -169,7 +169,7 @@ fn main() {
 
     let seg = std::fs::read(&seg_path).unwrap();
     let mut rows = 0;
-    let decode_ms = time(15, || {
+    let decode_ms = time(31, || {
         let batches = decode_segment(seg.to_vec(), None).unwrap();
         rows = batches.iter().map(|b| b.num_rows()).sum::<usize>();
     });
