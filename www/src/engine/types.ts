@@ -129,7 +129,10 @@ export interface RangeEnvelope {
   reduced: boolean;
   /** One timestamp per point: the bucket's start, or the row's own ts. */
   ts: BigInt64Array;
-  /** Numeric columns only (ints, floats, booleans as 0/1). Non-finite or null rows are skipped. */
+  /**
+   * Numeric columns only (ints, floats, booleans as 0/1). Non-finite or null rows are skipped:
+   * where a point has no value left for a column, its min and max are NaN (a gap).
+   */
   columns: { name: string; min: Float64Array; max: Float64Array }[];
 }
 
