@@ -1,5 +1,5 @@
 //! The `dendro` command: exit codes, the stable describe JSON, and cat.
-#![cfg(feature = "cli")]
+#![cfg(all(feature = "cli", not(target_arch = "wasm32")))]
 
 mod common;
 

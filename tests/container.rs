@@ -1,7 +1,7 @@
 //! The container rules (format §2): stamps and geometry, refusal before
 //! SQLite touches a foreign file, the one-file rule, read-only media,
 //! damaged files, and the exclusive write handle.
-#![cfg(feature = "write")]
+#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! Catalog writes through `ArchiveMut`: source identity, immutability of
 //! segments, the WAL key, metadata patches, all-or-nothing commits.
-#![cfg(feature = "write")]
+#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
 
 mod common;
 
