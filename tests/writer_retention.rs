@@ -213,14 +213,19 @@ fn freed_pages_go_back_in_capped_passes_once_a_tenth_of_the_file_is_free() {
     let (_, before) = pages(&path);
     s.evict_before(1000).unwrap();
     let (free, after) = pages(&path);
-    assert_eq!(
-        before - after,
-        RECLAIM_PAGES_PER_PASS as i64,
-        "one capped pass"
+    // One capped pass; truncating the file can also drop a pointer-map page.
+    let pass = RECLAIM_PAGES_PER_PASS as i64;
+    assert!(
+        (pass..=pass + 1).contains(&(before - after)),
+        "one capped pass: {before} -> {after}"
     );
     assert!(free > 0, "the rest waits for later passes");
     s.evict_before(1000).unwrap();
-    assert_eq!(pages(&path).1, after - RECLAIM_PAGES_PER_PASS as i64);
+    let again = pages(&path).1;
+    assert!(
+        (pass..=pass + 1).contains(&(after - again)),
+        "and one more: {after} -> {again}"
+    );
     s.finalize(ClockOffset {
         ts: 1999,
         offset_ns: 0,

@@ -386,3 +386,41 @@ fn a_leading_run_the_encoder_dropped_leaves_nothing_unreachable() {
     drop(s);
     w.join().unwrap();
 }
+
+#[test]
+fn a_seal_asked_for_while_the_last_is_with_the_encoder_still_holds_exactly_its_rows() {
+    use std::sync::Arc;
+    let (_dir, path) = fresh("a.dendro");
+    let gate = Arc::new(Gate::default());
+    let enc = GatedEncoder {
+        stream: "a".into(),
+        gate: Arc::clone(&gate),
+    };
+    let options = WriterOptions {
+        seal_policy: SealPolicy::never().rows(5),
+        ..Default::default()
+    };
+    let w = writer_with(&path, enc, options);
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    for ts in 0..5 {
+        s.wal(tick(&[("a", ts)])).unwrap();
+    }
+    gate.wait_arrival();
+    let opener = {
+        let gate = Arc::clone(&gate);
+        std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(100));
+            gate.open();
+        })
+    };
+    // The fifth row of the next segment waits for the first seal to land.
+    for ts in 5..12 {
+        s.wal(tick(&[("a", ts)])).unwrap();
+    }
+    opener.join().unwrap();
+    s.sync().unwrap();
+    let a = Archive::open(&path).unwrap();
+    assert_eq!(segments(&a, 1, "a"), vec![(0, 0, 4, 5), (1, 5, 9, 5)]);
+    drop(s);
+    w.join().unwrap();
+}

@@ -164,9 +164,7 @@ impl WriterThread {
                     .appended(*source_id, stream, row.ts, row.wall_offset, row.row.len());
                 let st = self.streams.get_mut(*source_id, stream);
                 st.committed(row.ts, row.wall_offset, row.row.len());
-                if st.in_flight.is_none()
-                    && policy.due_by_size(st.unsealed_rows, st.unsealed_bytes)
-                    && !due.contains(stream)
+                if policy.due_by_size(st.unsealed_rows, st.unsealed_bytes) && !due.contains(stream)
                 {
                     due.push(stream.clone());
                 }
@@ -258,9 +256,7 @@ impl WriterThread {
         let due: Vec<String> = self
             .streams
             .of_source(source_id)
-            .filter(|(_, st)| {
-                st.in_flight.is_none() && policy.due_by_time(st.first_unsealed, now_ts, now_wall)
-            })
+            .filter(|(_, st)| policy.due_by_time(st.first_unsealed, now_ts, now_wall))
             .map(|(name, _)| name.clone())
             .collect();
         if due.is_empty() {

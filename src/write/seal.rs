@@ -257,18 +257,24 @@ fn encode(
 }
 
 impl WriterThread {
-    /// Hands the live rows of `streams` to the encoder as one batch. A
-    /// stream already with the encoder is sealed again once that lands.
+    /// Hands the live rows of `streams` to the encoder as one batch. If one
+    /// of them is still with the encoder from an earlier seal, that seal is
+    /// waited for first: segments of a stream commit in order, and each
+    /// holds exactly the rows that were live when it was asked for. The
+    /// wait only happens when the encoder is a whole seal behind, where
+    /// holding the writer back is the right answer anyway.
     pub(super) fn dispatch_seal(&mut self, source_id: i64, streams: &[String]) -> Result<()> {
+        if streams.iter().any(|s| {
+            self.streams
+                .get(source_id, s)
+                .is_some_and(|st| st.in_flight.is_some())
+        }) {
+            self.drain_seals()?;
+        }
         let mut jobs = Vec::new();
         let id = self.sealer.next_batch;
         for stream in streams {
             if jobs.iter().any(|j: &Job| &j.stream == stream) {
-                continue;
-            }
-            let st = self.streams.get_mut(source_id, stream);
-            if st.in_flight.is_some() {
-                st.seal_again = true;
                 continue;
             }
             let snapshot = Snapshot {
@@ -435,18 +441,6 @@ impl WriterThread {
                 }
                 Err(e) => return Err(e),
             }
-        }
-        let again: Vec<String> = self
-            .streams
-            .of_source_mut(source_id)
-            .filter(|(_, st)| st.seal_again && st.in_flight.is_none())
-            .map(|(name, st)| {
-                st.seal_again = false;
-                name.clone()
-            })
-            .collect();
-        if !again.is_empty() {
-            self.dispatch_seal(source_id, &again)?;
         }
         Ok(())
     }

@@ -19,10 +19,8 @@ pub(crate) struct StreamState {
     /// The newest sealed row (`MAX(last_ts)`); `None` with no segment.
     pub watermark: Option<i64>,
     /// The newest row handed to the encoder and not yet committed as a
-    /// segment. At most one job per stream is in flight.
+    /// segment. At most one seal per stream is in flight.
     pub in_flight: Option<i64>,
-    /// A seal was asked for while one was in flight: run it when that lands.
-    pub seal_again: bool,
     /// The newest row in the WAL.
     pub newest: Option<i64>,
     /// Rows committed and not yet handed to the encoder.
@@ -163,17 +161,6 @@ impl StreamCache {
             .get(&source_id)
             .into_iter()
             .flat_map(|s| s.iter())
-    }
-
-    /// Every stream of one source, to change.
-    pub fn of_source_mut(
-        &mut self,
-        source_id: i64,
-    ) -> impl Iterator<Item = (&String, &mut StreamState)> {
-        self.sources
-            .get_mut(&source_id)
-            .into_iter()
-            .flat_map(|s| s.iter_mut())
     }
 
     /// Every stream.
