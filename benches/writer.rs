@@ -150,6 +150,22 @@ fn vm_hwm_kib() -> u64 {
         .unwrap_or(0)
 }
 
+/// How fast the disk under the temp folder takes a 4 KiB append and an
+/// fdatasync: ticks/s is bounded by it, and on a shared host it moves.
+fn fsync_rate() -> f64 {
+    use std::io::Write;
+    let dir = tempfile::tempdir().unwrap();
+    let mut f = std::fs::File::create(dir.path().join("probe")).unwrap();
+    let block = [0u8; 4096];
+    let n = 300;
+    let started = Instant::now();
+    for _ in 0..n {
+        f.write_all(&block).unwrap();
+        f.sync_data().unwrap();
+    }
+    n as f64 / started.elapsed().as_secs_f64()
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
     v[v.len() / 2]
