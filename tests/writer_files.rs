@@ -256,3 +256,25 @@ fn an_archive_mut_will_not_open_a_file_the_writer_holds() {
     drop(s);
     w.join().unwrap();
 }
+
+#[test]
+fn opening_a_writer_and_closing_it_changes_no_source() {
+    // The sample holds a WAL row its segment already covers: a writer that
+    // resumes nothing must not prune it, or anything else.
+    let (_dir, path) = fresh("sample.dendro");
+    common::sample_archive(&path);
+    let before = dendro::read::describe(&Archive::open(&path).unwrap()).unwrap();
+    let wal_rows = |p: &std::path::Path| -> i64 {
+        rusqlite::Connection::open(p)
+            .unwrap()
+            .query_row("SELECT COUNT(*) FROM wal", [], |r| r.get(0))
+            .unwrap()
+    };
+    let rows = wal_rows(&path);
+    let w = Writer::open(&path, FixtureEncoder::default()).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    w.join().unwrap();
+    let after = dendro::read::describe(&Archive::open(&path).unwrap()).unwrap();
+    assert_eq!(before.sources, after.sources);
+    assert_eq!(wal_rows(&path), rows);
+}

@@ -263,6 +263,16 @@ impl WriterThread {
             tx.set_complete(source_id, false)?;
             tx.commit()
         })?;
+        // Its covered rows join the prune's count now that it is written to;
+        // a source this writer never touches keeps its file as it was.
+        let streams = Snapshot {
+            conn: &self.conn,
+            file: &file,
+        }
+        .streams(source_id)?;
+        for stream in &streams {
+            self.streams.refresh(&self.conn, &file, source_id, stream)?;
+        }
         let dropped = self.register(source_id, true, newest);
         Ok(Opened {
             source_id,

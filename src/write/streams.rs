@@ -65,8 +65,8 @@ pub(crate) struct StreamCache {
 }
 
 impl StreamCache {
-    /// Reads the whole catalog once: seqs, watermarks, newest rows, the
-    /// live tails' sizes and how many covered rows still await a prune.
+    /// Reads the whole catalog once: seqs, watermarks, newest rows and the
+    /// live tails' sizes.
     pub fn seed(conn: &Connection, file: &str) -> Result<StreamCache> {
         let mut cache = StreamCache::default();
         let what = "cannot seed the writer's stream cache";
@@ -124,20 +124,8 @@ impl StreamCache {
             cache.get_mut(source, &stream).first_unsealed =
                 Some((first, first.saturating_add(offset)));
         }
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT source_id, stream, COUNT(*) FROM wal
-                 WHERE NOT {LIVE_WAL_PREDICATE} GROUP BY source_id, stream"
-            ))
-            .ctx(file, what)?;
-        let mut rows = stmt.query([]).ctx(file, what)?;
-        while let Some(r) = rows.next().ctx(file, what)? {
-            let st = cache.get_mut(
-                r.get(0).ctx(file, what)?,
-                &r.get::<_, String>(1).ctx(file, what)?,
-            );
-            st.covered_rows = r.get::<_, i64>(2).ctx(file, what)? as u64;
-        }
+        // Covered rows already in the file are left alone here: the writer
+        // prunes only sources it appends to, and counts them on resume.
         Ok(cache)
     }
 
