@@ -626,6 +626,10 @@ fn main() {
         options.prune_every = every;
     }
     println!(
+        "disk right now: {:.0} appends of 4 KiB + fdatasync per second (the issue's machine did about 6,800)",
+        fsync_rate()
+    );
+    println!(
         "dendro writer benchmark ({} ticks x {STREAMS} streams x {ROW_BYTES} B)",
         TICKS
     );
