@@ -115,14 +115,18 @@ await test("live tails, caller indexes, caller rows and verify", async () => {
 await test("refusals reject with an Error carrying the kind and the file name", async () => {
   const check = (ok, what) => { if (!ok) throw new Error(what); };
   const engine = window.createEngine();
+  // [file, kind, what the error carries besides kind and message]
   const cases = [
-    ["i_not_sqlite.txt", "NotAnArchive"],
-    ["i_foreign_app.sqlite", "NotAnArchive"],
-    ["i_wrong_version.dendro", "UnsupportedSchema"],
-    ["i_truncated_half.dendro", "Corrupt"],
-    ["i_empty_file.dendro", "NotAnArchive"],
+    ["i_not_sqlite.txt", "NotAnArchive", { detail: "not_sqlite" }],
+    ["i_foreign_app.sqlite", "NotAnArchive", { detail: "foreign_app", application_id: 0x12345678 }],
+    ["i_not_archive.sqlite", "NotAnArchive", { detail: "unstamped" }],
+    ["i_truncated_header.dendro", "NotAnArchive", { detail: "too_short" }],
+    ["i_wrong_version.dendro", "UnsupportedSchema", { version: 99, supported_version: 4 }],
+    ["i_truncated_half.dendro", "Corrupt", {}],
+    ["i_empty_file.dendro", "NotAnArchive", { detail: "empty" }],
   ];
-  for (const [file, kind] of cases) {
+  const extras = ["detail", "application_id", "version", "supported_version"];
+  for (const [file, kind, extra] of cases) {
     const buf = await (await fetch(`/fixtures/${file}`)).arrayBuffer();
     try {
       await engine.open(buf, file);
@@ -130,6 +134,9 @@ await test("refusals reject with an Error carrying the kind and the file name", 
     } catch (e) {
       check(e instanceof Error && e.kind === kind, `${file}: ${e.kind} ${e.message}`);
       check(e.message.includes(file), `${file}: message names the file`);
+      for (const key of extras) {
+        check(e[key] === extra[key], `${file}: ${key} is ${JSON.stringify(e[key])}, expected ${JSON.stringify(extra[key])}`);
+      }
     }
   }
   const h = await engine.open(await (await fetch("/fixtures/a_single_sealed.dendro")).arrayBuffer(), "a.dendro");

@@ -52,6 +52,23 @@ impl fmt::Display for NotArchive {
     }
 }
 
+impl NotArchive {
+    /// A stable machine-readable name for what the file is instead, as the
+    /// wasm API's `detail` property: `empty`, `too_short`, `not_sqlite`,
+    /// `unstamped`, `foreign_app` or `no_catalog`. A page chooses its own
+    /// words from it instead of matching phrases in the message.
+    pub fn detail(&self) -> &'static str {
+        match self {
+            NotArchive::Empty => "empty",
+            NotArchive::TooShort(_) => "too_short",
+            NotArchive::NotSqlite => "not_sqlite",
+            NotArchive::UnstampedSqlite => "unstamped",
+            NotArchive::ForeignApplication(_) => "foreign_app",
+            NotArchive::NoCatalog => "no_catalog",
+        }
+    }
+}
+
 /// Why a handle that must write cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ReadOnly {
@@ -310,5 +327,34 @@ pub(crate) trait SqlContext<T> {
 impl<T> SqlContext<T> for std::result::Result<T, rusqlite::Error> {
     fn ctx(self, file: &str, context: &str) -> Result<T> {
         self.map_err(|e| Error::sqlite(file, context, e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_refusal_has_its_own_detail_name() {
+        let all = [
+            NotArchive::Empty,
+            NotArchive::TooShort(3),
+            NotArchive::NotSqlite,
+            NotArchive::UnstampedSqlite,
+            NotArchive::ForeignApplication(0x1234_5678),
+            NotArchive::NoCatalog,
+        ];
+        let names: Vec<&str> = all.iter().map(NotArchive::detail).collect();
+        assert_eq!(
+            names,
+            [
+                "empty",
+                "too_short",
+                "not_sqlite",
+                "unstamped",
+                "foreign_app",
+                "no_catalog"
+            ]
+        );
     }
 }

@@ -5,7 +5,7 @@ use js_sys::{BigInt, Object, Reflect};
 use wasm_bindgen::JsValue;
 
 use crate::catalog::Labels;
-use crate::error::Error;
+use crate::error::{Error, NotArchive};
 
 /// A plain JS object under construction.
 pub(crate) struct Obj(Object);
@@ -72,7 +72,10 @@ pub(crate) fn kind_of(err: &Error) -> &'static str {
     }
 }
 
-/// A crate error as a JS `Error`.
+/// A crate error as a JS `Error`. A refused file also carries what it is
+/// instead as data: `detail` (and `application_id` for another
+/// application's database) for `NotAnArchive`, `version` and
+/// `supported_version` for `UnsupportedSchema`.
 pub(crate) fn from_error(err: &Error) -> JsValue {
     let kind = kind_of(err);
     let message = match kind {
@@ -82,7 +85,27 @@ pub(crate) fn from_error(err: &Error) -> JsValue {
         ),
         _ => err.to_string(),
     };
-    error(kind, &message)
+    let js = error(kind, &message);
+    let set = |key: &str, value: JsValue| {
+        let _ = Reflect::set(&js, &JsValue::from_str(key), &value);
+    };
+    match err {
+        Error::NotAnArchive { cause, .. } => {
+            set("detail", JsValue::from_str(cause.detail()));
+            if let NotArchive::ForeignApplication(id) = cause {
+                set("application_id", JsValue::from_f64(f64::from(*id)));
+            }
+        }
+        Error::UnsupportedSchema { version, .. } => {
+            set("version", JsValue::from_f64(f64::from(*version)));
+            set(
+                "supported_version",
+                JsValue::from_f64(f64::from(crate::container::SCHEMA_VERSION)),
+            );
+        }
+        _ => {}
+    }
+    js
 }
 
 fn err_file(err: &Error) -> &str {

@@ -265,6 +265,32 @@ fn every_refused_fixture_is_refused_with_the_right_kind() {
             "names the file: {}",
             message(&err)
         );
+        // What the file is instead, as data the page can word for itself.
+        let detail = get(&err, "detail").as_string();
+        let number = |key: &str| get(&err, key).as_f64();
+        let (want_detail, want_id, want_version) = match f.file {
+            "i_empty_file.dendro" => (Some("empty"), None, None),
+            "i_foreign_app.sqlite" => (Some("foreign_app"), Some(305_419_896.0), None),
+            "i_not_archive.sqlite" => (Some("unstamped"), None, None),
+            "i_not_sqlite.txt" => (Some("not_sqlite"), None, None),
+            "i_truncated_header.dendro" => (Some("too_short"), None, None),
+            "i_wrong_version.dendro" => (None, None, Some(99.0)),
+            _ => (None, None, None),
+        };
+        assert_eq!(detail.as_deref(), want_detail, "{}: detail", f.file);
+        assert_eq!(
+            number("application_id"),
+            want_id,
+            "{}: application_id",
+            f.file
+        );
+        assert_eq!(number("version"), want_version, "{}: version", f.file);
+        if want_version.is_some() {
+            assert_eq!(number("supported_version"), Some(4.0), "{}", f.file);
+        }
+        if let dendro::Error::NotAnArchive { cause, .. } = &native {
+            assert_eq!(detail.as_deref(), Some(cause.detail()), "{}", f.file);
+        }
         checked += 1;
     }
     assert_eq!(checked, 7);

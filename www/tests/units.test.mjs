@@ -144,14 +144,31 @@ describe("escaping and errors", () => {
     assert.equal(dom.visible("a\u202Eb\u0000c\nd"), "a\\u{202E}b\\u{0000}c\\nd");
     assert.equal(dom.cut("ab\u{1F600}", 3), "ab");
   });
-  it("says what a refused file looks like", () => {
-    const x = errors.explain({ kind: "NotAnArchive", message: "f.sqlite: not a dendro archive: a SQLite database of another application (id 0x12345678)" }, "f.sqlite", 8192);
+  it("says what a refused file looks like from the engine's detail, not its wording", () => {
+    // Messages that name nothing: the words come from the structured fields.
+    const x = errors.explain({ kind: "NotAnArchive", message: "f.sqlite: refused", detail: "foreign_app", application_id: 0x12345678 }, "f.sqlite", 8192);
     assert.equal(x.title, "f.sqlite is not a dendro archive");
-    assert.match(x.hint, /another application \(application id 0x12345678\)/);
-    const y = errors.explain({ kind: "NotAnArchive", message: "f: not a dendro archive: a SQLite database of another application (application_id 0x12345678)" }, "f", 8192);
-    assert.match(y.hint, /application id 0x12345678/);
-    const v = errors.explain({ kind: "UnsupportedSchema", message: "unsupported archive schema version 99: this build writes v4 and reads v4" }, "w.dendro");
+    assert.match(x.hint, /a SQLite database of another application \(id 0x12345678\)/);
+    assert.equal(x.message, "f.sqlite: refused", "the engine's own message is kept verbatim");
+    const small = errors.explain({ kind: "NotAnArchive", message: "f: refused", detail: "foreign_app", application_id: 0x2a }, "f");
+    assert.match(small.hint, /\(id 0x0000002a\)/);
+    const want = {
+      empty: /empty/,
+      too_short: /too short to be a SQLite database/,
+      not_sqlite: /not a SQLite file/,
+      unstamped: /SQLite database, but not one written by dendro/,
+      no_catalog: /holds none of its tables/,
+    };
+    for (const [detail, re] of Object.entries(want)) {
+      assert.match(errors.explain({ kind: "NotAnArchive", message: "f: refused", detail }, "f", 100).hint, re, detail);
+    }
+    // A message that reads like another refusal does not override the detail.
+    const lying = errors.explain({ kind: "NotAnArchive", message: "f: not a SQLite database of another application (id 0x1)", detail: "empty" }, "f", 5);
+    assert.equal(lying.hint, "The file is empty.");
+    const none = errors.explain({ kind: "NotAnArchive", message: "f: a SQLite database of another application (id 0x12345678)" }, "f", 9);
+    assert.equal(none.hint, "dendro reads only archives it wrote.", "no detail, no guessing from the words");
+    const v = errors.explain({ kind: "UnsupportedSchema", message: "w.dendro: refused", version: 99, supported_version: 4 }, "w.dendro");
     assert.equal(v.title, "Unsupported archive schema version 99");
-    assert.match(v.hint, /reads v4/);
+    assert.match(v.hint, /an unsupported schema version 99; this viewer reads version 4/);
   });
 });

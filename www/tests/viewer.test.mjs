@@ -174,16 +174,19 @@ describe("viewer page", () => {
         assert.ok(message.trim().length > 10, `${m.file}: the engine's message is shown`);
         if (kind === "UnsupportedSchema") {
           assert.match(title, new RegExp(`schema version ${m.sniff.version}\\b`), `${m.file}: says which version`);
+          assert.match(hint, new RegExp(`an unsupported schema version ${m.sniff.version}; this viewer reads version 4`), `${m.file}: hint`);
         } else {
           assert.match(title, /is not a dendro archive/);
+          // Worded from the engine's detail and application_id, not its message.
           const want = {
-            i_foreign_app: /SQLite database of another application/,
+            i_foreign_app: /a SQLite database of another application \(id 0x12345678\)/,
             i_not_sqlite: /not a SQLite file/,
-            i_empty_file: /empty/,
-            i_not_archive: /SQLite database, but not one written by dendro|not a SQLite file/,
-            i_truncated_header: /too short to be a SQLite database|not one written by dendro|not a SQLite file/,
+            i_empty_file: /The file is empty/,
+            i_not_archive: /a SQLite database, but not one written by dendro \(its application id is 0\)/,
+            i_truncated_header: /too short to be a SQLite database/,
           }[m.stem];
-          if (want) assert.match(hint, want, `${m.file}: says what it looks like instead`);
+          assert.ok(want, `${m.file}: an expectation for every refusal fixture`);
+          assert.match(hint, want, `${m.file}: says what it looks like instead`);
         }
       } else {
         // A damaged file: refused on open, or opened and then failing verify.

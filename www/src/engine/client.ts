@@ -22,6 +22,7 @@ import type {
   EngineErrorKind,
   LiveTail,
   RangeEnvelope,
+  RefusalDetail,
   StreamSchema,
   VerifyReport,
 } from "./types";
@@ -29,10 +30,25 @@ import type {
 /** What the engine rejects with: an `Error` that is also an `EngineError`. */
 export class EngineFailure extends Error implements EngineError {
   readonly kind: EngineErrorKind;
-  constructor(kind: EngineErrorKind, message: string) {
+  readonly detail?: RefusalDetail;
+  readonly application_id?: number;
+  readonly version?: number;
+  readonly supported_version?: number;
+  constructor(kind: EngineErrorKind, message: string, extra: Omit<EngineError, "kind" | "message"> = {}) {
     super(message);
     this.name = "EngineFailure";
     this.kind = kind;
+    // Only the fields present, so a plain refusal has no undefined keys.
+    if (extra.detail !== undefined) this.detail = extra.detail;
+    if (extra.application_id !== undefined) this.application_id = extra.application_id;
+    if (extra.version !== undefined) this.version = extra.version;
+    if (extra.supported_version !== undefined) this.supported_version = extra.supported_version;
+  }
+
+  /** The worker's plain-data error as an `Error`. */
+  static of(e: EngineError): EngineFailure {
+    const { kind, message, ...extra } = e;
+    return new EngineFailure(kind, message, extra);
   }
 }
 
@@ -87,7 +103,7 @@ class WorkerEngine implements Engine {
     if (worker !== this.worker) return;
     if ("hello" in msg) {
       this.started = true;
-      if (!msg.ok) this.failAll(new EngineFailure(msg.error.kind, msg.error.message));
+      if (!msg.ok) this.failAll(EngineFailure.of(msg.error));
       return;
     }
     const p = this.pending.get(msg.id);
@@ -96,10 +112,10 @@ class WorkerEngine implements Engine {
     if (msg.ok) {
       p.resolve(msg.value);
     } else if (msg.fatal) {
-      p.reject(new EngineFailure(msg.error.kind, msg.error.message));
+      p.reject(EngineFailure.of(msg.error));
       this.crash(worker, msg.error.message);
     } else {
-      p.reject(new EngineFailure(msg.error.kind, msg.error.message));
+      p.reject(EngineFailure.of(msg.error));
     }
   }
 

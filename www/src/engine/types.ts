@@ -16,10 +16,27 @@ export type EngineErrorKind =
   | "Crashed" // the worker died; it was restarted
   | "Internal";
 
+/** What a file refused as "NotAnArchive" is instead. */
+export type RefusalDetail =
+  | "empty" // zero bytes
+  | "too_short" // shorter than a SQLite header
+  | "not_sqlite" // no SQLite magic
+  | "unstamped" // SQLite with application_id 0: an ordinary database
+  | "foreign_app" // SQLite stamped by another application (see application_id)
+  | "no_catalog"; // stamped as an archive but without its tables
+
 export interface EngineError {
   kind: EngineErrorKind;
   /** A sentence a person understands, naming the file and the cause. */
   message: string;
+  /** NotAnArchive: what the file is instead. Absent for other kinds. */
+  detail?: RefusalDetail;
+  /** detail "foreign_app": the header's application_id, 0 to 2^32-1. */
+  application_id?: number;
+  /** UnsupportedSchema: the schema version the file's header carries. */
+  version?: number;
+  /** UnsupportedSchema: the schema version this engine reads. */
+  supported_version?: number;
 }
 
 export interface SegmentInfo {

@@ -9,7 +9,7 @@
 
 import init, { Archive, __crashForTests, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
 import type { Calls, Method, Request, Response, WorkerMessage } from "./protocol";
-import type { EngineError, EngineErrorKind } from "./types";
+import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
 interface WorkerScope {
   postMessage(message: WorkerMessage, transfer: Transferable[]): void;
@@ -40,12 +40,31 @@ function engineError(kind: EngineErrorKind, message: string): EngineError {
   return { kind, message };
 }
 
-/** An exception from the module (a JS Error with `kind`) as plain data. */
+const DETAILS: readonly RefusalDetail[] = ["empty", "too_short", "not_sqlite", "unstamped", "foreign_app", "no_catalog"];
+
+/** A whole number in [0, 2^32), or undefined. */
+function u32(v: unknown): number | undefined {
+  return typeof v === "number" && Number.isInteger(v) && v >= 0 && v <= 0xffffffff ? v : undefined;
+}
+
+/**
+ * An exception from the module (a JS Error with `kind`, and for a refused
+ * file `detail`, `application_id`, `version`) as plain data.
+ */
 function asEngineError(e: unknown): EngineError {
   if (e instanceof Error) {
-    const kind = (e as Error & { kind?: unknown }).kind;
-    if (typeof kind === "string" && (KINDS as readonly string[]).includes(kind))
-      return engineError(kind as EngineErrorKind, e.message);
+    const x = e as Error & { kind?: unknown; detail?: unknown; application_id?: unknown; version?: unknown; supported_version?: unknown };
+    if (typeof x.kind === "string" && (KINDS as readonly string[]).includes(x.kind)) {
+      const out = engineError(x.kind as EngineErrorKind, e.message);
+      if (typeof x.detail === "string" && (DETAILS as readonly string[]).includes(x.detail)) out.detail = x.detail as RefusalDetail;
+      const id = u32(x.application_id);
+      if (id !== undefined) out.application_id = id;
+      const version = u32(x.version);
+      if (version !== undefined) out.version = version;
+      const supported = u32(x.supported_version);
+      if (supported !== undefined) out.supported_version = supported;
+      return out;
+    }
     return engineError("Internal", `${e.name}: ${e.message}`);
   }
   return engineError("Internal", String(e));

@@ -50,23 +50,33 @@ function messageOf(e: unknown): string {
   return String(e);
 }
 
-/** What a file that is not an archive looks like instead, read from the engine's message. */
-export function looksLike(message: string, fileBytes?: number): string {
-  const m = message.toLowerCase();
-  if (fileBytes === 0 || m.includes("empty file") || m.includes("is empty")) return "The file is empty.";
-  if (m.includes("another application")) {
-    const id = /\((?:application[_ ])?id ([^)]+)\)/.exec(message);
-    return `It is a SQLite database of another application${id ? ` (application id ${id[1]})` : ""}.`;
+/** An application id as SQLite's header holds it, in the form people search for: 0x12345678. */
+export function hexId(id: number): string {
+  return "0x" + (id >>> 0).toString(16).padStart(8, "0");
+}
+
+/**
+ * What a refused file is instead, in words, from the engine's structured
+ * `detail` (never from the wording of its message). Empty when the engine
+ * said nothing more.
+ */
+export function looksLike(e: EngineError, fileBytes?: number): string {
+  switch (e.detail) {
+    case "empty":
+      return "The file is empty.";
+    case "too_short":
+      return "It is too short to be a SQLite database, let alone an archive.";
+    case "not_sqlite":
+      return "It is not a SQLite file at all.";
+    case "unstamped":
+      return "It is a SQLite database, but not one written by dendro (its application id is 0). A .rez recording from before dendro is upgraded by rezolus.";
+    case "foreign_app":
+      return `It is a SQLite database of another application${e.application_id === undefined ? "" : ` (id ${hexId(e.application_id)})`}.`;
+    case "no_catalog":
+      return "It is stamped as a dendro archive but holds none of its tables: a copy of the main file taken before the archive's creation was checkpointed looks like this.";
+    case undefined:
+      return fileBytes === 0 ? "The file is empty." : "";
   }
-  if (m.includes("not a sqlite")) return "It is not a SQLite file at all.";
-  if (m.includes("header stamp") || m.includes("application id 0") || m.includes("application_id"))
-    return "It is a SQLite database, but not one written by dendro.";
-  if (m.includes("shorter than a sqlite header")) return "It is too short to be a SQLite database, let alone an archive.";
-  if (m.includes("catalog")) return "It is a SQLite database without dendro's tables.";
-  // Otherwise the engine's own words after "not a dendro archive:", as a sentence.
-  const rest = /not a dendro archive:\s*(.+)$/is.exec(message)?.[1]?.trim();
-  if (rest) return rest.charAt(0).toUpperCase() + rest.slice(1).replace(/\.?$/, ".");
-  return "";
 }
 
 export function explain(e: unknown, name: string, fileBytes?: number): Explained {
@@ -87,18 +97,18 @@ export function explain(e: unknown, name: string, fileBytes?: number): Explained
       return {
         kind: e.kind,
         title: `${name} is not a dendro archive`,
-        hint: looksLike(message, fileBytes) || "dendro reads only archives it wrote.",
+        hint: looksLike(e, fileBytes) || "dendro reads only archives it wrote.",
         message,
       };
     case "UnsupportedSchema": {
-      const v = /version\s+(-?\d+)/i.exec(message);
-      const reads = /reads\s+(v?\d+(?:\s*(?:-|–|to|,)\s*v?\d+)*)/i.exec(message);
+      const v = e.version;
+      const reads = e.supported_version;
       return {
         kind: e.kind,
-        title: v ? `Unsupported archive schema version ${v[1]}` : "Unsupported archive schema version",
-        hint: `This archive was written by a ${v ? "different" : "newer or older"} release of dendro${
-          reads ? `; this viewer reads ${reads[1]}` : ""
-        }. Open it with a matching release.`,
+        title: v === undefined ? "Unsupported archive schema version" : `Unsupported archive schema version ${v}`,
+        hint: `It is a dendro archive of ${v === undefined ? "a schema version" : `an unsupported schema version ${v}`}${
+          reads === undefined ? "" : `; this viewer reads version ${reads}`
+        }. Open it with the release of dendro that wrote it.`,
         message,
       };
     }
