@@ -274,6 +274,7 @@ struct Run {
     amplification: f64,
     wal_amplification: f64,
     main_amplification: f64,
+    other_amplification: f64,
     wal_syncs: u64,
     main_syncs: u64,
     segments: usize,
@@ -405,6 +406,7 @@ fn reference_run(seal: bool, kind: Rows, options: WriterOptions) -> Run {
         amplification: written as f64 / row_bytes as f64,
         wal_amplification: (after_vfs[1] - before_vfs[1]) as f64 / row_bytes as f64,
         main_amplification: (after_vfs[0] - before_vfs[0]) as f64 / row_bytes as f64,
+        other_amplification: (after_vfs[2] - before_vfs[2]) as f64 / row_bytes as f64,
         wal_syncs: after_syncs[1] - before_syncs[1],
         main_syncs: after_syncs[0] - before_syncs[0],
         segments,
@@ -495,6 +497,10 @@ fn report(name: &str, runs: Vec<Run>) {
     println!(
         "    into main file      {:>10.2}x",
         m(&|r| r.main_amplification)
+    );
+    println!(
+        "    into other files    {:>10.2}x  (temporary files, statement journals)",
+        m(&|r| r.other_amplification)
     );
     println!(
         "  fsyncs: -wal {:.0}, main {:.0}",

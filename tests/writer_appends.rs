@@ -301,3 +301,30 @@ fn a_stalled_writer_blocks_callers_instead_of_buffering() {
     let a = assert_sound(&path);
     assert_eq!(stream_ts(&a, 1, "a"), vec![1, 2]);
 }
+
+#[test]
+fn a_duplicate_in_the_tick_that_carries_a_finished_seal_costs_the_seal_nothing() {
+    let (_dir, path) = fresh("a.dendro");
+    let w = writer(&path);
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    for round in 0..20 {
+        let base = round * 10;
+        s.wal(tick(&[("b", base)])).unwrap();
+        for ts in base..base + 5 {
+            s.wal(tick(&[("a", ts)])).unwrap();
+        }
+        s.seal(["a"]).unwrap();
+        // Whether the finished seal rides on this tick or lands on its
+        // own, the collision costs only the tick.
+        let err = s.wal(tick(&[("c", base), ("b", base)])).unwrap_err();
+        assert!(matches!(err, Error::DuplicateRow { .. }), "{err}");
+        s.wal(tick(&[("b", base + 5)])).unwrap();
+    }
+    s.sync().unwrap();
+    drop(s);
+    w.join().unwrap();
+    let a = assert_sound(&path);
+    assert_eq!(segments(&a, 1, "a").len(), 20);
+    assert!(stream_ts(&a, 1, "c").is_empty());
+    assert_eq!(stream_ts(&a, 1, "a").len(), 100);
+}

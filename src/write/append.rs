@@ -89,6 +89,8 @@ struct Inserted {
     /// it deleted.
     prune: Option<Prune>,
     pruned: Pruned,
+    /// Finished seals rode along too.
+    sealed: bool,
 }
 
 impl WriterThread {
@@ -144,6 +146,9 @@ impl WriterThread {
         };
         self.consecutive_drops = 0;
         self.appends_since_prune = self.appends_since_prune.saturating_add(1);
+        if inserted.sealed {
+            self.sealed_committed();
+        }
         self.pruned(inserted.prune, &inserted.pruned);
         for ((i, source_id, rows), collision) in parts.iter().zip(inserted.collisions) {
             if let Some(err) = collision {
@@ -275,7 +280,13 @@ impl WriterThread {
         let sql = |e| Error::sqlite(file, "cannot append a tick", e);
         let tx = Transaction::begin(&self.conn, file)?;
         let conn = tx.sql();
-        let many = parts.len() > 1;
+        // Finished seals ride on the tick, saving their own commit; then
+        // each source's rows get a savepoint so a collision costs only them.
+        let sealed = self.sealer.has_sealed();
+        if sealed {
+            self.insert_sealed(&tx)?;
+        }
+        let many = parts.len() > 1 || sealed;
         let mut collisions: Vec<Option<Error>> = Vec::with_capacity(parts.len());
         {
             let mut insert = conn
@@ -318,12 +329,13 @@ impl WriterThread {
                 collisions.push(collision);
             }
         }
-        if collisions.iter().all(Option::is_some) {
+        if !sealed && collisions.iter().all(Option::is_some) {
             drop(tx);
             return Ok(Inserted {
                 collisions,
                 prune: None,
                 pruned: Vec::new(),
+                sealed: false,
             });
         }
         let pruned = match prune {
@@ -335,6 +347,7 @@ impl WriterThread {
             collisions,
             prune,
             pruned,
+            sealed,
         })
     }
 }

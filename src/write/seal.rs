@@ -147,13 +147,22 @@ struct Batch {
     done: Vec<Done>,
 }
 
-/// The encoder thread, and the seal batches handed to it, oldest first.
+/// A batch the encoder has finished, waiting to commit: its segments, each
+/// with the job it came from.
+struct Sealed {
+    source_id: i64,
+    segments: Vec<(Done, Encoded)>,
+}
+
+/// The encoder thread, the seal batches handed to it (oldest first), and
+/// the finished ones waiting to ride on the next transaction.
 pub(super) struct Sealer {
     jobs: Option<Sender<Job>>,
     done: Receiver<Done>,
     worker: Option<JoinHandle<()>>,
     batches: VecDeque<Batch>,
     next_batch: u64,
+    ready: Vec<Sealed>,
 }
 
 impl Sealer {
@@ -200,12 +209,18 @@ impl Sealer {
             worker: Some(worker),
             batches: VecDeque::new(),
             next_batch: 0,
+            ready: Vec::new(),
         })
     }
 
-    /// Whether any seal is with the encoder or waiting to commit.
+    /// Whether any seal is with the encoder.
     pub fn busy(&self) -> bool {
         !self.batches.is_empty()
+    }
+
+    /// Whether finished seals wait to commit.
+    pub fn has_sealed(&self) -> bool {
+        !self.ready.is_empty()
     }
 
     /// Stops the encoder thread after its current job and waits for it.
@@ -334,7 +349,9 @@ impl WriterThread {
         }
     }
 
-    /// Commits every seal the encoder has finished, without waiting.
+    /// Takes in every seal the encoder has finished, without waiting. They
+    /// commit with the next append's transaction, or on their own if none
+    /// comes soon (see `thread.rs`).
     pub(super) fn collect_seals(&mut self) -> Result<()> {
         loop {
             match self.sealer.done.try_recv() {
@@ -356,7 +373,7 @@ impl WriterThread {
                 Err(_) => return Err(self.encoder_gone()),
             }
         }
-        Ok(())
+        self.commit_sealed()
     }
 
     fn finished(&mut self, done: Done) -> Result<()> {
@@ -370,77 +387,111 @@ impl WriterThread {
         batch.done.push(done);
         while self.sealer.batches.front().is_some_and(|b| b.waiting == 0) {
             let batch = self.sealer.batches.pop_front().expect("checked");
-            self.commit_batch(batch)?;
+            self.take_in(batch)?;
         }
         Ok(())
     }
 
-    /// One transaction for a batch's segments and its clock observation.
-    fn commit_batch(&mut self, batch: Batch) -> Result<()> {
+    /// A finished batch: an encoder failure ends the writer here; a job
+    /// that produced no segment gives its rows back to the tail; the rest
+    /// waits to commit.
+    fn take_in(&mut self, batch: Batch) -> Result<()> {
         let source_id = batch.source_id;
-        let mut ready: Vec<(Done, Encoded)> = Vec::new();
+        let mut segments = Vec::new();
         for mut done in batch.done {
             match std::mem::replace(&mut done.outcome, Ok(None)) {
                 Err(e) => return Err(e),
                 Ok(None) => self.restore(source_id, &done),
-                Ok(Some(encoded)) => ready.push((done, encoded)),
+                Ok(Some(encoded)) => segments.push((done, encoded)),
             }
         }
-        if !ready.is_empty() {
-            let committed = super::append::with_retries(&self.file, "sealing", || {
-                let tx = Transaction::begin(&self.conn, &self.file)?;
-                let mut observation: Option<(i64, i64)> = None;
-                for (done, encoded) in &ready {
-                    let seq = self
-                        .streams
-                        .get(source_id, &done.stream)
-                        .map_or(0, |st| st.next_seq);
-                    tx.insert_segment(source_id, &done.stream, seq, &encoded.segment)?;
-                    // A leading run the encoder dropped is below the new
-                    // watermark yet in no segment: no read could reach it,
-                    // so it goes with the seal rather than after it.
-                    if encoded.segment.first_ts > done.first_in.0 {
-                        tx.sql()
-                            .execute(
-                                "DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts < ?4",
-                                rusqlite::params![source_id, done.stream, done.first_in.0, encoded.segment.first_ts],
-                            )
-                            .map_err(|e| Error::sqlite(&self.file, "cannot drop rows the encoder skipped", e))?;
-                    }
-                    if observation.is_none_or(|(ts, _)| encoded.observation.0 >= ts) {
-                        observation = Some(encoded.observation);
-                    }
-                }
-                if let Some((ts, offset)) = observation {
-                    tx.insert_clock_offset(source_id, ts, offset)?;
-                }
-                tx.commit()
+        if !segments.is_empty() {
+            self.sealer.ready.push(Sealed {
+                source_id,
+                segments,
             });
-            match committed {
-                Ok(()) => {
-                    for (done, encoded) in &ready {
-                        let st = self.streams.get_mut(source_id, &done.stream);
-                        st.next_seq += 1;
-                        st.watermark = Some(encoded.segment.last_ts);
-                        st.in_flight = None;
-                        st.covered_rows += done.rows_in;
-                        self.pages
-                            .covered(source_id, &done.stream, encoded.segment.last_ts);
-                    }
+        }
+        Ok(())
+    }
+
+    /// Inserts every finished seal inside the caller's transaction: each
+    /// batch's segments and its clock observation, the newest sealed row's
+    /// own `(ts, wall_offset)`. A leading run the encoder dropped is below
+    /// the new watermark yet in no segment, so no read could reach it: it
+    /// goes with the seal rather than after it.
+    pub(super) fn insert_sealed(&self, tx: &Transaction<'_>) -> Result<()> {
+        for sealed in &self.sealer.ready {
+            let source_id = sealed.source_id;
+            let mut observation: Option<(i64, i64)> = None;
+            for (done, encoded) in &sealed.segments {
+                let seq = self
+                    .streams
+                    .get(source_id, &done.stream)
+                    .map_or(0, |st| st.next_seq);
+                tx.insert_segment(source_id, &done.stream, seq, &encoded.segment)?;
+                if encoded.segment.first_ts > done.first_in.0 {
+                    tx.sql()
+                        .execute(
+                            "DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts < ?4",
+                            rusqlite::params![source_id, done.stream, done.first_in.0, encoded.segment.first_ts],
+                        )
+                        .map_err(|e| Error::sqlite(&self.file, "cannot drop rows the encoder skipped", e))?;
                 }
-                Err(e) if super::append::is_transient(&e) => {
-                    warn!(
-                        "{}: a seal of {} stream(s) of source {source_id} was deferred ({e}); \
-                         their rows stay live and seal next time",
-                        self.file,
-                        ready.len()
-                    );
-                    for (done, _) in &ready {
-                        self.restore(source_id, done);
-                    }
+                if observation.is_none_or(|(ts, _)| encoded.observation.0 >= ts) {
+                    observation = Some(encoded.observation);
                 }
-                Err(e) => return Err(e),
             }
+            if let Some((ts, offset)) = observation {
+                tx.insert_clock_offset(source_id, ts, offset)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The finished seals committed: the watermarks move, seqs advance, and
+    /// the rows they cover count toward the prune.
+    pub(super) fn sealed_committed(&mut self) {
+        for sealed in std::mem::take(&mut self.sealer.ready) {
+            for (done, encoded) in &sealed.segments {
+                let st = self.streams.get_mut(sealed.source_id, &done.stream);
+                st.next_seq += 1;
+                st.watermark = Some(encoded.segment.last_ts);
+                st.in_flight = None;
+                st.covered_rows += done.rows_in;
+                self.pages
+                    .covered(sealed.source_id, &done.stream, encoded.segment.last_ts);
+            }
+        }
+    }
+
+    /// Commits the finished seals on a transaction of their own: at a
+    /// barrier, or when no append came along to carry them. A lock or full
+    /// disk that outlasts the retries defers them: their rows stay live and
+    /// seal next time.
+    pub(super) fn commit_sealed(&mut self) -> Result<()> {
+        if !self.sealer.has_sealed() {
+            return Ok(());
+        }
+        let committed = super::append::with_retries(&self.file, "sealing", || {
+            let tx = Transaction::begin(&self.conn, &self.file)?;
+            self.insert_sealed(&tx)?;
+            tx.commit()
+        });
+        match committed {
+            Ok(()) => self.sealed_committed(),
+            Err(e) if super::append::is_transient(&e) => {
+                warn!(
+                    "{}: {} seal batch(es) deferred ({e}); their rows stay live and seal next time",
+                    self.file,
+                    self.sealer.ready.len()
+                );
+                for sealed in std::mem::take(&mut self.sealer.ready) {
+                    for (done, _) in &sealed.segments {
+                        self.restore(sealed.source_id, done);
+                    }
+                }
+            }
+            Err(e) => return Err(e),
         }
         Ok(())
     }

@@ -21,6 +21,11 @@ use crate::segment::SegmentEncoder;
 /// prunes them on its own transaction rather than waiting for a tick.
 const IDLE_PRUNE_AFTER: Duration = Duration::from_secs(1);
 
+/// A finished seal waits this long for an append to ride on before it
+/// commits on its own: appends back to back carry it for free, and a
+/// source ticking once a second does not leave it waiting.
+const SEAL_RIDE_WAIT: Duration = Duration::from_millis(2);
+
 /// A source this writer is appending to.
 pub(super) struct SourceState {
     pub policy: SealPolicy,
@@ -127,14 +132,20 @@ impl WriterThread {
             .options
             .checkpoint_interval
             .saturating_sub(self.last_checkpoint.elapsed());
-        if self.streams.covered_rows() > 0 && !self.sealer.busy() {
-            checkpoint.min(IDLE_PRUNE_AFTER.saturating_sub(self.last_activity.elapsed()))
-        } else {
-            checkpoint
+        let mut wait = checkpoint;
+        if self.sealer.has_sealed() {
+            wait = wait.min(SEAL_RIDE_WAIT.saturating_sub(self.last_activity.elapsed()));
         }
+        if self.streams.covered_rows() > 0 && !self.sealer.busy() {
+            wait = wait.min(IDLE_PRUNE_AFTER.saturating_sub(self.last_activity.elapsed()));
+        }
+        wait
     }
 
     fn idle(&mut self) -> Result<()> {
+        if self.sealer.has_sealed() && self.last_activity.elapsed() >= SEAL_RIDE_WAIT {
+            self.commit_sealed()?;
+        }
         if self.last_activity.elapsed() >= IDLE_PRUNE_AFTER && !self.sealer.busy() {
             if let Err(e) = self.prune_now() {
                 warn!(

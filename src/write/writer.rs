@@ -99,6 +99,11 @@ impl Writer {
         conn.busy_timeout(options.busy_timeout)
             .map_err(|e| Error::sqlite(&file, "cannot set the busy timeout", e))?;
         conn.set_prepared_statement_cache_capacity(64);
+        // Savepoints (a tick that carries a finished seal, or several
+        // sources) journal the pages they touch; in memory, that costs a
+        // copy instead of a temporary file's writes.
+        conn.execute_batch("PRAGMA temp_store = MEMORY")
+            .map_err(|e| Error::sqlite(&file, "cannot configure the write connection", e))?;
         let streams = StreamCache::seed(&conn, &file)?;
         let (tx, rx) = sync_channel(1);
         let shared = Arc::new(Shared::new(file.clone()));
