@@ -12,9 +12,10 @@
 //!   is durable; other processes read it at once.
 //! - A seal reads a stream's live rows, encodes them on a second thread (so
 //!   the appends keep committing while the encoder works), then inserts the
-//!   segment and its clock observation in one transaction. The rows the
-//!   segment covers are deleted later, in batches, riding on an append's
-//!   transaction; until then the live-WAL rule already hides them.
+//!   segment and its clock observation in one transaction, normally the
+//!   next append's. The rows the segment covers are deleted later, a page
+//!   at a time, also riding on an append's transaction; until then the
+//!   live-WAL rule already hides them.
 //! - Retention, checkpoints and page reclaim run on the same thread.
 //!
 //! `DESIGN.md` explains the choices and what they were measured to cost.
