@@ -4,7 +4,8 @@
 //! and hands them to the encoder thread, which runs the caller's encoder
 //! (checked by [`materialize`]) while the writer thread goes on committing
 //! appends. When the segment comes back, one transaction inserts it with
-//! the batch's clock observation. The rows it covers stay in the `wal`
+//! the batch's clock observation: the next append's, or its own when no
+//! append comes within a couple of milliseconds. The rows it covers stay in the `wal`
 //! table, hidden by the watermark, until a later prune deletes them in bulk
 //! (`prune.rs`).
 //!
