@@ -5,7 +5,7 @@
 //! resumes. And the sidecar case: after a kill, the three files hold every
 //! committed row while the main file alone holds what the last checkpoint
 //! put there.
-#![cfg(feature = "write")]
+#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
 
 mod common;
 mod writer_support;

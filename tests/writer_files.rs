@@ -2,7 +2,7 @@
 //! `ArchiveMut` holds the file), an archive from the moment it is created,
 //! the periodic checkpoint bounding a plain copy, one file after a clean
 //! close, the threads named.
-#![cfg(feature = "write")]
+#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
 
 mod common;
 mod writer_support;

@@ -2,7 +2,7 @@
 //! a loop while this one appends, seals, prunes and checkpoints, and never
 //! sees a hole at a seal seam, a duplicate, or a row go missing between
 //! two of its reads.
-#![cfg(feature = "write")]
+#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
 
 mod common;
 mod writer_support;

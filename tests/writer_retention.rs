@@ -1,7 +1,7 @@
 //! Retention: what eviction removes and reports, live rows lost to it
 //! counted and logged, per-stream eviction, the caller-row floor, the size
 //! accounting a cap needs, and free pages trickling back.
-#![cfg(feature = "write")]
+#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
 
 mod common;
 mod writer_support;

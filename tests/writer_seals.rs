@@ -3,7 +3,7 @@
 //! seal policy by rows, bytes, age and wall-clock alignment, an encoder
 //! failure stopping the writer by name, and adopting a segment built
 //! elsewhere.
-#![cfg(feature = "write")]
+#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
 
 mod common;
 mod writer_support;
