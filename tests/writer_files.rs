@@ -32,6 +32,24 @@ fn a_writer_will_not_start_on_a_file_an_archive_mut_holds() {
 }
 
 #[test]
+fn a_second_writer_on_the_same_file_is_refused_until_the_first_is_done() {
+    let (_dir, path) = fresh("a.dendro");
+    let first = writer(&path);
+    let s = first.add_source(Labels::new(), Labels::new()).unwrap();
+    s.wal(tick(&[("a", 1)])).unwrap();
+    let err = Writer::open(&path, FixtureEncoder::default()).unwrap_err();
+    assert!(matches!(err, Error::InUse { .. }), "{err}");
+    assert!(err.to_string().contains(path.to_str().unwrap()));
+    s.wal(tick(&[("a", 2)])).unwrap();
+    drop(s);
+    first.join().unwrap();
+    Writer::open(&path, FixtureEncoder::default())
+        .unwrap()
+        .join()
+        .unwrap();
+}
+
+#[test]
 fn create_refuses_an_existing_archive() {
     let (_dir, path) = fresh("a.dendro");
     writer(&path).join().unwrap();

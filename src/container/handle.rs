@@ -295,6 +295,7 @@ impl Snapshot<'_> {
 #[cfg(feature = "write")]
 pub struct ArchiveMut {
     archive: Archive,
+    _lock: WriterLock,
 }
 
 #[cfg(feature = "write")]
@@ -327,7 +328,7 @@ impl ArchiveMut {
     }
 
     fn take(path: &Path, file: String) -> Result<ArchiveMut> {
-        let conn = open_writable(path, &file)?;
+        let (conn, lock) = open_writable(path, &file)?;
         conn.execute_batch("PRAGMA locking_mode = EXCLUSIVE;")
             .ctx(&file, "cannot set exclusive locking")?;
         // The exclusive lock is taken by the first write transaction and
@@ -346,7 +347,10 @@ impl ArchiveMut {
             .execute_batch("PRAGMA query_only = OFF;")
             .ctx(&archive.file, "cannot configure the write connection")?;
         pragmas::apply_writer(&archive.conn, &archive.file)?;
-        Ok(ArchiveMut { archive })
+        Ok(ArchiveMut {
+            archive,
+            _lock: lock,
+        })
     }
 
     /// Begins a catalog write. Nothing is visible to readers until
@@ -358,14 +362,14 @@ impl ArchiveMut {
 
 /// Opens the streaming writer's connection to an existing archive: the same
 /// checks as a read open (stamp, catalog), then the writer's settings. It
-/// takes no exclusive lock, because readers must keep working beside it; a
-/// file an [`ArchiveMut`] holds answers busy, which is reported as
-/// [`Error::InUse`].
+/// takes no SQLite exclusive lock, because readers must keep working beside
+/// it, only the writers' lock, so a second writer or an [`ArchiveMut`] is
+/// refused as [`Error::InUse`].
 #[cfg(feature = "write")]
-pub(crate) fn open_streaming(path: &Path) -> Result<Connection> {
+pub(crate) fn open_streaming(path: &Path) -> Result<(Connection, WriterLock)> {
     let file = path.display().to_string();
     super::sniff(path)?.require_readable(&file)?;
-    let conn = open_writable(path, &file)?;
+    let (conn, lock) = open_writable(path, &file)?;
     let archive = Archive {
         conn,
         file,
@@ -376,15 +380,29 @@ pub(crate) fn open_streaming(path: &Path) -> Result<Connection> {
     conn.execute_batch("PRAGMA query_only = OFF;")
         .ctx(&file, "cannot configure the write connection")?;
     pragmas::apply_writer(&conn, &file)?;
-    Ok(conn)
+    Ok((conn, lock))
 }
 
-/// Opens a read-write connection after checking the medium can be written,
-/// so read-only media is refused by name rather than by a SQLite code.
+/// The writers' advisory lock: `flock` on the main file, held for as long
+/// as a handle may write. SQLite's own locks are POSIX record locks, which
+/// Linux keeps apart from `flock`, so readers and SQLite never see this one;
+/// it exists so that a second writer (another `Writer`, or a `Writer` beside
+/// an `ArchiveMut`) is refused at once as [`Error::InUse`] instead of
+/// fighting over SQLite's write lock and dropping ticks.
 #[cfg(feature = "write")]
-pub(crate) fn open_writable(path: &Path, file: &str) -> Result<Connection> {
-    if let Err(e) = std::fs::OpenOptions::new().write(true).open(path) {
-        return Err(match e.kind() {
+pub(crate) struct WriterLock {
+    _file: std::fs::File,
+}
+
+/// Takes the writers' lock after checking the medium can be written, so
+/// read-only media is refused by name rather than by a SQLite code.
+#[cfg(feature = "write")]
+fn lock_for_writing(path: &Path, file: &str) -> Result<WriterLock> {
+    let handle = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(path)
+        .map_err(|e| match e.kind() {
             std::io::ErrorKind::PermissionDenied | std::io::ErrorKind::ReadOnlyFilesystem => {
                 Error::ReadOnly {
                     file: file.to_string(),
@@ -392,13 +410,25 @@ pub(crate) fn open_writable(path: &Path, file: &str) -> Result<Connection> {
                 }
             }
             _ => Error::io(file, "cannot open for writing", e),
-        });
+        })?;
+    match handle.try_lock() {
+        Ok(()) => Ok(WriterLock { _file: handle }),
+        Err(std::fs::TryLockError::WouldBlock) => Err(Error::InUse {
+            file: file.to_string(),
+        }),
+        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(file, "cannot lock for writing", e)),
     }
+}
+
+/// Opens a read-write connection holding the writers' lock.
+#[cfg(feature = "write")]
+pub(crate) fn open_writable(path: &Path, file: &str) -> Result<(Connection, WriterLock)> {
+    let lock = lock_for_writing(path, file)?;
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
     let conn = Connection::open_with_flags(path, flags).ctx(file, "cannot open for writing")?;
     conn.busy_timeout(std::time::Duration::ZERO)
         .ctx(file, "cannot set the busy timeout")?;
-    Ok(conn)
+    Ok((conn, lock))
 }
 
 /// Lays down a new archive: geometry, stamps, catalog, then a checkpoint so

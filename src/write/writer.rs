@@ -95,7 +95,7 @@ impl Writer {
         options: WriterOptions,
     ) -> Result<Writer> {
         let file = path.display().to_string();
-        let conn = open_streaming(path)?;
+        let (conn, lock) = open_streaming(path)?;
         conn.busy_timeout(options.busy_timeout)
             .map_err(|e| Error::sqlite(&file, "cannot set the busy timeout", e))?;
         conn.set_prepared_statement_cache_capacity(64);
@@ -119,7 +119,12 @@ impl Writer {
         );
         let thread = std::thread::Builder::new()
             .name("dendro-writer".into())
-            .spawn(move || state.run(rx))
+            .spawn(move || {
+                // The writers' lock lives exactly as long as the thread
+                // that owns the connection.
+                let _lock = lock;
+                state.run(rx)
+            })
             .map_err(|e| Error::io(&file, "cannot spawn the writer thread `dendro-writer`", e))?;
         Ok(Writer {
             tx: Some(tx),
