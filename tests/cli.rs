@@ -117,3 +117,33 @@ fn cat_prints_sealed_rows_exactly_and_counts_the_unread_tail() {
     let out = dendro(&["cat", &path, "--source", "999", "--stream", "x"]);
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn demo_writes_a_sound_archive_with_sealed_segments_and_a_live_tail() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo.dendro");
+    let out = out.to_str().unwrap();
+    let run = dendro(&["demo", out, "--minutes", "12", "--hosts", "2"]);
+    assert_eq!(
+        run.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert_eq!(dendro(&["verify", out]).status.code(), Some(0));
+    let json: serde_json::Value =
+        serde_json::from_slice(&dendro(&["describe", out, "--json"]).stdout).unwrap();
+    let sources = json["sources"].as_array().unwrap();
+    assert_eq!(sources.len(), 2);
+    for source in sources {
+        assert_eq!(source["metadata"]["encoder"], "dendro-demo-v1");
+        let streams = source["streams"].as_array().unwrap();
+        assert!(streams.len() >= 4);
+        assert!(streams
+            .iter()
+            .any(|s| !s["segments"].as_array().unwrap().is_empty()));
+        assert!(streams.iter().any(|s| s["live_rows"].as_i64().unwrap() > 0));
+    }
+    // It refuses to overwrite.
+    assert_eq!(dendro(&["demo", out]).status.code(), Some(2));
+}

@@ -65,6 +65,35 @@ enum Command {
         #[arg(long, allow_hyphen_values = true)]
         to: Option<i64>,
     },
+    /// Write a realistic demo archive: hosts with cpu, memory, network and
+    /// disk streams over an hour of one-second ticks, mostly sealed, with a
+    /// live tail, metadata and events.
+    Demo {
+        /// Where to write it (must not exist).
+        out: PathBuf,
+        /// Keep appending once a second until interrupted (or for --for
+        /// seconds). An interrupt is an unclean stop, which by design loses
+        /// at most the two ticks in flight.
+        #[arg(long)]
+        live: bool,
+        /// With --live, stop cleanly (and finalize) after this many seconds.
+        #[arg(long = "for", value_name = "SECONDS", requires = "live")]
+        run_for: Option<u64>,
+        /// Aim for about this many megabytes (wider hosts, same hour).
+        #[arg(long, value_name = "MB")]
+        size: Option<u64>,
+        /// How many hosts (sources).
+        #[arg(long)]
+        hosts: Option<usize>,
+        /// Minutes of history before now.
+        #[arg(long)]
+        minutes: Option<u64>,
+        /// Fill labels, metadata and events with hostile text (markup,
+        /// script payloads, 1 MB strings, control and bidi characters), to
+        /// test that a viewer renders them inertly.
+        #[arg(long)]
+        hostile: bool,
+    },
     /// Serve the built viewer on 127.0.0.1 and offer the given archives.
     Serve {
         /// Archives to offer (each checked first).
@@ -117,6 +146,15 @@ fn main() -> ExitCode {
             to,
         } => run_cat(&file, &source, &stream, format, from, to),
         Command::Serve { files, port, root } => run_serve(files, port, root),
+        Command::Demo {
+            out,
+            live,
+            run_for,
+            size,
+            hosts,
+            minutes,
+            hostile,
+        } => run_demo(&out, live, run_for, size, hosts, minutes, hostile),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,
@@ -296,6 +334,57 @@ fn run_verify(file: &PathBuf, json: bool) -> Result<(), Failure> {
     } else {
         Err(Failure::Unsound)
     }
+}
+
+fn run_demo(
+    out: &PathBuf,
+    live: bool,
+    run_for: Option<u64>,
+    size: Option<u64>,
+    hosts: Option<usize>,
+    minutes: Option<u64>,
+    hostile: bool,
+) -> Result<(), Failure> {
+    use dendro::write::demo::{write_demo, DemoOptions};
+    use std::sync::atomic::{AtomicBool, Ordering};
+    use std::sync::Arc;
+
+    let mut options = match size {
+        Some(mb) => DemoOptions::sized(mb.saturating_mul(1_000_000)),
+        None => DemoOptions::default(),
+    };
+    if let Some(hosts) = hosts {
+        options.hosts = hosts.max(1);
+    }
+    if let Some(minutes) = minutes {
+        options.duration = std::time::Duration::from_secs(minutes.saturating_mul(60));
+    }
+    options.hostile = hostile;
+    if live {
+        let stop = Arc::new(AtomicBool::new(false));
+        if let Some(seconds) = run_for {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                std::thread::sleep(std::time::Duration::from_secs(seconds));
+                stop.store(true, Ordering::SeqCst);
+            });
+        }
+        eprintln!(
+            "dendro: writing {} and then appending once a second; Ctrl-C to stop",
+            out.display()
+        );
+        options.live = Some(stop);
+    }
+    let report = write_demo(out, options)?;
+    println!(
+        "{}: {} source(s), {} ticks, {} rows, {} bytes",
+        out.display(),
+        report.sources,
+        report.ticks,
+        report.rows,
+        report.file_bytes
+    );
+    Ok(())
 }
 
 fn run_serve(files: Vec<PathBuf>, port: u16, root: PathBuf) -> Result<(), Failure> {
