@@ -82,6 +82,10 @@ await test("schema, readSegment and readRange return the contract's shapes", asy
   check(r.columns.length === 1 && r.columns[0].min instanceof Float64Array, "envelope columns");
   const all = await h.readRange(1, "temps", -(2n ** 63n), 2n ** 63n - 1n, { maxPoints: 7 });
   check(all.reduced && all.ts.length <= 7 && all.rows_in_window === 200, "reduced window");
+  check(all.segments_read === 5 && all.segments_from_stats === 0, "40-row segments straddle 7 buckets of 200 rows");
+  // Two buckets: the boundary falls inside seq 2; the other four come from their footers.
+  const two = await h.readRange(1, "temps", -(2n ** 63n), 2n ** 63n - 1n, { maxPoints: 2 });
+  check(two.segments_read === 1 && two.segments_from_stats === 4 && two.rows_in_window === 200, `footer statistics: ${two.segments_read} read, ${two.segments_from_stats} from statistics`);
   const cols = await h.readRange(1, "temps", t0, t0 + 10n * s, { columns: ["nope"] });
   check(cols.columns.length === 0 && cols.ts.length === 11, "columns filter");
   engine.terminate();

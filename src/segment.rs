@@ -10,7 +10,8 @@ use arrow_schema::SchemaRef;
 use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 use parquet::arrow::{ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
-use parquet::file::properties::WriterProperties;
+use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use crate::catalog::{Labels, WalRow};
 use crate::error::{Error, Result};
@@ -57,11 +58,15 @@ pub trait SegmentEncoder: Send + Sync {
 
 /// The writer properties of every segment dendro writes: LZ4_RAW and no
 /// dictionaries (dictionary state, not row data, sets peak memory during a
-/// seal, and monotonic numeric columns gain nothing from it).
+/// seal, and monotonic numeric columns gain nothing from it). Statistics
+/// stay at Parquet's default, per column chunk and page, said out loud
+/// because the viewer's envelope reads a segment's extremes from them
+/// instead of decoding it (`read::stats`).
 pub fn writer_props() -> WriterProperties {
     WriterProperties::builder()
         .set_compression(Compression::LZ4_RAW)
         .set_dictionary_enabled(false)
+        .set_statistics_enabled(EnabledStatistics::Page)
         .build()
 }
 
@@ -218,6 +223,40 @@ fn check_layout(
         }
     }
     Ok(())
+}
+
+/// A segment's footer, read through `read_at` (offset, buffer) from a
+/// payload of `len` bytes without touching the column data: the magic at
+/// both ends, the declared footer length, then the footer itself, parsed
+/// and checked as a decode would check it (every column chunk inside the
+/// payload) before anyone acts on it.
+pub fn read_footer(
+    len: usize,
+    mut read_at: impl FnMut(usize, &mut [u8]) -> std::result::Result<(), String>,
+) -> std::result::Result<ParquetMetaData, String> {
+    if len < 12 {
+        return Err("not a Parquet file (magic missing)".into());
+    }
+    let mut head = [0u8; 4];
+    let mut tail = [0u8; 8];
+    read_at(0, &mut head)?;
+    read_at(len - 8, &mut tail)?;
+    if &head != PARQUET_MAGIC || &tail[4..] != PARQUET_MAGIC {
+        return Err("not a Parquet file (magic missing)".into());
+    }
+    let footer = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
+    if footer > len - 12 {
+        return Err(format!(
+            "footer claims {footer} bytes but the file holds {len}"
+        ));
+    }
+    let mut bytes = vec![0u8; footer];
+    read_at(len - 8 - footer, &mut bytes)?;
+    guarded(|| {
+        let metadata = ParquetMetaDataReader::decode_metadata(&bytes).map_err(|e| e.to_string())?;
+        check_layout(&metadata, len)?;
+        Ok(metadata)
+    })
 }
 
 /// The Arrow schema of a segment, from its footer alone.

@@ -165,6 +165,32 @@ fn span(r: &Row<'_>) -> rusqlite::Result<Option<Span>> {
     }))
 }
 
+/// A segment's payload open for reading byte ranges
+/// ([`Snapshot::segment_payload`]). Lives as long as the snapshot.
+pub struct Payload<'s> {
+    blob: rusqlite::blob::Blob<'s>,
+    file: &'s str,
+}
+
+impl Payload<'_> {
+    /// The payload's length in bytes.
+    pub fn len(&self) -> usize {
+        self.blob.len()
+    }
+
+    /// Whether the payload has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.blob.is_empty()
+    }
+
+    /// Fills `buf` from `offset`; a range past the end is an error.
+    pub fn read_at(&self, offset: usize, buf: &mut [u8]) -> Result<()> {
+        self.blob
+            .read_at_exact(buf, offset)
+            .ctx(self.file, "cannot read a segment's payload")
+    }
+}
+
 impl Snapshot<'_> {
     fn collect<T>(
         &self,
@@ -318,6 +344,35 @@ impl Snapshot<'_> {
                     "segment {seq} of stream {stream:?} in source {source_id}"
                 ))
             })
+    }
+
+    /// One segment's payload opened for reading parts of it (SQLite's
+    /// incremental blob I/O): a footer is read without fetching, or
+    /// copying, the column data before it.
+    pub fn segment_payload(&self, source_id: i64, stream: &str, seq: i64) -> Result<Payload<'_>> {
+        let what = "cannot open a segment's payload";
+        let rowid: i64 = self
+            .conn
+            .query_row(
+                "SELECT rowid FROM segments WHERE source_id = ?1 AND stream = ?2 AND seq = ?3",
+                params![source_id, stream, seq],
+                |r| r.get(0),
+            )
+            .optional()
+            .ctx(self.file, what)?
+            .ok_or_else(|| {
+                self.not_found(format!(
+                    "segment {seq} of stream {stream:?} in source {source_id}"
+                ))
+            })?;
+        let blob = self
+            .conn
+            .blob_open(rusqlite::MAIN_DB, "segments", "bytes", rowid, true)
+            .ctx(self.file, what)?;
+        Ok(Payload {
+            blob,
+            file: self.file,
+        })
     }
 
     /// The caller's index stored with every segment of a stream, by seq,

@@ -17,6 +17,7 @@ use arrow_array::types::{
 };
 use arrow_array::{Array, ArrowPrimitiveType, PrimitiveArray};
 use arrow_schema::{DataType, Schema, TimeUnit};
+use std::ops::Range;
 
 /// Whether a column of this type can order rows in time: `Int64` (the
 /// archive's own nanosecond timestamps) or any Arrow timestamp.
@@ -134,6 +135,118 @@ pub fn numbers(array: &dyn Array) -> Option<Vec<f64>> {
         }
         _ => return None,
     })
+}
+
+/// Folds an integer column's rows into `acc`: min and max in the column's
+/// own type, widened once at the end (widening keeps order, so this equals
+/// folding every widened value).
+fn fold_ints<T>(
+    array: &dyn Array,
+    rows: Range<usize>,
+    acc: (f64, f64),
+    to_f64: impl Fn(T::Native) -> f64,
+) -> (f64, f64)
+where
+    T: ArrowPrimitiveType,
+    T::Native: Ord,
+{
+    let array: &PrimitiveArray<T> = array.as_primitive::<T>();
+    let values = &array.values()[rows.clone()];
+    let mut out: Option<(T::Native, T::Native)> = None;
+    let mut take = |v: T::Native| {
+        out = Some(match out {
+            None => (v, v),
+            Some((lo, hi)) => (lo.min(v), hi.max(v)),
+        });
+    };
+    match array.nulls().filter(|n| n.null_count() > 0) {
+        None => {
+            if let (Some(&lo), Some(&hi)) = (values.iter().min(), values.iter().max()) {
+                take(lo);
+                take(hi);
+            }
+        }
+        Some(nulls) => {
+            for (i, &v) in rows.clone().zip(values) {
+                if nulls.is_valid(i) {
+                    take(v);
+                }
+            }
+        }
+    }
+    match out {
+        Some((lo, hi)) => (acc.0.min(to_f64(lo)), acc.1.max(to_f64(hi))),
+        None => acc,
+    }
+}
+
+/// Folds a float column's finite, non-null rows into `acc`.
+fn fold_floats<T>(
+    array: &dyn Array,
+    rows: Range<usize>,
+    acc: (f64, f64),
+    to_f64: impl Fn(T::Native) -> f64,
+) -> (f64, f64)
+where
+    T: ArrowPrimitiveType,
+{
+    let array: &PrimitiveArray<T> = array.as_primitive::<T>();
+    let values = &array.values()[rows.clone()];
+    let (mut lo, mut hi) = acc;
+    match array.nulls().filter(|n| n.null_count() > 0) {
+        None => {
+            for &v in values {
+                let v = to_f64(v);
+                if v.is_finite() {
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                }
+            }
+        }
+        Some(nulls) => {
+            for (i, &v) in rows.zip(values) {
+                let v = to_f64(v);
+                if nulls.is_valid(i) && v.is_finite() {
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                }
+            }
+        }
+    }
+    (lo, hi)
+}
+
+/// Folds rows `rows` of a numeric column (see [`is_numeric`]) into `acc`,
+/// a running (min, max): the same extremes as taking [`numbers`] and
+/// keeping the finite values, without widening the column first. Any other
+/// type leaves `acc` as it is.
+pub fn fold_extremes(array: &dyn Array, rows: Range<usize>, acc: (f64, f64)) -> (f64, f64) {
+    match array.data_type() {
+        DataType::Int8 => fold_ints::<Int8Type>(array, rows, acc, f64::from),
+        DataType::Int16 => fold_ints::<Int16Type>(array, rows, acc, f64::from),
+        DataType::Int32 => fold_ints::<Int32Type>(array, rows, acc, f64::from),
+        DataType::Int64 => fold_ints::<Int64Type>(array, rows, acc, |v| v as f64),
+        DataType::UInt8 => fold_ints::<UInt8Type>(array, rows, acc, f64::from),
+        DataType::UInt16 => fold_ints::<UInt16Type>(array, rows, acc, f64::from),
+        DataType::UInt32 => fold_ints::<UInt32Type>(array, rows, acc, f64::from),
+        DataType::UInt64 => fold_ints::<UInt64Type>(array, rows, acc, |v| v as f64),
+        DataType::Float16 => fold_floats::<Float16Type>(array, rows, acc, f64::from),
+        DataType::Float32 => fold_floats::<Float32Type>(array, rows, acc, f64::from),
+        DataType::Float64 => fold_floats::<Float64Type>(array, rows, acc, |v| v),
+        DataType::Boolean => {
+            let array = array.as_boolean();
+            let (mut lo, mut hi) = acc;
+            for i in rows {
+                if array.is_valid(i) {
+                    let v = f64::from(u8::from(array.value(i)));
+                    lo = lo.min(v);
+                    hi = hi.max(v);
+                }
+            }
+            (lo, hi)
+        }
+        _ => acc,
+    }
 }
 
 fn hex(bytes: &[u8]) -> String {

@@ -17,7 +17,8 @@ use arrow_array::{Array, RecordBatch};
 use crate::catalog::SegmentRecord;
 use crate::container::Archive;
 use crate::error::Result;
-use crate::read::columns::{is_numeric, numbers, time_values, ts_column};
+use crate::read::columns::{fold_extremes, is_numeric, numbers, time_values, ts_column};
+use crate::read::stats::{Extremes, SegmentStats};
 
 /// One numeric column of an [`Envelope`].
 #[derive(Debug, Clone, PartialEq)]
@@ -37,6 +38,9 @@ pub struct Envelope {
     pub rows_in_window: u64,
     /// Segments decoded to answer.
     pub segments_read: usize,
+    /// Segments answered from their footer's statistics, not decoded: each
+    /// lay inside one bucket, so its extremes are all it adds.
+    pub segments_from_stats: usize,
     /// Whether rows were bucketed (`false`: one point per row).
     pub reduced: bool,
     /// One timestamp per point: the row's own, or the bucket's start.
@@ -66,6 +70,8 @@ pub struct EnvelopeBuilder {
     ts: Vec<i64>,
     filled: Vec<bool>,
     columns: Vec<ColumnEnvelope>,
+    /// Segments added by [`EnvelopeBuilder::push_stats`].
+    from_stats: usize,
 }
 
 impl EnvelopeBuilder {
@@ -95,6 +101,7 @@ impl EnvelopeBuilder {
             ts: Vec::new(),
             filled: Vec::new(),
             columns: Vec::new(),
+            from_stats: 0,
         }
     }
 
@@ -127,11 +134,7 @@ impl EnvelopeBuilder {
     /// Switches from one point per row to buckets, folding the rows kept
     /// so far into them.
     fn switch_to_buckets(&mut self, n: usize) {
-        let (lo, hi) = self.span;
-        let width = hi as i128 - lo as i128 + 1;
-        self.bounds = (0..=n as i128)
-            .map(|k| (lo as i128 + (k * width + n as i128 - 1) / n as i128) as i64)
-            .collect();
+        self.bounds = bucket_bounds(self.span, n);
         let rows = std::mem::take(&mut self.ts);
         self.filled = vec![false; n];
         let buckets: Vec<usize> = {
@@ -159,6 +162,62 @@ impl EnvelopeBuilder {
         }
     }
 
+    /// Folds rows into buckets from now on, however few have come: for a
+    /// caller that already knows the window holds more than `max_points`
+    /// rows. The envelope is the same as if the switch had come with the
+    /// row that crossed the limit. Without `max_points`, nothing changes.
+    pub fn reduce_now(&mut self) {
+        if let Some(n) = self.max_points {
+            if !self.reduced() {
+                self.switch_to_buckets(n);
+            }
+        }
+    }
+
+    /// The bucket that every time in `[lo, hi]` falls in, when rows are
+    /// being bucketed and the span lies inside the window and inside one
+    /// bucket.
+    pub fn bucket_holding(&self, lo: i64, hi: i64) -> Option<usize> {
+        if !self.reduced() {
+            return None;
+        }
+        one_bucket(&self.bounds, self.from, self.to, lo, hi)
+    }
+
+    /// Adds a segment from its footer's statistics instead of its rows,
+    /// exactly as pushing its decoded rows would: every row lies in one
+    /// bucket ([`Self::bucket_holding`]), so the segment adds its row count,
+    /// fills that bucket, and widens each column's min and max there by the
+    /// column's own extremes. Returns `false`, adding nothing, when that is
+    /// not exact: rows are not being bucketed, the rows span two buckets or
+    /// leave the window, or a column kept here has no exact extremes.
+    pub fn push_stats(&mut self, stats: &SegmentStats) -> bool {
+        let Some(b) = self.bucket_holding(stats.first_ts, stats.last_ts) else {
+            return false;
+        };
+        let wanted = self.wanted.clone();
+        let kept = |name: &str| wanted.as_ref().is_none_or(|w| w.iter().any(|x| x == name));
+        if stats
+            .columns
+            .iter()
+            .any(|c| c.extremes == Extremes::Unknown && kept(&c.name))
+        {
+            return false;
+        }
+        self.rows += stats.rows;
+        self.filled[b] = true;
+        for c in stats.columns.iter().filter(|c| kept(&c.name)) {
+            let k = self.column_index(&c.name);
+            if let Extremes::Range { min, max } = c.extremes {
+                let column = &mut self.columns[k];
+                column.min[b] = column.min[b].min(min);
+                column.max[b] = column.max[b].max(max);
+            }
+        }
+        self.from_stats += 1;
+        true
+    }
+
     /// Feeds one batch. Rows outside the window, and rows whose time is
     /// null, are skipped; a batch with no time-axis column adds nothing.
     pub fn push(&mut self, batch: &RecordBatch) {
@@ -170,9 +229,92 @@ impl EnvelopeBuilder {
         let Some(times) = time_values(ts_array.as_ref()) else {
             return;
         };
+        // The usual batch: every row has a time and they ascend, so the
+        // window is one run of rows and each bucket a run inside it.
+        if ts_array.null_count() == 0 && times.windows(2).all(|w| w[0] <= w[1]) {
+            let start = times.partition_point(|&t| t < self.from);
+            let end = times.partition_point(|&t| t <= self.to).max(start);
+            self.push_sorted(batch, ts_index, times, start..end);
+            return;
+        }
         let selected: Vec<usize> = (0..times.len())
             .filter(|&i| ts_array.is_valid(i) && (self.from..=self.to).contains(&times[i]))
             .collect();
+        self.push_rows(batch, ts_index, times, selected);
+    }
+
+    /// [`Self::push`] for rows `rows` of a batch whose times ascend: in
+    /// buckets, a column is folded run by run instead of row by row.
+    fn push_sorted(
+        &mut self,
+        batch: &RecordBatch,
+        ts_index: usize,
+        times: &[i64],
+        rows: std::ops::Range<usize>,
+    ) {
+        if rows.is_empty() {
+            return;
+        }
+        if let Some(n) = self.max_points {
+            if !self.reduced() && self.ts.len() + rows.len() > n {
+                self.switch_to_buckets(n);
+            }
+        }
+        if !self.reduced() {
+            return self.push_rows(batch, ts_index, times, rows.collect());
+        }
+        self.rows += rows.len() as u64;
+        let last = self.filled.len() - 1;
+        let mut runs: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
+        let (mut i, mut cursor) = (rows.start, 0);
+        while i < rows.end {
+            let b = bucket_of(&self.bounds, times[i], &mut cursor);
+            let j = if b == last {
+                rows.end
+            } else {
+                let limit = self.bounds[b + 1];
+                i + times[i..rows.end].partition_point(|&t| t < limit)
+            };
+            runs.push((b, i..j));
+            i = j;
+        }
+        let schema = batch.schema();
+        for (c, field) in schema.fields().iter().enumerate() {
+            if c == ts_index || !is_numeric(field.data_type()) {
+                continue;
+            }
+            if let Some(wanted) = &self.wanted {
+                if !wanted.iter().any(|w| w == field.name()) {
+                    continue;
+                }
+            }
+            let k = self.column_index(field.name());
+            let array = batch.column(c);
+            let column = &mut self.columns[k];
+            for (b, run) in &runs {
+                let (lo, hi) = fold_extremes(
+                    array.as_ref(),
+                    run.clone(),
+                    (column.min[*b], column.max[*b]),
+                );
+                column.min[*b] = lo;
+                column.max[*b] = hi;
+            }
+        }
+        for (b, _) in &runs {
+            self.filled[*b] = true;
+        }
+    }
+
+    /// [`Self::push`] row by row, for the rows `selected` of a batch.
+    fn push_rows(
+        &mut self,
+        batch: &RecordBatch,
+        ts_index: usize,
+        times: &[i64],
+        selected: Vec<usize>,
+    ) {
+        let schema = batch.schema();
         if selected.is_empty() {
             return;
         }
@@ -252,6 +394,7 @@ impl EnvelopeBuilder {
             return Envelope {
                 rows_in_window: self.rows,
                 segments_read,
+                segments_from_stats: self.from_stats,
                 reduced: false,
                 ts: self.ts,
                 columns: self.columns,
@@ -266,11 +409,33 @@ impl EnvelopeBuilder {
         Envelope {
             rows_in_window: self.rows,
             segments_read,
+            segments_from_stats: self.from_stats,
             reduced: true,
             ts: keep.iter().map(|&b| self.bounds[b]).collect(),
             columns: self.columns,
         }
     }
+}
+
+/// The boundaries of `n` equal buckets over `span`: bucket `k` is
+/// `[bounds[k], bounds[k + 1])`, the last one closed at `span.1`.
+fn bucket_bounds((lo, hi): (i64, i64), n: usize) -> Vec<i64> {
+    let width = hi as i128 - lo as i128 + 1;
+    (0..=n as i128)
+        .map(|k| (lo as i128 + (k * width + n as i128 - 1) / n as i128) as i64)
+        .collect()
+}
+
+/// The bucket of `bounds` that every time in `[lo, hi]` falls in, when
+/// the span lies inside the window `[from, to]` and inside one bucket.
+fn one_bucket(bounds: &[i64], from: i64, to: i64, lo: i64, hi: i64) -> Option<usize> {
+    if lo > hi || lo < from || hi > to {
+        return None;
+    }
+    let mut cursor = 0;
+    let a = bucket_of(bounds, lo, &mut cursor);
+    // Buckets are ordered, so every time between two in one bucket is in it.
+    (bucket_of(bounds, hi, &mut cursor) == a).then_some(a)
 }
 
 /// The bucket holding `t`, starting the search at `cursor` (rows usually
@@ -317,6 +482,30 @@ pub type Decoded = Arc<Vec<RecordBatch>>;
 pub fn read_range(
     archive: &Archive,
     request: &RangeRequest<'_>,
+    decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
+) -> Result<Envelope> {
+    read_range_with(archive, request, |_| Ok(None), decode)
+}
+
+/// A segment's footer statistics, shared with a cache.
+pub type Stats = Arc<SegmentStats>;
+
+/// [`read_range`], answering from footer statistics where that is exact:
+/// once rows are bucketed, a segment whose rows all lie in one bucket adds
+/// only its extremes there, and its row-group statistics hold them, so it
+/// is not decoded. `stats` returns a segment's summary
+/// ([`super::stats::segment_stats`]), `None` when its footer does not say
+/// exactly. The envelope is the one [`read_range`] returns, except that
+/// `segments_read` counts only the segments decoded.
+///
+/// The catalog's spans only pick which footers to read (a segment inside
+/// one bucket by the catalog); what a footer says decides. When those
+/// segments alone hold more rows than `max_points`, the builder buckets
+/// from the start, as it would have once their rows arrived.
+pub fn read_range_with(
+    archive: &Archive,
+    request: &RangeRequest<'_>,
+    mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
     mut decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
 ) -> Result<Envelope> {
     let segments = archive.read_snapshot(|s| {
@@ -334,13 +523,48 @@ pub fn read_range(
         request.columns,
         span,
     );
-    for record in &segments {
+    let mut known: Vec<Option<Stats>> = vec![None; segments.len()];
+    if let Some(n) = builder.max_points {
+        let claimed: u64 = segments.iter().map(|s| s.rows.max(0) as u64).sum();
+        if claimed > n as u64 {
+            let bounds = bucket_bounds(builder.span, n);
+            let mut certain = 0u64;
+            for (record, slot) in segments.iter().zip(&mut known) {
+                if one_bucket(
+                    &bounds,
+                    request.from,
+                    request.to,
+                    record.first_ts,
+                    record.last_ts,
+                )
+                .is_none()
+                {
+                    continue;
+                }
+                if let Some(summary) = stats(record)? {
+                    if summary.first_ts >= request.from && summary.last_ts <= request.to {
+                        certain += summary.rows;
+                    }
+                    *slot = Some(summary);
+                }
+            }
+            if certain > n as u64 {
+                builder.reduce_now();
+            }
+        }
+    }
+    let mut decoded = 0;
+    for (record, summary) in segments.iter().zip(&known) {
+        if summary.as_ref().is_some_and(|s| builder.push_stats(s)) {
+            continue;
+        }
         let batches = decode(record, request.columns)?;
+        decoded += 1;
         for batch in batches.iter() {
             builder.push(batch);
         }
     }
-    Ok(builder.finish(segments.len()))
+    Ok(builder.finish(decoded))
 }
 
 /// Fetches and decodes one segment for [`read_range`], keeping `columns`
@@ -502,5 +726,111 @@ mod tests {
         let e = b.finish(1);
         assert_eq!(e.ts, vec![1]);
         assert!(e.columns.is_empty());
+    }
+
+    /// A column-by-column, row-by-row reference: what the builder did
+    /// before batches with ascending times were folded run by run.
+    fn row_by_row(batches: &[RecordBatch], from: i64, to: i64, n: Option<usize>) -> Envelope {
+        let mut b = EnvelopeBuilder::new(from, to, n, None, None);
+        for batch in batches {
+            let ts_index = ts_column(&batch.schema()).unwrap();
+            let times = time_values(batch.column(ts_index).as_ref()).unwrap();
+            let ts_array = batch.column(ts_index);
+            let selected = (0..times.len())
+                .filter(|&i| ts_array.is_valid(i) && (from..=to).contains(&times[i]))
+                .collect();
+            b.push_rows(batch, ts_index, times, selected);
+        }
+        b.finish(batches.len())
+    }
+
+    fn same(a: &Envelope, b: &Envelope) -> bool {
+        let eq = |x: &[f64], y: &[f64]| {
+            x.len() == y.len()
+                && x.iter()
+                    .zip(y)
+                    .all(|(p, q)| p == q || (p.is_nan() && q.is_nan()))
+        };
+        a.rows_in_window == b.rows_in_window
+            && a.reduced == b.reduced
+            && a.ts == b.ts
+            && a.columns.len() == b.columns.len()
+            && a.columns
+                .iter()
+                .zip(&b.columns)
+                .all(|(x, y)| x.name == y.name && eq(&x.min, &y.min) && eq(&x.max, &y.max))
+    }
+
+    #[test]
+    fn runs_of_ascending_rows_fold_to_what_row_by_row_folding_gives() {
+        use arrow_array::{Int32Array, UInt64Array};
+        let mut state = 0x853c_49e6_748f_ea9bu64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("ts", DataType::Int64, true),
+            Field::new("f", DataType::Float64, true),
+            Field::new("i", DataType::Int32, true),
+            Field::new("u", DataType::UInt64, false),
+        ]));
+        for round in 0..200 {
+            let batches: Vec<RecordBatch> = (0..1 + next() % 4)
+                .map(|_| {
+                    let len = (next() % 300) as usize;
+                    let mut t = (next() % 1000) as i64 - 500;
+                    let unsorted = round % 5 == 0;
+                    let ts: Vec<Option<i64>> = (0..len)
+                        .map(|_| {
+                            t += (next() % 4) as i64;
+                            if unsorted && next() % 9 == 0 {
+                                return if next() % 2 == 0 { None } else { Some(t - 50) };
+                            }
+                            Some(t)
+                        })
+                        .collect();
+                    let f: Vec<Option<f64>> = (0..len)
+                        .map(|_| match next() % 12 {
+                            0 => None,
+                            1 => Some(f64::NAN),
+                            2 => Some(f64::INFINITY),
+                            3 => Some(1e12),
+                            k => Some(k as f64 - (next() % 100) as f64),
+                        })
+                        .collect();
+                    let i: Vec<Option<i32>> = (0..len)
+                        .map(|_| (next() % 7 != 0).then(|| next() as i32))
+                        .collect();
+                    let u: Vec<u64> = (0..len).map(|_| next()).collect();
+                    RecordBatch::try_new(
+                        schema.clone(),
+                        vec![
+                            Arc::new(Int64Array::from(ts)),
+                            Arc::new(Float64Array::from(f)),
+                            Arc::new(Int32Array::from(i)),
+                            Arc::new(UInt64Array::from(u)),
+                        ],
+                    )
+                    .unwrap()
+                })
+                .collect();
+            let from = (next() % 1200) as i64 - 700;
+            let to = from + (next() % 1500) as i64;
+            for n in [None, Some(1), Some(2), Some(5), Some(40), Some(500)] {
+                let mut fast = EnvelopeBuilder::new(from, to, n, None, None);
+                for b in &batches {
+                    fast.push(b);
+                }
+                let fast = fast.finish(batches.len());
+                let slow = row_by_row(&batches, from, to, n);
+                assert!(
+                    same(&fast, &slow),
+                    "round {round}, {n:?}:\n{fast:?}\n{slow:?}"
+                );
+            }
+        }
     }
 }

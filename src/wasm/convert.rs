@@ -214,6 +214,7 @@ pub(crate) fn envelope(e: &Envelope) -> JsValue {
     Obj::new()
         .set("rows_in_window", JsValue::from_f64(e.rows_in_window as f64))
         .set("segments_read", e.segments_read as u32)
+        .set("segments_from_stats", e.segments_from_stats as u32)
         .set("reduced", e.reduced)
         .set("ts", BigInt64Array::from(&e.ts[..]))
         .set("columns", columns)

@@ -16,6 +16,7 @@ mod input;
 mod js;
 
 use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use js_sys::Uint8Array;
@@ -24,7 +25,7 @@ use wasm_bindgen::prelude::*;
 use crate::container::Archive;
 use crate::error::Error;
 use crate::read::cache::{Batches, SegmentCache};
-use crate::read::envelope::{decode_for_range, read_range, RangeRequest};
+use crate::read::envelope::{decode_for_range, read_range_with, RangeRequest, Stats};
 
 /// The largest archive the engine accepts: SQLite's own ceiling for one
 /// allocation (`SQLITE_MAX_ALLOCATION_SIZE`), which holds the whole file.
@@ -45,8 +46,25 @@ struct Key {
     with_time_axis: bool,
 }
 
+/// A segment, for the footer-statistics cache: its summary does not
+/// depend on which columns are asked for.
+#[derive(Clone, PartialEq, Eq, Hash)]
+struct SegmentKey {
+    archive: u32,
+    source_id: i64,
+    stream: String,
+    seq: i64,
+}
+
+/// Footer summaries kept at most: a few hundred bytes each.
+const MAX_STATS_ENTRIES: usize = 1 << 16;
+
 thread_local! {
     static CACHE: RefCell<SegmentCache<Key>> = RefCell::new(SegmentCache::new(DEFAULT_CACHE_BYTES));
+    /// Footer summaries by segment (`None`: the footer says nothing exact).
+    static STATS: RefCell<HashMap<SegmentKey, Option<Stats>>> = RefCell::new(HashMap::new());
+    /// Whether caching is on at all (`setCacheBytes(0)` turns both off).
+    static CACHING: Cell<bool> = const { Cell::new(true) };
     static NEXT_ID: Cell<u32> = const { Cell::new(1) };
     /// The segment being decoded, if any. Read back after a trap (a
     /// panic aborts in wasm32), so the page can say which segment did it.
@@ -241,7 +259,39 @@ impl JsArchive {
             columns: columns.as_deref(),
             max_points: max_points.map(|n| n as usize),
         };
-        let envelope = read_range(&self.archive, &request, |record, columns| {
+        let file = self.archive.file();
+        let stats = |record: &crate::catalog::SegmentRecord| {
+            let key = SegmentKey {
+                archive: self.id,
+                source_id: record.source_id,
+                stream: record.stream.clone(),
+                seq: record.seq,
+            };
+            if let Some(hit) = STATS.with(|s| s.borrow().get(&key).cloned()) {
+                return Ok(hit);
+            }
+            let summary = noting(
+                || {
+                    format!(
+                        "the footer of {}",
+                        describe_segment(file, record.source_id, &record.stream, record.seq)
+                    )
+                },
+                || crate::read::stats::segment_stats(&self.archive, record),
+            )?
+            .map(Arc::new);
+            if CACHING.with(Cell::get) {
+                STATS.with(|s| {
+                    let mut s = s.borrow_mut();
+                    if s.len() >= MAX_STATS_ENTRIES {
+                        s.clear();
+                    }
+                    s.insert(key, summary.clone());
+                });
+            }
+            Ok(summary)
+        };
+        let envelope = read_range_with(&self.archive, &request, stats, |record, columns| {
             let key = Key {
                 archive: self.id,
                 source_id: record.source_id,
@@ -368,6 +418,7 @@ impl Drop for JsArchive {
     fn drop(&mut self) {
         let id = self.id;
         CACHE.with(|c| c.borrow_mut().remove_where(|k| k.archive == id));
+        STATS.with(|s| s.borrow_mut().retain(|k, _| k.archive != id));
     }
 }
 
@@ -386,7 +437,7 @@ fn cached(
 }
 
 /// Sets the decoded-segment cache's budget in bytes (default 256 MiB),
-/// evicting as needed; 0 turns caching off.
+/// evicting as needed; 0 turns caching off, footer summaries included.
 #[wasm_bindgen(js_name = setCacheBytes)]
 pub fn set_cache_bytes(bytes: f64) {
     let bytes = if bytes.is_finite() && bytes > 0.0 {
@@ -395,6 +446,10 @@ pub fn set_cache_bytes(bytes: f64) {
         0
     };
     CACHE.with(|c| c.borrow_mut().set_budget(bytes));
+    CACHING.with(|c| c.set(bytes > 0));
+    if bytes == 0 {
+        STATS.with(|s| s.borrow_mut().clear());
+    }
 }
 
 /// `{ entries, bytes }` held by the decoded-segment cache.

@@ -482,6 +482,63 @@ fn read_range_decodes_only_the_overlapping_segments_and_trims_rows() {
 }
 
 #[wasm_bindgen_test]
+fn segments_inside_one_bucket_come_from_their_footers_with_the_same_envelope() {
+    use dendro::read::envelope::{decode_for_range, read_range, RangeRequest};
+    let f = single();
+    let archive = open(&f);
+    let t0 = 1_700_000_000_000_000_000i64;
+    let s = 1_000_000_000i64;
+    // 5 segments of 40 rows, 1 s apart. Two buckets: the boundary falls in
+    // seq 2, so seqs 0, 1, 3 and 4 each lie inside one bucket.
+    for (from, to, points, from_stats) in [
+        (i64::MIN, i64::MAX, 2, 4.0),
+        (t0, t0 + 199 * s, 2, 4.0),
+        (i64::MIN, i64::MAX, 10, 0.0),
+        (t0 + 30 * s, t0 + 170 * s, 3, 1.0),
+        (t0, t0 + 199 * s, 1, 5.0),
+    ] {
+        let js = archive
+            .read_range(1.0, "temps", from, to, None, Some(points))
+            .unwrap();
+        assert_eq!(
+            get(&js, "segments_from_stats").as_f64(),
+            Some(from_stats),
+            "[{from}, {to}] in {points}"
+        );
+        let request = RangeRequest {
+            source_id: 1,
+            stream: "temps",
+            from,
+            to,
+            columns: None,
+            max_points: Some(points as usize),
+        };
+        let decoded = read_range(archive.archive(), &request, |r, c| {
+            decode_for_range(archive.archive(), r, c)
+        })
+        .unwrap();
+        assert_eq!(
+            get(&js, "segments_read").as_f64().unwrap() + from_stats,
+            decoded.segments_read as f64
+        );
+        assert_eq!(
+            to_json(&get(&js, "rows_in_window")),
+            Value::from(decoded.rows_in_window)
+        );
+        assert_eq!(get(&js, "reduced").as_bool(), Some(decoded.reduced));
+        assert_eq!(bigints(&get(&js, "ts")), decoded.ts);
+        let columns = Array::from(&get(&js, "columns"));
+        assert_eq!(columns.length() as usize, decoded.columns.len());
+        for (c, want) in columns.iter().zip(&decoded.columns) {
+            assert_eq!(get(&c, "name").as_string().unwrap(), want.name);
+            let min = get(&c, "min").dyn_into::<JsF64>().unwrap().to_vec();
+            let max = get(&c, "max").dyn_into::<JsF64>().unwrap().to_vec();
+            assert_eq!((min, max), (want.min.clone(), want.max.clone()));
+        }
+    }
+}
+
+#[wasm_bindgen_test]
 fn decimation_keeps_a_one_row_spike_in_a_million_rows() {
     let n = 1_000_000i64;
     let spike_at = 123_457i64;

@@ -142,6 +142,12 @@ export interface RangeEnvelope {
   rows_in_window: number;
   /** Segments fetched and decoded to answer. */
   segments_read: number;
+  /**
+   * Segments answered from their Parquet footer's statistics without being
+   * decoded: each lay inside one bucket, so its exact min and max were all
+   * it added. 0 when the envelope is not reduced.
+   */
+  segments_from_stats: number;
   /** true when rows were bucketed, false when every row is here. */
   reduced: boolean;
   /** One timestamp per point: the bucket's start, or the row's own ts. */

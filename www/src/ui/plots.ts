@@ -174,7 +174,8 @@ export class PlotGroup {
     this.status.textContent =
       `${count(env.rows_in_window)} rows in this window · ` +
       (env.reduced ? `min/max envelope of ${count(env.ts.length)} buckets` : "every row shown") +
-      ` · ${count(env.segments_read)} segment${env.segments_read === 1 ? "" : "s"} read`;
+      ` · ${count(env.segments_read)} segment${env.segments_read === 1 ? "" : "s"} read` +
+      (env.segments_from_stats > 0 ? `, ${count(env.segments_from_stats)} from footer statistics` : "");
     this.draw(env);
     this.firstDrawn();
   }
