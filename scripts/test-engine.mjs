@@ -184,6 +184,63 @@ await test("several archives at once; a closed handle is refused", async () => {
   }
 });
 
+await test("a request cancelled before it starts is skipped by the worker", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  // Every message to and from the worker, as the client sends and gets them.
+  const sent = [];
+  const answers = [];
+  const Original = window.Worker;
+  const post = Original.prototype.postMessage;
+  Original.prototype.postMessage = function (m, t) {
+    sent.push(m);
+    return post.call(this, m, t);
+  };
+  window.Worker = class extends Original {
+    constructor(...args) {
+      super(...args);
+      this.addEventListener("message", (e) => answers.push(e.data));
+    }
+  };
+  const engine = window.createEngine();
+  window.Worker = Original;
+  const h = await engine.open(await (await fetch("/fixtures/a_single_sealed.dendro")).arrayBuffer(), "a.dendro");
+  const [lo, hi] = [-(2n ** 63n), 2n ** 63n - 1n];
+  // The worker is occupied, as by a long decode; two windows queue behind it.
+  const busy = engine.busyForTests(500);
+  const ctl = new AbortController();
+  const dropped = h.readRange(1, "temps", lo, hi, { maxPoints: 7, signal: ctl.signal });
+  const kept = h.readRange(1, "temps", lo, hi, { maxPoints: 7 });
+  const t = performance.now();
+  ctl.abort();
+  let e = null;
+  try {
+    await dropped;
+  } catch (x) {
+    e = x;
+  }
+  check(e instanceof Error && e.kind === "Cancelled" && e.name === "AbortError", `rejected with ${e?.kind} ${e?.name}`);
+  check(performance.now() - t < 250, "rejected at once, while the worker is still busy");
+  const before = sent.length;
+  try {
+    await h.readRange(1, "temps", lo, hi, { maxPoints: 7, signal: ctl.signal });
+    throw new Error("an aborted signal's request resolved");
+  } catch (x) {
+    check(x.kind === "Cancelled", `already aborted: ${x.kind}`);
+  }
+  check(sent.length === before, "nothing is sent for a signal that had already fired");
+  await busy;
+  const r = await kept;
+  check(r.rows_in_window === 200, "the request queued behind it ran");
+  const id = sent.find((m) => m.op === "call" && m.method === "readRange").id;
+  check(sent.some((m) => m.op === "cancel" && m.ids.includes(id)), "the worker was told");
+  // Answers come in order, so the dropped request's came before the kept one's.
+  const answer = answers.find((a) => a.id === id);
+  check(answer && answer.ok === false && answer.error.kind === "Cancelled", `the worker skipped it: ${JSON.stringify(answer)}`);
+  check(answers.filter((a) => a.id === id).length === 1, "one answer per request");
+  Original.prototype.postMessage = post;
+  engine.terminate();
+});
+
 await test("a trap restarts the worker and names the segment", async () => {
   const check = (ok, what) => { if (!ok) throw new Error(what); };
   const engine = window.createEngine();

@@ -302,6 +302,79 @@ describe("viewer page", () => {
     await page.context().close();
   });
 
+  it("drops a zoom it no longer shows before the engine starts on it", { ...T, skip: !!missing }, async () => {
+    const page = await newPage(browser);
+    // What the page sends its engine worker, and what the worker answers.
+    await page.addInitScript(() => {
+      const w = window;
+      w.__sent = [];
+      w.__answers = [];
+      const post = Worker.prototype.postMessage;
+      Worker.prototype.postMessage = function (m, t) {
+        if (m && typeof m === "object") w.__sent.push({ op: m.op, method: m.method, id: m.id, ids: m.ids });
+        return post.call(this, m, t);
+      };
+      const Original = window.Worker;
+      window.Worker = class extends Original {
+        constructor(...args) {
+          super(...args);
+          this.addEventListener("message", (e) => {
+            const d = e.data;
+            if (d && typeof d === "object" && "id" in d) w.__answers.push({ id: d.id, ok: d.ok, kind: d.error?.kind });
+          });
+        }
+      };
+    });
+    await page.goto(server.url + "/");
+    const m = sound.find((x) => x.stem === "a_single_sealed");
+    await dropFile(page, m.path);
+    const panel = active(page);
+    const plot = panel.locator('[data-testid="plot"][data-column="value"]');
+    await plot.locator("canvas").waitFor({ timeout: 20_000 });
+    await page.waitForFunction(() => /^200 rows in this window/.test(document.querySelector('[data-testid="plot-status"]')?.textContent ?? ""));
+    const worker = page.workers().find((w) => w.url().endsWith("/worker.js"));
+    assert.ok(worker, "the engine worker is running");
+
+    // Occupy the worker as a long decode would; zoom twice meanwhile.
+    const busy = worker.evaluate(() => {
+      const until = performance.now() + 1500;
+      while (performance.now() < until) {
+        // busy
+      }
+    });
+    const lane = panel.locator('[data-testid="lane"]').first().locator(".dv-tl-track");
+    await lane.scrollIntoViewIfNeeded();
+    const box = await lane.boundingBox();
+    await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(box.x + box.width * 0.7, box.y + box.height / 2, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForTimeout(300);
+    const over = plot.locator(".u-over");
+    const ob = await over.boundingBox();
+    await page.mouse.move(ob.x + ob.width * 0.3, ob.y + ob.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(ob.x + ob.width * 0.5, ob.y + ob.height / 2, { steps: 4 });
+    await page.mouse.up();
+    await busy;
+    await page.waitForFunction(() => {
+      const t = document.querySelector('[data-testid="plot-status"]')?.textContent ?? "";
+      const n = /^([\d,]+) rows in this window/.exec(t);
+      return n && Number(n[1].replace(/,/g, "")) < 60;
+    });
+    const sent = await page.evaluate(() => window.__sent);
+    const answers = await page.evaluate(() => window.__answers);
+    const ranges = sent.filter((x) => x.op === "call" && x.method === "readRange");
+    assert.ok(ranges.length >= 3, `the first plot and two zooms: ${ranges.length} readRange`);
+    const superseded = ranges[ranges.length - 2];
+    assert.ok(sent.some((x) => x.op === "cancel" && x.ids.includes(superseded.id)), "the page withdrew the first zoom");
+    assert.equal(answers.find((a) => a.id === superseded.id)?.kind, "Cancelled", "the engine never ran it");
+    const last = ranges[ranges.length - 1];
+    assert.equal(answers.find((a) => a.id === last.id)?.ok, true, "the zoom on screen was read");
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+
   it("shows a segment's rows in a virtualized table and caller rows with previews", { ...T, skip: !!missing }, async () => {
     const page = await newPage(browser);
     await page.goto(server.url + "/?url=/fixtures/g_caller_index.dendro&source=1&stream=a");

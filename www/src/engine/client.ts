@@ -6,15 +6,20 @@
 // the worker (the caller's ArrayBuffer is detached), decoded columns come
 // back as typed arrays the worker no longer holds.
 //
+// A request made with an AbortSignal rejects with kind "Cancelled" as soon
+// as the signal fires; the worker is told, and skips it if it has not
+// started it (a plot drops the zoom it no longer shows this way).
+//
 // If the worker's WebAssembly instance traps, every pending request is
 // rejected with kind "Crashed" (naming the segment being decoded), the
 // worker is replaced, and handles opened before the crash answer
 // "Crashed" until they are opened again: their bytes died with it.
 
-import type { Calls, Method, Request, WorkerMessage } from "./protocol";
+import type { Calls, Method, Request, ToWorker, WorkerMessage } from "./protocol";
 import type {
   ArchiveHandle,
   CallerRow,
+  Cancellable,
   DecodedBatch,
   Description,
   Engine,
@@ -138,15 +143,31 @@ class WorkerEngine implements Engine {
     }
   }
 
-  request(req: DistributiveOmit<Request, "id">, what: string, transfer: Transferable[] = []): Promise<unknown> {
+  request(req: DistributiveOmit<Request, "id">, what: string, transfer: Transferable[] = [], signal?: AbortSignal): Promise<unknown> {
     const worker = this.worker;
     if (this.terminated || !worker) {
       return Promise.reject(new EngineFailure("Internal", "The engine was terminated."));
     }
+    if (signal?.aborted) return Promise.reject(cancelled(what));
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
-      this.pending.set(id, { resolve, reject, what });
-      worker.postMessage({ ...req, id } as Request, transfer);
+      if (!signal) {
+        this.pending.set(id, { resolve, reject, what });
+      } else {
+        const onAbort = () => {
+          if (!this.pending.delete(id)) return;
+          if (this.worker === worker) worker.postMessage({ op: "cancel", ids: [id] } satisfies ToWorker);
+          reject(cancelled(what));
+        };
+        signal.addEventListener("abort", onAbort, { once: true });
+        const done = () => signal.removeEventListener("abort", onAbort);
+        this.pending.set(id, {
+          resolve: (v) => (done(), resolve(v)),
+          reject: (e) => (done(), reject(e)),
+          what,
+        });
+      }
+      worker.postMessage({ ...req, id } satisfies ToWorker, transfer);
     });
   }
 
@@ -159,6 +180,11 @@ class WorkerEngine implements Engine {
   /** Makes the worker's module trap, as a hostile segment would. For tests. */
   crashForTests(what: string): Promise<unknown> {
     return this.request({ op: "crash", what }, `a test crash of ${what}`);
+  }
+
+  /** Keeps the worker busy for `ms`, as a long decode would. For tests. */
+  busyForTests(ms: number): Promise<unknown> {
+    return this.request({ op: "busy", ms }, `keeping the worker busy for ${ms} ms`);
   }
 
   terminate(): void {
@@ -179,7 +205,7 @@ class Handle implements ArchiveHandle {
     private readonly generation: number,
   ) {}
 
-  private call<M extends Method>(method: M, args: Calls[M]["args"], what: string): Promise<Calls[M]["result"]> {
+  private call<M extends Method>(method: M, args: Calls[M]["args"], what: string, signal?: AbortSignal): Promise<Calls[M]["result"]> {
     if (this.closed) {
       return Promise.reject(new EngineFailure("NotFound", `${this.name}: the archive was closed.`));
     }
@@ -189,7 +215,7 @@ class Handle implements ArchiveHandle {
       );
     }
     const req = { op: "call", handle: this.id, method, args } as DistributiveOmit<Request, "id">;
-    return this.engine.request(req, `${what} of ${this.name}`) as Promise<Calls[M]["result"]>;
+    return this.engine.request(req, `${what} of ${this.name}`, [], signal) as Promise<Calls[M]["result"]>;
   }
 
   describe(): Promise<Description> {
@@ -200,11 +226,12 @@ class Handle implements ArchiveHandle {
     return this.call("schema", [source, stream], `the schema of stream "${stream}" (source ${source})`);
   }
 
-  readSegment(source: number, stream: string, seq: number, columns?: string[]): Promise<DecodedBatch> {
+  readSegment(source: number, stream: string, seq: number, columns?: string[], opts?: Cancellable): Promise<DecodedBatch> {
     return this.call(
       "readSegment",
       [source, stream, seq, columns ?? null],
       `segment ${seq} of stream "${stream}" (source ${source})`,
+      opts?.signal,
     );
   }
 
@@ -213,12 +240,13 @@ class Handle implements ArchiveHandle {
     stream: string,
     from: bigint,
     to: bigint,
-    opts?: { columns?: string[]; maxPoints?: number },
+    opts?: { columns?: string[]; maxPoints?: number } & Cancellable,
   ): Promise<RangeEnvelope> {
     return this.call(
       "readRange",
       [source, stream, from, to, opts?.columns ?? null, opts?.maxPoints ?? null],
       `a window of stream "${stream}" (source ${source})`,
+      opts?.signal,
     );
   }
 
@@ -230,8 +258,8 @@ class Handle implements ArchiveHandle {
     return this.call("callerIndex", [source, stream, seq], `the caller index of segment ${seq} of "${stream}"`);
   }
 
-  callerRows(source: number, name: string, from: bigint, to: bigint): Promise<CallerRow[]> {
-    return this.call("callerRows", [source, name, from, to], `caller rows "${name}" (source ${source})`);
+  callerRows(source: number, name: string, from: bigint, to: bigint, opts?: Cancellable): Promise<CallerRow[]> {
+    return this.call("callerRows", [source, name, from, to], `caller rows "${name}" (source ${source})`, opts?.signal);
   }
 
   verify(): Promise<VerifyReport> {
@@ -246,7 +274,17 @@ class Handle implements ArchiveHandle {
   }
 }
 
+/** The rejection of a request whose AbortSignal fired. */
+function cancelled(what: string): EngineFailure {
+  const e = new EngineFailure("Cancelled", `Cancelled: ${what}.`);
+  // What code written for fetch() checks.
+  e.name = "AbortError";
+  return e;
+}
+
 /** Starts an engine: one worker holding any number of open archives. */
-export function createEngine(options: EngineOptions = {}): Engine & { crashForTests(what: string): Promise<unknown> } {
+export function createEngine(
+  options: EngineOptions = {},
+): Engine & { crashForTests(what: string): Promise<unknown>; busyForTests(ms: number): Promise<unknown> } {
   return new WorkerEngine(options);
 }

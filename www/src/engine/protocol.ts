@@ -43,7 +43,19 @@ export type Request =
   | { id: number; op: "config"; cacheBytes: number }
   /** Makes the module trap, as a hostile segment would: tests the recovery. */
   | { id: number; op: "crash"; what: string }
+  /** Keeps the worker busy for `ms`, so tests can queue requests behind it. */
+  | { id: number; op: "busy"; ms: number }
   | CallRequest;
+
+/**
+ * The requests `ids` are no longer wanted: any of them still queued in the
+ * worker is answered "Cancelled" without running. One already running
+ * runs to its end (a decode cannot be interrupted). No answer of its own.
+ */
+export type Cancel = { op: "cancel"; ids: number[] };
+
+/** What the client sends the worker. */
+export type ToWorker = Request | Cancel;
 
 export type Response =
   /** For "open", `value` is the new handle's id. */

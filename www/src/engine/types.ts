@@ -14,6 +14,7 @@ export type EngineErrorKind =
   | "NotFound" // no such source, stream or segment
   | "Segment" // one segment could not be decoded (the archive is otherwise usable)
   | "Crashed" // the worker died; it was restarted
+  | "Cancelled" // the caller's AbortSignal fired before the answer came
   | "Internal";
 
 /** What a file refused as "NotAnArchive" is instead. */
@@ -181,22 +182,33 @@ export interface VerifyReport {
   problems: VerifyProblem[];
 }
 
+/**
+ * Lets a caller withdraw a request it no longer needs. When `signal` aborts
+ * before the answer arrives, the promise rejects at once with an
+ * EngineError of kind "Cancelled" (its `name` is "AbortError"), and the
+ * worker skips the request if it has not started it yet. A request already
+ * running finishes in the worker; its answer is dropped.
+ */
+export interface Cancellable {
+  signal?: AbortSignal;
+}
+
 /** One archive open in the engine. Every method runs in the worker. */
 export interface ArchiveHandle {
   readonly name: string;
   describe(): Promise<Description>;
   schema(source: number, stream: string): Promise<StreamSchema>;
-  readSegment(source: number, stream: string, seq: number, columns?: string[]): Promise<DecodedBatch>;
+  readSegment(source: number, stream: string, seq: number, columns?: string[], opts?: Cancellable): Promise<DecodedBatch>;
   readRange(
     source: number,
     stream: string,
     from: bigint,
     to: bigint,
-    opts?: { columns?: string[]; maxPoints?: number },
+    opts?: { columns?: string[]; maxPoints?: number } & Cancellable,
   ): Promise<RangeEnvelope>;
   liveTail(source: number, stream: string): Promise<LiveTail>;
   callerIndex(source: number, stream: string, seq: number): Promise<Uint8Array | null>;
-  callerRows(source: number, name: string, from: bigint, to: bigint): Promise<CallerRow[]>;
+  callerRows(source: number, name: string, from: bigint, to: bigint, opts?: Cancellable): Promise<CallerRow[]>;
   verify(): Promise<VerifyReport>;
   close(): Promise<void>;
 }

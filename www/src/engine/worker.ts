@@ -6,14 +6,19 @@
 // A trap (a panic aborts in wasm32) poisons the instance: the worker then
 // answers "Crashed", naming the segment being decoded, and the client
 // replaces it with a fresh worker.
+//
+// Requests run one at a time, in the order they came. Between two, the
+// worker lets every message already waiting be delivered first, so a
+// "cancel" sent while a long request ran is seen before the requests
+// queued behind it start: those are answered "Cancelled" without running.
 
 import init, { Archive, __crashForTests, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
-import type { Calls, Method, Request, Response, WorkerMessage } from "./protocol";
+import type { Calls, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
 interface WorkerScope {
   postMessage(message: WorkerMessage, transfer: Transferable[]): void;
-  onmessage: ((e: MessageEvent<Request>) => void) | null;
+  onmessage: ((e: MessageEvent<ToWorker>) => void) | null;
 }
 const scope = self as unknown as WorkerScope;
 
@@ -28,6 +33,7 @@ const KINDS: readonly EngineErrorKind[] = [
   "NotFound",
   "Segment",
   "Crashed",
+  "Cancelled",
   "Internal",
 ];
 
@@ -148,6 +154,13 @@ function run(req: Request): unknown {
     case "crash":
       __crashForTests(req.what);
       return null;
+    case "busy": {
+      const until = performance.now() + req.ms;
+      while (performance.now() < until) {
+        // Occupied, as a long decode would be.
+      }
+      return null;
+    }
     case "call":
       return call(archive(req.handle), req.method, req.args);
   }
@@ -162,31 +175,83 @@ const ready: Promise<EngineError | null> = init({ module_or_path: new URL("./den
   (e: unknown) => engineError("Internal", `the engine could not load its WebAssembly module: ${asEngineError(e).message}`),
 );
 
-void ready.then((failed) => scope.postMessage(failed ? { hello: true, ok: false, error: failed } : { hello: true, ok: true }, []));
+/** Set once the module has loaded or failed to. */
+let loaded: { failed: EngineError | null } | null = null;
 
-scope.onmessage = (e: MessageEvent<Request>) => {
-  const req = e.data;
-  void ready.then((failed) => {
-    if (failed) return reply({ id: req.id, ok: false, error: failed });
-    if (crashed) return reply({ id: req.id, ok: false, error: crashed, fatal: true });
-    try {
-      reply({ id: req.id, ok: true, value: run(req) });
-    } catch (err) {
-      if (err instanceof WebAssembly.RuntimeError) {
-        let where: string | undefined;
-        try {
-          where = decodingNow();
-        } catch {
-          where = undefined;
-        }
-        crashed = engineError(
-          "Crashed",
-          `The engine stopped while decoding ${where ?? "an archive"} (${err.message}); it has been restarted and archives open in it must be opened again.`,
-        );
-        archives.clear();
-        return reply({ id: req.id, ok: false, error: crashed, fatal: true });
+void ready.then((failed) => {
+  loaded = { failed };
+  scope.postMessage(failed ? { hello: true, ok: false, error: failed } : { hello: true, ok: true }, []);
+  schedule();
+});
+
+/** Requests not yet started, oldest first. */
+const queue: Request[] = [];
+/** Ids of queued requests the client has withdrawn. */
+const cancelled = new Set<number>();
+/** The newest id started: ids grow in sending order, so a cancel at or below it is late. */
+let lastStarted = 0;
+/**
+ * Runs the next request as a message of its own: messages posted to this
+ * worker before it (a "cancel" among them) are delivered first, since they
+ * share one task source and are delivered in order.
+ */
+const turn = new MessageChannel();
+let turnPending = false;
+turn.port1.onmessage = () => {
+  turnPending = false;
+  step();
+};
+
+function schedule(): void {
+  if (loaded && !turnPending && queue.length > 0) {
+    turnPending = true;
+    turn.port2.postMessage(null);
+  }
+}
+
+function step(): void {
+  const req = queue.shift();
+  if (!req) return;
+  lastStarted = req.id;
+  if (cancelled.delete(req.id)) {
+    reply({ id: req.id, ok: false, error: engineError("Cancelled", "The request was cancelled before it ran.") });
+  } else {
+    handle(req);
+  }
+  schedule();
+}
+
+function handle(req: Request): void {
+  const failed = loaded?.failed ?? null;
+  if (failed) return reply({ id: req.id, ok: false, error: failed });
+  if (crashed) return reply({ id: req.id, ok: false, error: crashed, fatal: true });
+  try {
+    reply({ id: req.id, ok: true, value: run(req) });
+  } catch (err) {
+    if (err instanceof WebAssembly.RuntimeError) {
+      let where: string | undefined;
+      try {
+        where = decodingNow();
+      } catch {
+        where = undefined;
       }
-      reply({ id: req.id, ok: false, error: asEngineError(err) });
+      crashed = engineError(
+        "Crashed",
+        `The engine stopped while decoding ${where ?? "an archive"} (${err.message}); it has been restarted and archives open in it must be opened again.`,
+      );
+      archives.clear();
+      return reply({ id: req.id, ok: false, error: crashed, fatal: true });
     }
-  });
+    reply({ id: req.id, ok: false, error: asEngineError(err) });
+  }
+}
+
+scope.onmessage = (e: MessageEvent<ToWorker>) => {
+  const msg = e.data;
+  if (msg.op === "cancel") {
+    for (const id of msg.ids) if (id > lastStarted) cancelled.add(id);
+    return;
+  }
+  queue.push(msg);
+  schedule();
 };

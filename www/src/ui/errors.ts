@@ -22,6 +22,7 @@ const KINDS: readonly string[] = [
   "NotFound",
   "Segment",
   "Crashed",
+  "Cancelled",
   "Internal",
 ];
 
@@ -136,6 +137,8 @@ export function explain(e: unknown, name: string, fileBytes?: number): Explained
         hint: "The rest of the archive is still readable.",
         message,
       };
+    case "Cancelled":
+      return { kind: e.kind, title: "Cancelled", hint: "A newer request replaced this one.", message };
     case "Crashed":
       return {
         kind: e.kind,

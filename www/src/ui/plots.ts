@@ -58,6 +58,8 @@ export class PlotGroup {
   /** Settles when the first plot has been drawn (or its fetch failed). */
   readonly firstPlot = new Promise<void>((r) => (this.firstDrawn = r));
   private readonly scheduleFetch = debounce(() => void this.fetch(), 120);
+  /** Withdraws the request in flight, which a newer window or the plot's end makes moot. */
+  private inflight: AbortController | null = null;
 
   constructor(
     private readonly host: PlotHost,
@@ -79,6 +81,8 @@ export class PlotGroup {
 
   destroy(): void {
     this.resize.disconnect();
+    this.inflight?.abort();
+    this.inflight = null;
     this.token++;
     for (const p of this.plots) p.plot?.destroy();
     this.plots = [];
@@ -151,6 +155,11 @@ export class PlotGroup {
     if (key === this.lastKey) return;
     this.lastKey = key;
     const token = ++this.token;
+    // The window asked for before is no longer the one to show: if the
+    // engine has not started on it, it never will.
+    this.inflight?.abort();
+    const inflight = new AbortController();
+    this.inflight = inflight;
     this.status.textContent = "Reading…";
     this.status.classList.add("dv-busy");
     let env: RangeEnvelope;
@@ -158,10 +167,11 @@ export class PlotGroup {
       env = await this.host.handle.readRange(this.host.source, this.host.stream, this.from, this.to, {
         columns: this.selected,
         maxPoints,
+        signal: inflight.signal,
       });
     } catch (e) {
-      this.lastKey = "";
       if (token !== this.token) return;
+      this.lastKey = "";
       this.firstDrawn();
       const x = explain(e, this.host.stream);
       this.status.classList.remove("dv-busy");
@@ -169,6 +179,7 @@ export class PlotGroup {
       return;
     }
     if (token !== this.token) return;
+    this.inflight = null;
     this.status.classList.remove("dv-busy");
     this.data = env;
     this.status.textContent =
