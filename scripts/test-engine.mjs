@@ -111,6 +111,10 @@ await test("live tails, caller indexes, caller rows and verify", async () => {
   const name = src.caller_row_names[0] ?? stream.name;
   const rows = await g.callerRows(src.id, name, -(2n ** 63n), 2n ** 63n - 1n);
   check(rows.length > 0 && typeof rows[0].ts === "bigint" && rows[0].blob instanceof Uint8Array, "caller rows");
+  check(
+    Object.keys(src.caller_row_counts).join() === src.caller_row_names.join() && src.caller_row_counts[name] === rows.length,
+    `caller_row_counts ${JSON.stringify(src.caller_row_counts)} for ${rows.length} rows under ${name}`,
+  );
   const report = await g.verify();
   check(report.sound === true && Array.isArray(report.problems) && report.problems.length === 0, "verify");
   engine.terminate();

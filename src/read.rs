@@ -50,6 +50,10 @@ pub struct SourceDescription {
     /// (format §3.5): reachable by name only. Not part of the JSON shape.
     #[serde(skip)]
     pub caller_row_names: Vec<String>,
+    /// How many caller rows each of `caller_row_names` holds, in the same
+    /// order. Not part of the JSON shape.
+    #[serde(skip)]
+    pub caller_row_counts: Vec<i64>,
 }
 
 /// One stream: its sealed segments and its live tail.
@@ -193,11 +197,11 @@ impl Snapshot<'_> {
                     }
                 })
                 .collect();
-            let caller_row_names = caller
+            let (caller_row_names, caller_row_counts) = caller
                 .iter()
                 .filter(|(id, n, _)| *id == source.id && !names.contains(&n.as_str()))
-                .map(|c| c.1.clone())
-                .collect();
+                .map(|c| (c.1.clone(), c.2))
+                .unzip();
             out.push(SourceDescription {
                 id: source.id,
                 uuid: source.uuid,
@@ -207,6 +211,7 @@ impl Snapshot<'_> {
                 clock_anchor_wall_ns: source.clock_anchor_wall_ns,
                 streams,
                 caller_row_names,
+                caller_row_counts,
             });
         }
         Ok(out)

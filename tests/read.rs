@@ -207,6 +207,11 @@ fn caller_rows_come_back_in_time_then_insertion_order() {
     let d = read::describe(&archive).unwrap();
     assert!(d.sources[0].streams.iter().all(|s| s.name != "registry"));
     assert_eq!(d.sources[0].caller_row_names, ["registry"]);
+    assert_eq!(
+        d.sources[0].caller_row_counts,
+        [4],
+        "with how many rows it holds"
+    );
 }
 
 #[test]

@@ -17,7 +17,7 @@ use js_sys::{
 };
 use wasm_bindgen::JsValue;
 
-use super::js::{big, labels, num, Obj};
+use super::js::{big, labels, num, record, Obj};
 use crate::read::columns::{display_value, time_values, ts_column, type_name};
 use crate::read::envelope::Envelope;
 use crate::read::{Description, SegmentDescription, SourceDescription, StreamDescription};
@@ -72,6 +72,15 @@ fn source(s: &SourceDescription) -> JsValue {
         .set(
             "caller_row_names",
             array_of(s.caller_row_names.iter(), |n| JsValue::from_str(n)),
+        )
+        .set(
+            "caller_row_counts",
+            record(
+                s.caller_row_names
+                    .iter()
+                    .zip(&s.caller_row_counts)
+                    .map(|(n, &c)| (n.as_str(), num(c))),
+            ),
         )
         .build()
 }

@@ -36,13 +36,25 @@ pub(crate) fn num(v: i64) -> JsValue {
     JsValue::from_f64(v as f64)
 }
 
-/// A string map as a plain object.
-pub(crate) fn labels(map: &Labels) -> JsValue {
+/// A plain object with `entries` as its own properties. Each is defined,
+/// not assigned, so a key from a file such as `__proto__` is an ordinary
+/// property rather than a change of the object's prototype.
+pub(crate) fn record<'a>(entries: impl IntoIterator<Item = (&'a str, JsValue)>) -> JsValue {
     let obj = Object::new();
-    for (k, v) in map {
-        let _ = Reflect::set(&obj, &JsValue::from_str(k), &JsValue::from_str(v));
+    for (k, v) in entries {
+        let descriptor = Object::new();
+        let _ = Reflect::set(&descriptor, &JsValue::from_str("value"), &v);
+        for flag in ["writable", "enumerable", "configurable"] {
+            let _ = Reflect::set(&descriptor, &JsValue::from_str(flag), &JsValue::TRUE);
+        }
+        let _ = Reflect::define_property(&obj, &JsValue::from_str(k), &descriptor);
     }
     obj.into()
+}
+
+/// A string map as a plain object.
+pub(crate) fn labels(map: &Labels) -> JsValue {
+    record(map.iter().map(|(k, v)| (k.as_str(), JsValue::from_str(v))))
 }
 
 /// A JS `Error` with `message` and a machine-readable `kind`.

@@ -150,7 +150,8 @@ impl JsArchive {
     }
 
     /// What the archive holds, from the catalog alone: the shape of
-    /// `dendro describe --json` plus `caller_row_names`.
+    /// `dendro describe --json` plus `caller_row_names` and
+    /// `caller_row_counts`.
     pub fn describe(&self) -> JsResult<JsValue> {
         let d = crate::read::describe(&self.archive).map_err(fail)?;
         Ok(convert::description(&d))

@@ -167,6 +167,13 @@ fn describe_in_js_is_the_describe_json_shape_with_bigint_timestamps() {
             .zip(&native.sources)
         {
             source["caller_row_names"] = serde_json::json!(ours.caller_row_names);
+            let counts: serde_json::Map<String, Value> = ours
+                .caller_row_names
+                .iter()
+                .zip(&ours.caller_row_counts)
+                .map(|(n, &c)| (n.clone(), Value::from(c)))
+                .collect();
+            source["caller_row_counts"] = Value::Object(counts);
         }
         assert_eq!(to_json(&js), expected, "{}", f.file);
         assert_eq!(
@@ -663,6 +670,28 @@ fn caller_indexes_and_rows_come_back_as_stored() {
             }
         }
     }
+    // Names that are no stream come with their counts in describe().
+    let described = Array::from(&get(&archive.describe().unwrap(), "sources")).get(0);
+    let streams: Vec<&str> = source["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    let mut others = serde_json::Map::new();
+    for (name, expected) in source["caller_rows"].as_object().unwrap() {
+        if !streams.contains(&name.as_str()) {
+            others.insert(name.clone(), expected["count"].clone());
+        }
+    }
+    assert!(
+        !others.is_empty(),
+        "the fixture has caller rows under a name that is no stream"
+    );
+    assert_eq!(
+        to_json(&get(&described, "caller_row_counts")),
+        Value::Object(others)
+    );
     for (name, expected) in source["caller_rows"].as_object().unwrap() {
         let rows = Array::from(&archive.caller_rows(id, name, i64::MIN, i64::MAX).unwrap());
         assert_eq!(

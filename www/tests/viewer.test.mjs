@@ -3,6 +3,10 @@
 // plots draw, the timeline zooms them, and the URL brings the view back.
 
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import {
   dropFile,
@@ -85,9 +89,16 @@ async function expectManifest(page, m) {
     }
     if (src.caller_rows && Object.keys(src.caller_rows).length > 0) {
       const names = new Set(src.streams.map((s) => s.name));
-      const others = Object.keys(src.caller_rows).filter((n) => !names.has(n)).sort();
-      const shown = (await card.locator('[data-testid="caller-name"]').allInnerTexts()).sort();
-      assert.deepEqual(shown, others, `${m.stem}: caller row names that are not streams`);
+      const others = Object.entries(src.caller_rows)
+        .filter(([n]) => !names.has(n))
+        .map(([n, c]) => `${n}=${c.count}`)
+        .sort();
+      const shown = (
+        await card.locator('[data-testid="caller-name"]').evaluateAll((els) =>
+          els.map((e) => `${e.querySelector(".dv-caller-name")?.textContent}=${e.querySelector('[data-testid="caller-count"]')?.dataset.count}`),
+        )
+      ).sort();
+      assert.deepEqual(shown, others, `${m.stem}: caller row names that are not streams, with their counts`);
     }
   }
   const lanes = await panel.locator('[data-testid="lane"]').count();
@@ -371,6 +382,42 @@ describe("viewer page", () => {
     assert.equal(answers.find((a) => a.id === superseded.id)?.kind, "Cancelled", "the engine never ran it");
     const last = ranges[ranges.length - 1];
     assert.equal(answers.find((a) => a.id === last.id)?.ok, true, "the zoom on screen was read");
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+
+  it("counts the caller rows under each name that is no stream, __proto__ included", { ...T, skip: !!missing }, async () => {
+    // g_caller_index plus three rows under a name that is a JavaScript
+    // object's prototype key, and a label by that name.
+    const dir = mkdtempSync(join(tmpdir(), "dendro-callers-"));
+    const path = join(dir, "callers.dendro");
+    execFileSync("python3", [
+      "-c",
+      [
+        "import shutil, sqlite3, sys",
+        "shutil.copyfile(sys.argv[1], sys.argv[2])",
+        "db = sqlite3.connect(sys.argv[2])",
+        "db.executemany('INSERT INTO caller_rows(source_id, stream, ts, blob) VALUES (1, ?, ?, ?)', [('__proto__', t, b'x') for t in (1, 2, 3)])",
+        "db.execute(\"UPDATE sources SET labels = json_set(labels, '$.__proto__', 'a label') WHERE id = 1\")",
+        "db.commit()",
+      ].join("\n"),
+      sound.find((x) => x.stem === "g_caller_index").path,
+      path,
+    ]);
+    const page = await newPage(browser);
+    await page.goto(server.url + "/");
+    await dropFile(page, path);
+    const card = active(page).locator('[data-testid="source"][data-source="1"]');
+    await card.waitFor({ timeout: 20_000 });
+    const chips = await card.locator('[data-testid="caller-name"]').evaluateAll((els) =>
+      els.map((e) => [e.querySelector(".dv-caller-name")?.textContent, e.querySelector('[data-testid="caller-count"]')?.textContent]),
+    );
+    assert.deepEqual(chips.sort(), [
+      ["__proto__", "· 3 rows"],
+      ["registry", "· 2 rows"],
+    ]);
+    const labels = (await card.locator('[data-testid="label"]').allInnerTexts()).map((t) => t.replace(/\s+/g, ""));
+    assert.ok(labels.includes("__proto__alabel"), `the label named __proto__ is shown: ${labels.join(" | ")}`);
     assert.deepEqual(page.problems, []);
     await page.context().close();
   });

@@ -76,9 +76,15 @@ export interface SourceInfo {
   streams: StreamInfo[];
   /** Names in caller_rows that are not streams (reached by name only). */
   caller_row_names: string[];
+  /**
+   * How many caller rows each of caller_row_names holds, by name. Every
+   * name is an own property, "__proto__" included: read it with
+   * Object.hasOwn or Object.entries.
+   */
+  caller_row_counts: Record<string, number>;
 }
 
-/** Same shape as `dendro describe --json`, plus caller_row_names. */
+/** Same shape as `dendro describe --json`, plus caller_row_names and caller_row_counts. */
 export interface Description {
   file_bytes: number;
   schema_version: number;

@@ -211,6 +211,7 @@ export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
               {
                 type: "button",
                 class: "dv-chip dv-chip-btn",
+                title: "Show these caller rows",
                 data: { testid: "caller-name" },
                 on: {
                   click: async () => {
@@ -220,7 +221,8 @@ export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
                   },
                 },
               },
-              fileText(name, { max: 40 }),
+              fileText(name, { max: 40, class: "dv-caller-name" }),
+              callerCount(Object.hasOwn(src.caller_row_counts ?? {}, name) ? src.caller_row_counts[name] : undefined),
             ),
           ),
         )
@@ -385,4 +387,10 @@ function reservedValue(key: string, v: string, tz: TimeZoneMode): Child | null {
     );
   }
   return null;
+}
+
+/** "· 1,234 rows" beside a caller-row name; nothing when the engine gave no count. */
+function callerCount(n: number | undefined): HTMLElement | null {
+  if (n === undefined) return null;
+  return h("span", { class: "dv-caller-count", data: { testid: "caller-count", count: n } }, `· ${count(n)} row${n === 1 ? "" : "s"}`);
 }
