@@ -310,6 +310,19 @@ impl Snapshot<'_> {
         )
     }
 
+    /// A source's segments, oldest `last_ts` first: the order a size cap
+    /// evicts in.
+    pub fn segments_by_age(&self, source_id: i64) -> Result<Vec<SegmentRecord>> {
+        self.collect(
+            "cannot list segment sizes",
+            &format!(
+                "SELECT {SEGMENT_COLUMNS} FROM segments WHERE source_id = ?1 ORDER BY last_ts, stream, seq"
+            ),
+            [source_id],
+            segment_record,
+        )
+    }
+
     /// A stream's segments that overlap `[from, to]`, in seq order.
     pub fn segments_overlapping(
         &self,

@@ -40,7 +40,7 @@ use std::sync::{Arc, Condvar, Mutex};
 use std::time::Duration;
 
 pub use checkpoint::{CheckpointReport, RECLAIM_FREE_DIVISOR, RECLAIM_PAGES_PER_PASS};
-pub use retention::{Evicted, SegmentSize};
+pub use retention::Evicted;
 pub use seal::{Adopted, SealPolicy};
 pub use session::Event;
 pub use source::{SourceClock, SourceRef, SourceWriter};
@@ -188,7 +188,7 @@ pub(crate) enum Msg {
     },
     SegmentSizes {
         source_id: i64,
-        reply: Reply<Vec<SegmentSize>>,
+        reply: Reply<Vec<crate::catalog::SegmentRecord>>,
     },
     ArchiveBytes {
         reply: Reply<u64>,

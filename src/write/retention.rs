@@ -16,7 +16,7 @@ use rusqlite::params;
 use super::append::with_retries;
 use super::thread::WriterThread;
 use super::EvictRequest;
-use crate::catalog::LIVE_WAL_PREDICATE;
+use crate::catalog::{SegmentRecord, LIVE_WAL_PREDICATE};
 use crate::container::Transaction;
 use crate::error::{Error, Result};
 
@@ -37,23 +37,6 @@ pub struct Evicted {
     pub clock_offsets: u64,
     /// Payload bytes deleted in all: segments, WAL rows and caller blobs.
     pub bytes: u64,
-}
-
-/// One sealed segment's size, for a caller enforcing a size cap.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SegmentSize {
-    /// The stream.
-    pub stream: String,
-    /// Its seq.
-    pub seq: i64,
-    /// Rows it holds.
-    pub rows: i64,
-    /// Its first row's timestamp.
-    pub first_ts: i64,
-    /// Its last row's timestamp: what eviction compares with the cutoff.
-    pub last_ts: i64,
-    /// Payload bytes.
-    pub bytes: i64,
 }
 
 fn count_and_bytes(
@@ -221,29 +204,12 @@ impl WriterThread {
     }
 
     /// The source's sealed segments by age (oldest `last_ts` first).
-    pub(super) fn segment_sizes(&self, source_id: i64) -> Result<Vec<SegmentSize>> {
-        let sql = |e| Error::sqlite(&self.file, "cannot list segment sizes", e);
-        let mut stmt = self
-            .conn
-            .prepare_cached(
-                "SELECT stream, seq, rows, first_ts, last_ts, length(bytes) FROM segments
-                 WHERE source_id = ?1 ORDER BY last_ts, stream, seq",
-            )
-            .map_err(sql)?;
-        let rows = stmt
-            .query_map([source_id], |r| {
-                Ok(SegmentSize {
-                    stream: r.get(0)?,
-                    seq: r.get(1)?,
-                    rows: r.get(2)?,
-                    first_ts: r.get(3)?,
-                    last_ts: r.get(4)?,
-                    bytes: r.get(5)?,
-                })
-            })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(sql)?;
-        Ok(rows)
+    pub(super) fn segment_sizes(&self, source_id: i64) -> Result<Vec<SegmentRecord>> {
+        let snapshot = crate::catalog::Snapshot {
+            conn: &self.conn,
+            file: &self.file,
+        };
+        snapshot.segments_by_age(source_id)
     }
 }
 

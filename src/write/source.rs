@@ -7,9 +7,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use super::retention::Floors;
-use super::{
-    request, Adopted, Event, EvictRequest, Evicted, Msg, SealPolicy, SegmentSize, Shared, TickRows,
-};
+use super::{request, Adopted, Event, EvictRequest, Evicted, Msg, SealPolicy, Shared, TickRows};
 use crate::catalog::{CallerRow, ClockOffset};
 use crate::error::Result;
 use crate::segment::Segment;
@@ -315,7 +313,7 @@ impl SourceWriter {
     }
 
     /// This source's sealed segments and their sizes, oldest first.
-    pub fn segment_sizes(&self) -> Result<Vec<SegmentSize>> {
+    pub fn segment_sizes(&self) -> Result<Vec<crate::catalog::SegmentRecord>> {
         let source_id = self.source_id;
         request(&self.tx, &self.shared, |reply| Msg::SegmentSizes {
             source_id,
