@@ -5,13 +5,20 @@
 //                     and 100 MB) and a100.dendro (100 MB, 1,000 segments),
 //                     through createEngine() and its worker
 //   decode            one ~8 MiB segment in wasm vs natively (ratio)
-//   readRange         maxPoints = 2000 over 1M rows, cold and cached
+//   readRange         maxPoints = 2000 over 1M rows, cold and cached;
+//                     the whole 5.2M-row stream of 1,000 segments with the
+//                     viewer's columns at 1,000 and 2,000 points; and the
+//                     first plot of a fresh page (open, describe, schema,
+//                     readRange of the whole span) for a100 and demo100
 //   bundle            dendro_bg.wasm raw and gzipped
 //
 // The inputs and the native figures come from `cargo bench --bench decode`
 // (benches/decode.rs), run first. Needs scripts/build-wasm.sh.
 //
-//   node scripts/bench-wasm.mjs [--json] [--runs N]
+//   node scripts/bench-wasm.mjs [--json] [--runs N] [--wasm PATH]
+//
+// --wasm runs another build of dendro_bg.wasm (say, the previous commit's)
+// with this checkout's glue and client, for before-and-after figures.
 
 import { execFileSync } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -23,6 +30,7 @@ import { bundleEngine, enginePage, launch, root, serve } from "./lib/engine-page
 const args = process.argv.slice(2);
 const asJson = args.includes("--json");
 const runs = Number(args[args.indexOf("--runs") + 1]) || 9;
+const wasmPath = args.includes("--wasm") ? args[args.indexOf("--wasm") + 1] : undefined;
 
 const log = (...m) => console.error("bench:", ...m);
 
@@ -35,7 +43,7 @@ const nativeOut = execFileSync("cargo", ["bench", "--bench", "decode", "--quiet"
 const native = JSON.parse(nativeOut.trim().split("\n").filter((l) => l.startsWith("{")).pop());
 
 const out = join(tmpdir(), "dendro-engine-bench");
-await bundleEngine(out);
+await bundleEngine(out, wasmPath ? { wasm: wasmPath } : {});
 const server = await serve({ "/engine/": out, "/bench/": native.dir });
 const browser = await launch();
 const { page } = await enginePage(browser, server.url);
@@ -114,6 +122,25 @@ const result = await page.evaluate(
         uncached.push(performance.now() - t);
       }
       r.range_uncached_ms = median(uncached);
+
+      // The whole stream, as a first plot asks for it: every row (5.2M in
+      // 1,000 segments), the numeric columns, about a point per pixel.
+      // Uncached, after one warm-up call.
+      const first = 1700000000000000000n, last = first + (5200000n - 1n) * step;
+      const columns = ["cpu", "mem", "net_bytes"];
+      for (const points of [1000, 2000]) {
+        await u.readRange(1, "metrics", first, last, { maxPoints: points, columns });
+        const times = [];
+        for (let i = 0; i < Math.min(runs, 5); i++) {
+          t = performance.now();
+          e = await u.readRange(1, "metrics", first, last, { maxPoints: points, columns });
+          times.push(performance.now() - t);
+        }
+        r[`range_whole_${points}_ms`] = median(times);
+        r[`range_whole_${points}_decoded`] = e.segments_read;
+        r[`range_whole_${points}_from_stats`] = e.segments_from_stats ?? 0;
+      }
+      r.range_whole_rows = e.rows_in_window;
       uncachedEngine.terminate();
     }
     engine.terminate();
@@ -142,9 +169,52 @@ const result = await page.evaluate(
 );
 
 await browser.close();
+
+// First plot in a fresh browser (so no compiled code carries over from an
+// earlier worker): the engine's module loaded, then open, describe, schema
+// and readRange of the whole span of the first stream with its numeric
+// columns (at most 8, as the viewer plots), timed from the open.
+for (const [name, points] of [["a100", 1000], ["a100", 2000], ["demo100", 1000]]) {
+  const times = [];
+  let last;
+  for (let i = 0; i < Math.min(runs, 5); i++) {
+    const fresh = await launch();
+    const { page: p } = await enginePage(fresh, server.url);
+    last = await p.evaluate(
+      async ({ name, points }) => {
+        const fetchBytes = async (f) => (await fetch(`/bench/${f}`)).arrayBuffer();
+        const engine = window.createEngine();
+        // Load the module first, as the page does while it waits for a file.
+        await (await engine.open(await fetchBytes(`${name}.dendro`), "warm")).close();
+        const bytes = await fetchBytes(`${name}.dendro`);
+        const t0 = performance.now();
+        const h = await engine.open(bytes, `${name}.dendro`);
+        const d = await h.describe();
+        const src = d.sources[0];
+        const st = src.streams[0];
+        const schema = await h.schema(src.id, st.name);
+        const columns = schema.columns
+          .filter((c) => c.name !== schema.ts_column && /^(U?Int|Float|Boolean)/.test(c.type))
+          .map((c) => c.name)
+          .slice(0, 8);
+        const from = st.segments[0].first_ts, to = st.segments[st.segments.length - 1].last_ts;
+        const e = await h.readRange(src.id, st.name, from, to, { maxPoints: points, columns });
+        const ms = performance.now() - t0;
+        engine.terminate();
+        return { ms, decoded: e.segments_read, from_stats: e.segments_from_stats ?? 0, segments: st.segments.length };
+      },
+      { name, points },
+    );
+    times.push(last.ms);
+    await fresh.close();
+  }
+  times.sort((a, b) => a - b);
+  result[`first_plot_${name}_${points}_ms`] = times[Math.floor(times.length / 2)];
+  result[`first_plot_${name}_${points}_detail`] = `${last.segments} segments, ${last.decoded} decoded, ${last.from_stats} from statistics`;
+}
 await server.close();
 
-const wasm = readFileSync(join(root, "www/pkg/dendro_bg.wasm"));
+const wasm = readFileSync(wasmPath ?? join(root, "www/pkg/dendro_bg.wasm"));
 const glue = readFileSync(join(root, "www/pkg/dendro.js"));
 const worker = readFileSync(join(out, "worker.js"));
 const figures = {
@@ -172,5 +242,7 @@ open + describe, ${mb(figures.a100_bytes)} MB (${figures.a100_segments} segments
 describe at 1,000 segments: ${f(figures.describe_1000_segments_ms, 2)} ms (native ${f(figures.a100_native_describe_ms, 2)} ms)  < 20 ms: ${verdict(figures.describe_1000_segments_ms < 20)}
 decode of one ${mb(figures.segment_bytes)} MB segment (${figures.segment_rows} rows): wasm ${f(figures.wasm_decode_ms)} ms (${f(figures.wasm_decode_mb_s, 0)} MB/s), native ${f(figures.native_decode_ms)} ms (${f(figures.native_decode_mb_s, 0)} MB/s), ratio ${f(figures.decode_ratio, 2)}x  >= 0.5x: ${verdict(figures.decode_ratio >= 0.5)}
 readRange maxPoints=2000 over ${figures.range_rows} rows (${figures.range_segments} segments): ${figures.range_points} points, ${f(figures.range_cold_ms)} ms first call, ${f(figures.range_uncached_ms)} ms uncached, ${f(figures.range_cached_ms)} ms cached
+readRange of the whole stream, ${figures.range_whole_rows} rows in 1,000 segments, 3 columns, uncached: ${f(figures.range_whole_1000_ms)} ms at 1,000 points (${figures.range_whole_1000_decoded} decoded, ${figures.range_whole_1000_from_stats} from statistics), ${f(figures.range_whole_2000_ms)} ms at 2,000 points (${figures.range_whole_2000_decoded} decoded, ${figures.range_whole_2000_from_stats} from statistics)
+first plot on a fresh page (open + describe + schema + readRange of the whole span), medians of ${Math.min(runs, 5)}: a100 at 1,000 points ${f(figures.first_plot_a100_1000_ms)} ms (${figures.first_plot_a100_1000_detail}); a100 at 2,000 points ${f(figures.first_plot_a100_2000_ms)} ms (${figures.first_plot_a100_2000_detail}); demo100 at 1,000 points ${f(figures.first_plot_demo100_1000_ms)} ms (${figures.first_plot_demo100_1000_detail})  < 500 ms: ${verdict(Math.max(figures.first_plot_a100_1000_ms, figures.first_plot_a100_2000_ms, figures.first_plot_demo100_1000_ms) < 500)}
 bundle: dendro_bg.wasm ${mb(figures.wasm_bytes)} MB, ${mb(figures.wasm_gzip_bytes)} MB gzipped  <= 1.2 MB: ${verdict(figures.wasm_gzip_bytes <= 1.2e6)}; worker.js ${f(figures.worker_js_gzip_bytes / 1e3)} kB gzipped`);
 }

@@ -14,11 +14,12 @@ export const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 
 /**
  * Bundles into `out`: entry.js (exposes createEngine and the raw wasm
- * package on window), worker.js, dendro_bg.wasm, index.html.
+ * package on window), worker.js, dendro_bg.wasm, index.html. `wasm` picks
+ * another build of the module than www/pkg's (to compare builds whose
+ * JavaScript glue is the same).
  */
-export async function bundleEngine(out) {
-  const wasm = join(root, "www/pkg/dendro_bg.wasm");
-  if (!existsSync(wasm)) throw new Error("www/pkg/dendro_bg.wasm is missing: run scripts/build-wasm.sh first");
+export async function bundleEngine(out, { wasm = join(root, "www/pkg/dendro_bg.wasm") } = {}) {
+  if (!existsSync(wasm)) throw new Error(`${wasm} is missing: run scripts/build-wasm.sh first`);
   await rm(out, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
   const common = { bundle: true, format: "esm", target: "es2022", logLevel: "warning", outdir: out };
