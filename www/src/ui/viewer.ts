@@ -125,6 +125,9 @@ export class Viewer {
     });
     this.installDrop();
     this.paintTz();
+    // Start the worker and its module's compilation now, so they overlap the
+    // person's drop and the file's reading instead of following them.
+    engine();
   }
 
   private buildWelcome(pick: () => void): HTMLElement {
