@@ -51,6 +51,8 @@ export class PlotGroup {
   private readonly syncKey = `dendro-${++syncCounter}`;
   private readonly resize: ResizeObserver;
   private lastWidth = 0;
+  /** The group's content width as last measured or observed; 0 until then. */
+  private measured = 0;
   private data: RangeEnvelope | null = null;
   /** The request last sent, so an identical one (a resize, a repeated window) is not sent again. */
   private lastKey = "";
@@ -68,7 +70,12 @@ export class PlotGroup {
     this.status = h("div", { class: "dv-plot-status", data: { testid: "plot-status" } });
     this.list = h("div", { class: "dv-plot-list" });
     this.el = h("div", { class: "dv-plots", data: { testid: "plots" } }, this.status, this.list);
-    this.resize = new ResizeObserver(() => {
+    this.resize = new ResizeObserver((entries) => {
+      const box = entries[entries.length - 1]?.contentRect.width ?? 0;
+      // A hidden tab (or a collapsed panel) has no size: nothing to fetch or
+      // draw until it has one again.
+      if (box <= 0) return;
+      this.measured = box;
       const w = this.width();
       if (Math.abs(w - this.lastWidth) < 2) return;
       this.lastWidth = w;
@@ -88,8 +95,14 @@ export class PlotGroup {
     this.plots = [];
   }
 
+  /**
+   * The plots' width in CSS px. Measured once (a layout, before the rest of
+   * the stream view is built), then kept up to date by the ResizeObserver, so
+   * a fetch does not force a layout of whatever was built since.
+   */
   private width(): number {
-    return Math.max(320, this.list.clientWidth || this.el.clientWidth || 800);
+    if (this.measured <= 0) this.measured = this.el.clientWidth;
+    return Math.max(320, this.measured || 800);
   }
 
   setColumns(names: string[]): void {

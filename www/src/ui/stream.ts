@@ -23,6 +23,8 @@ export interface StreamHost {
 }
 
 const DEFAULT_PLOTS = 8;
+/** Schema rows built at first on a wide stream. */
+const SCHEMA_ROWS = 60;
 
 export class StreamView {
   readonly el: HTMLElement;
@@ -131,8 +133,11 @@ export class StreamView {
         return;
       }
       if (this.destroyed) return;
-      this.renderSchema();
+      // The plots' readRange goes out first: the schema table (hundreds of
+      // rows on a wide stream) is built while the engine answers.
+      this.pickColumns();
       this.renderPlots();
+      this.renderSchema();
       void this.renderRows(this.initialSeq());
     }
     if (st.caller_rows > 0) void this.renderCallerRows();
@@ -176,13 +181,22 @@ export class StreamView {
     return this.schema.columns.filter((c) => c.name !== this.schema?.ts_column && isNumericType(c.type)).map((c) => c.name);
   }
 
-  private renderSchema(): void {
-    const schema = this.schema!;
+  private pickColumns(): void {
     const numeric = this.numericColumns();
     const want = this.wantColumns?.filter((c) => numeric.includes(c));
     this.selected = want && want.length > 0 ? want : numeric.slice(0, DEFAULT_PLOTS);
-    const rows = schema.columns.map((c) => {
-      const plottable = numeric.includes(c.name);
+  }
+
+  private renderSchema(all = false): void {
+    const schema = this.schema!;
+    const numeric = this.numericColumns();
+    // A wide stream's table starts with its first columns (and any plotted
+    // one); the rest are built when asked for.
+    const shown = all || schema.columns.length <= SCHEMA_ROWS ? schema.columns : schema.columns.filter((c, i) => i < SCHEMA_ROWS || this.selected.includes(c.name));
+    const hidden = schema.columns.length - shown.length;
+    const numericSet = new Set(numeric);
+    const rows = shown.map((c) => {
+      const plottable = numericSet.has(c.name);
       const box = plottable
         ? h("input", {
             type: "checkbox",
@@ -222,6 +236,13 @@ export class StreamView {
         h("thead", null, h("tr", null, h("th", null, ""), h("th", null, "column"), h("th", null, "type"), h("th", null, "metadata"))),
         h("tbody", null, rows),
       ),
+      hidden > 0
+        ? h(
+            "button",
+            { type: "button", class: "dv-btn dv-schema-more", data: { testid: "schema-more" }, on: { click: () => this.renderSchema(true) } },
+            `Show the other ${count(hidden)} columns`,
+          )
+        : null,
     );
   }
 
