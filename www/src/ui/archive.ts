@@ -24,10 +24,22 @@ export interface ArchiveMeta {
   url: string | null;
 }
 
+interface Pick {
+  source: number;
+  stream: string;
+  seq?: number | undefined;
+  columns?: string[] | undefined;
+  notify?: boolean;
+}
+
 export class ArchiveView {
   readonly el: HTMLElement;
   private readonly overview: Overview;
-  private readonly timeline: Timeline;
+  /** Built a frame after the overview, with the sources and the stream view. */
+  private timeline: Timeline | null = null;
+  /** The stream to open once built. */
+  private pending: Pick | null = null;
+  private destroyed = false;
   private readonly streamSlot: HTMLElement;
   private readonly rebuildSources: () => void;
   private streamView: StreamView | null = null;
@@ -57,24 +69,14 @@ export class ArchiveView {
       onSelect: (source: number, stream: string) => this.select(source, stream),
     };
     this.overview = new Overview(overviewHost, desc);
-    const marks = new Map<number, SourceMarks>();
-    for (const src of desc.sources) marks.set(src.id, marksOf(src));
-    this.timeline = new Timeline(
-      {
-        tz: () => host.tz(),
-        tooltip: host.tooltip,
-        onWindow: (a, b) => this.setWindow(a, b),
-        onSelect: (source, stream, seq) => this.select(source, stream, seq),
-      },
-      desc,
-      this.full,
-      marks,
-    );
-    this.timeline.setWindow(this.from, this.to);
     this.streamSlot = h("div", { class: "dv-stream-slot" });
     const sources = h("section", { class: "dv-sources", data: { testid: "sources" } });
-    this.rebuildSources = () => replace(sources, desc.sources.map((src) => sourceCard(overviewHost, src)));
-    this.rebuildSources();
+    this.rebuildSources = () => {
+      if (this.timeline) replace(sources, desc.sources.map((src) => sourceCard(overviewHost, src)));
+    };
+    // The overview goes in alone, so it is laid out and painted on its own;
+    // the source cards, timeline and stream view follow once that frame is
+    // up (a frame, then a task, so they do not join the overview's paint).
     this.el = h(
       "div",
       { class: "dv-archive", data: { testid: "archive" } },
@@ -82,26 +84,59 @@ export class ArchiveView {
       desc.sources.length === 0
         ? h("div", { class: "dv-panel dv-empty-archive" }, "This archive is sound but empty: it holds no sources, streams or rows yet.")
         : null,
-      desc.sources.length > 0 ? sources : null,
-      desc.sources.length > 0 ? this.timeline.el : null,
-      this.streamSlot,
     );
 
     // Open the asked-for stream, else the first one with sealed rows to plot.
-    let pick: { source: number; stream: string } | null = null;
+    let pick: Pick | null = null;
     if (init.source !== undefined && init.stream !== undefined) {
       const src = desc.sources.find((s) => s.id === init.source);
-      if (src?.streams.some((s) => s.name === init.stream)) pick = { source: init.source, stream: init.stream };
+      if (src?.streams.some((s) => s.name === init.stream)) pick = { source: init.source, stream: init.stream, columns: init.columns };
     }
     if (!pick) {
       outer: for (const src of desc.sources)
         for (const st of src.streams)
           if (st.segments.length > 0) {
-            pick = { source: src.id, stream: st.name };
+            pick = { source: src.id, stream: st.name, columns: init.columns };
             break outer;
           }
     }
-    if (pick) this.select(pick.source, pick.stream, undefined, init.columns, false);
+    this.pending = pick;
+
+    let started = false;
+    const build = () => {
+      if (started || this.destroyed) return;
+      started = true;
+      this.build(sources);
+    };
+    requestAnimationFrame(() => setTimeout(build, 0));
+    // A page whose frames are throttled (hidden, or an offscreen iframe) still builds.
+    setTimeout(build, 250);
+  }
+
+  private build(sources: HTMLElement): void {
+    const desc = this.desc;
+    const marks = new Map<number, SourceMarks>();
+    for (const src of desc.sources) marks.set(src.id, marksOf(src));
+    const timeline = new Timeline(
+      {
+        tz: () => this.host.tz(),
+        tooltip: this.host.tooltip,
+        onWindow: (a, b) => this.setWindow(a, b),
+        onSelect: (source, stream, seq) => this.select(source, stream, seq),
+      },
+      desc,
+      this.full,
+      marks,
+    );
+    this.timeline = timeline;
+    this.rebuildSources();
+    if (desc.sources.length > 0) this.el.append(sources, timeline.el);
+    this.el.append(this.streamSlot);
+    timeline.setWindow(this.from, this.to);
+
+    const pick = this.pending;
+    this.pending = null;
+    if (pick) this.select(pick.source, pick.stream, pick.seq, pick.columns, pick.notify ?? false);
     // verify reads every segment; the worker answers in order, so it waits
     // until the first plot is up (or a moment has passed) instead of
     // standing in front of it.
@@ -110,13 +145,14 @@ export class ArchiveView {
   }
 
   destroy(): void {
+    this.destroyed = true;
     this.streamView?.destroy();
-    this.timeline.destroy();
+    this.timeline?.destroy();
   }
 
   /** Called when the tab becomes visible (sizes were zero while hidden). */
   shown(): void {
-    this.timeline.render();
+    this.timeline?.render();
   }
 
   setWindow(from: bigint, to: bigint): void {
@@ -128,7 +164,7 @@ export class ArchiveView {
     to = -floorDiv(-to, q) * q;
     this.from = from;
     this.to = to;
-    this.timeline.setWindow(from, to);
+    this.timeline?.setWindow(from, to);
     this.streamView?.setWindow(from, to);
     this.host.changed(this);
   }
@@ -137,6 +173,11 @@ export class ArchiveView {
     const src = this.desc.sources.find((s) => s.id === source);
     const st = src?.streams.find((s) => s.name === stream);
     if (!src || !st) return;
+    if (!this.timeline) {
+      // Not built yet: the stream view opens with the rest.
+      this.pending = { source, stream, seq, columns, notify };
+      return;
+    }
     if (this.streamView && this.streamView.source.id === source && this.streamView.stream.name === stream) {
       if (seq !== undefined) this.streamView.showSegment(seq);
       return;
@@ -183,14 +224,18 @@ export class ArchiveView {
   tzChanged(): void {
     this.overview.relabel();
     this.rebuildSources();
-    this.timeline.render();
+    this.timeline?.render();
     this.streamView?.relabel();
   }
 
   state(): ViewState {
     const s: ViewState = {};
     if (this.meta.url) s.url = this.meta.url;
-    if (this.streamView) {
+    if (this.pending) {
+      s.source = this.pending.source;
+      s.stream = this.pending.stream;
+      if (this.pending.columns && this.pending.columns.length > 0) s.columns = this.pending.columns;
+    } else if (this.streamView) {
       s.source = this.streamView.source.id;
       s.stream = this.streamView.stream.name;
       const cols = this.streamView.columns();
