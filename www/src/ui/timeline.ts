@@ -460,8 +460,12 @@ export class Timeline {
           this.zoom(ev.deltaY > 0 ? 1.25 : 0.8, anchor);
         } else if (ev.shiftKey || Math.abs(ev.deltaX) > Math.abs(ev.deltaY)) {
           ev.preventDefault();
-          const d = ev.shiftKey ? ev.deltaY : ev.deltaX;
-          this.pan(d > 0 ? 0.1 : -0.1);
+          // In proportion to the delta: a swipe across the lanes' width
+          // moves the window by its width, however the browser merged the
+          // events (a mouse notch, 100 px, is a tenth of a 1000 px track).
+          const d = (ev.shiftKey && ev.deltaY !== 0 ? ev.deltaY : ev.deltaX) * wheelUnit(ev, this.axisTrack.clientWidth);
+          const width = this.axisTrack.clientWidth || 1000;
+          if (d !== 0) this.pan(Math.max(-1, Math.min(1, d / width)));
         }
       },
       { passive: false },
@@ -475,6 +479,13 @@ export class Timeline {
       this.host.onWindow(center - half, center + half);
     });
   }
+}
+
+/** Pixels per unit of a wheel event's delta. */
+function wheelUnit(ev: WheelEvent, width: number): number {
+  if (ev.deltaMode === WheelEvent.DOM_DELTA_LINE) return 40;
+  if (ev.deltaMode === WheelEvent.DOM_DELTA_PAGE) return width || 1000;
+  return 1;
 }
 
 function segmentTip(segs: SegmentInfo[], tz: TimeZoneMode): Child {
