@@ -123,6 +123,22 @@ const result = await page.evaluate(
       }
       r.range_uncached_ms = median(uncached);
 
+      // The same, decoding in the engine worker's own instance instead of
+      // the decoder worker: what isolating the decoder costs end to end.
+      {
+        const inProcess = window.createEngine({ cacheBytes: 0, isolateDecoding: false });
+        const p = await inProcess.open(await fetchBytes("a100.dendro"), "a100.dendro");
+        await p.readRange(1, "metrics", from, to, { maxPoints: 2000 });
+        const times = [];
+        for (let i = 0; i < Math.min(runs, 5); i++) {
+          t = performance.now();
+          await p.readRange(1, "metrics", from, to, { maxPoints: 2000 });
+          times.push(performance.now() - t);
+        }
+        r.range_uncached_in_process_ms = median(times);
+        inProcess.terminate();
+      }
+
       // The whole stream, as a first plot asks for it: every row (5.2M in
       // 1,000 segments), the numeric columns, about a point per pixel.
       // Uncached, after one warm-up call.
@@ -162,6 +178,37 @@ const result = await page.evaluate(
       times.shift();
       r.wasm_decode_ms = median(times);
       r.wasm_decode_mb_s = seg.byteLength / 1e6 / (r.wasm_decode_ms / 1e3);
+
+      // What decoding in a second instance adds for the same segment: the
+      // segment's bytes copied out of the archive's instance (a copy of the
+      // same length here), the decoded time axis and numeric columns packed
+      // and copied out of the decoder, and copied into the archive's
+      // instance and unpacked there. Transfers between workers move
+      // buffers without copying them.
+      if (typeof pkg.decodePacked === "function") {
+        const copy = [], packed = [], unpack = [];
+        let bytesOut = 0;
+        for (let i = 0; i < Math.max(runs, 31) + 1; i++) {
+          let t = performance.now();
+          const out = new Uint8Array(seg.byteLength);
+          out.set(seg);
+          copy.push(performance.now() - t);
+          t = performance.now();
+          const buffers = pkg.decodePacked(seg, undefined);
+          packed.push(performance.now() - t);
+          bytesOut = buffers.reduce((n, b) => n + b.byteLength, 0);
+          t = performance.now();
+          const rows = pkg.__unpackForBench(buffers);
+          unpack.push(performance.now() - t);
+          if (rows !== segRows) throw new Error(`unpacked ${rows} rows, expected ${segRows}`);
+        }
+        for (const xs of [copy, packed, unpack]) xs.shift();
+        r.isolated_copy_in_ms = median(copy);
+        r.isolated_decode_pack_ms = median(packed);
+        r.isolated_unpack_ms = median(unpack);
+        r.isolated_packed_bytes = bytesOut;
+        r.isolated_extra_ms = r.isolated_copy_in_ms + (r.isolated_decode_pack_ms - r.wasm_decode_ms) + r.isolated_unpack_ms;
+      }
     }
     return r;
   },
@@ -174,16 +221,21 @@ await browser.close();
 // earlier worker): the engine's module loaded, then open, describe, schema
 // and readRange of the whole span of the first stream with its numeric
 // columns (at most 8, as the viewer plots), timed from the open.
-for (const [name, points] of [["a100", 1000], ["a100", 2000], ["demo100", 1000]]) {
+for (const [name, points, isolate] of [
+  ["a100", 1000, true],
+  ["a100", 2000, true],
+  ["demo100", 1000, true],
+  ["a100", 2000, false],
+]) {
   const times = [];
   let last;
   for (let i = 0; i < Math.min(runs, 5); i++) {
     const fresh = await launch();
     const { page: p } = await enginePage(fresh, server.url);
     last = await p.evaluate(
-      async ({ name, points }) => {
+      async ({ name, points, isolate }) => {
         const fetchBytes = async (f) => (await fetch(`/bench/${f}`)).arrayBuffer();
-        const engine = window.createEngine();
+        const engine = window.createEngine({ isolateDecoding: isolate });
         // Load the module first, as the page does while it waits for a file.
         await (await engine.open(await fetchBytes(`${name}.dendro`), "warm")).close();
         const bytes = await fetchBytes(`${name}.dendro`);
@@ -203,14 +255,15 @@ for (const [name, points] of [["a100", 1000], ["a100", 2000], ["demo100", 1000]]
         engine.terminate();
         return { ms, decoded: e.segments_read, from_stats: e.segments_from_stats ?? 0, segments: st.segments.length };
       },
-      { name, points },
+      { name, points, isolate },
     );
     times.push(last.ms);
     await fresh.close();
   }
   times.sort((a, b) => a - b);
-  result[`first_plot_${name}_${points}_ms`] = times[Math.floor(times.length / 2)];
-  result[`first_plot_${name}_${points}_detail`] = `${last.segments} segments, ${last.decoded} decoded, ${last.from_stats} from statistics`;
+  const key = `first_plot_${name}_${points}${isolate ? "" : "_in_process"}`;
+  result[`${key}_ms`] = times[Math.floor(times.length / 2)];
+  result[`${key}_detail`] = `${last.segments} segments, ${last.decoded} decoded, ${last.from_stats} from statistics`;
 }
 await server.close();
 
@@ -243,6 +296,8 @@ describe at 1,000 segments: ${f(figures.describe_1000_segments_ms, 2)} ms (nativ
 decode of one ${mb(figures.segment_bytes)} MB segment (${figures.segment_rows} rows): wasm ${f(figures.wasm_decode_ms)} ms (${f(figures.wasm_decode_mb_s, 0)} MB/s), native ${f(figures.native_decode_ms)} ms (${f(figures.native_decode_mb_s, 0)} MB/s), ratio ${f(figures.decode_ratio, 2)}x  >= 0.5x: ${verdict(figures.decode_ratio >= 0.5)}
 readRange maxPoints=2000 over ${figures.range_rows} rows (${figures.range_segments} segments): ${figures.range_points} points, ${f(figures.range_cold_ms)} ms first call, ${f(figures.range_uncached_ms)} ms uncached, ${f(figures.range_cached_ms)} ms cached
 readRange of the whole stream, ${figures.range_whole_rows} rows in 1,000 segments, 3 columns, uncached: ${f(figures.range_whole_1000_ms)} ms at 1,000 points (${figures.range_whole_1000_decoded} decoded, ${figures.range_whole_1000_from_stats} from statistics), ${f(figures.range_whole_2000_ms)} ms at 2,000 points (${figures.range_whole_2000_decoded} decoded, ${figures.range_whole_2000_from_stats} from statistics)
-first plot on a fresh page (open + describe + schema + readRange of the whole span), medians of ${Math.min(runs, 5)}: a100 at 1,000 points ${f(figures.first_plot_a100_1000_ms)} ms (${figures.first_plot_a100_1000_detail}); a100 at 2,000 points ${f(figures.first_plot_a100_2000_ms)} ms (${figures.first_plot_a100_2000_detail}); demo100 at 1,000 points ${f(figures.first_plot_demo100_1000_ms)} ms (${figures.first_plot_demo100_1000_detail})  < 500 ms: ${verdict(Math.max(figures.first_plot_a100_1000_ms, figures.first_plot_a100_2000_ms, figures.first_plot_demo100_1000_ms) < 500)}
+first plot on a fresh page (open + describe + schema + readRange of the whole span), medians of ${Math.min(runs, 5)}: a100 at 1,000 points ${f(figures.first_plot_a100_1000_ms)} ms (${figures.first_plot_a100_1000_detail}); a100 at 2,000 points ${f(figures.first_plot_a100_2000_ms)} ms (${figures.first_plot_a100_2000_detail}); demo100 at 1,000 points ${f(figures.first_plot_demo100_1000_ms)} ms (${figures.first_plot_demo100_1000_detail}); a100 at 2,000 points decoding in the engine worker ${f(figures.first_plot_a100_2000_in_process_ms)} ms  < 500 ms: ${verdict(Math.max(figures.first_plot_a100_1000_ms, figures.first_plot_a100_2000_ms, figures.first_plot_demo100_1000_ms) < 500)}
+decoding in a second instance, one ${mb(figures.segment_bytes)} MB segment: copy of its bytes ${f(figures.isolated_copy_in_ms)} ms, decode and pack ${f(figures.isolated_decode_pack_ms)} ms (decode alone ${f(figures.wasm_decode_ms)} ms; ${mb(figures.isolated_packed_bytes)} MB packed), unpack ${f(figures.isolated_unpack_ms)} ms: ${f(figures.isolated_extra_ms)} ms added
+readRange maxPoints=2000 over 1M rows uncached: ${f(figures.range_uncached_ms)} ms through the decoder worker, ${f(figures.range_uncached_in_process_ms)} ms decoding in the engine worker
 bundle: dendro_bg.wasm ${mb(figures.wasm_bytes)} MB, ${mb(figures.wasm_gzip_bytes)} MB gzipped  <= 1.2 MB: ${verdict(figures.wasm_gzip_bytes <= 1.2e6)}; worker.js ${f(figures.worker_js_gzip_bytes / 1e3)} kB gzipped`);
 }

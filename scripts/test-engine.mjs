@@ -245,6 +245,75 @@ await test("a request cancelled before it starts is skipped by the worker", asyn
   engine.terminate();
 });
 
+await test("a trap in the decoder costs the decoder only: archives stay open", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine({ cacheBytes: 0 });
+  const inProcess = window.createEngine({ cacheBytes: 0, isolateDecoding: false });
+  const bytes = async () => (await fetch("/fixtures/b_multi_source.dendro")).arrayBuffer();
+  const h = await engine.open(await bytes(), "b.dendro");
+  const ref = await inProcess.open(await bytes(), "b.dendro");
+  const [lo, hi] = [-(2n ** 63n), 2n ** 63n - 1n];
+  const same = async (what) => {
+    for (const points of [3, 2000]) {
+      const a = await h.readRange(2, "disk", lo, hi, { maxPoints: points });
+      const b = await ref.readRange(2, "disk", lo, hi, { maxPoints: points });
+      const text = (e) => JSON.stringify({ ...e, ts: [...e.ts].map(String), columns: e.columns.map((c) => [c.name, [...c.min], [...c.max]]) });
+      check(text(a) === text(b), `${what}: readRange at ${points} points matches decoding in the engine's own instance`);
+    }
+    const a = await h.readSegment(2, "disk", 0);
+    const b = await ref.readSegment(2, "disk", 0);
+    check(JSON.stringify(a, (_, v) => (typeof v === "bigint" ? String(v) : ArrayBuffer.isView(v) ? [...v].map(String) : v)) ===
+      JSON.stringify(b, (_, v) => (typeof v === "bigint" ? String(v) : ArrayBuffer.isView(v) ? [...v].map(String) : v)), `${what}: readSegment matches`);
+  };
+  await same("before");
+  const what = 'segment 3 of stream "disk" (source 2) of b.dendro';
+  try {
+    await engine.crashDecoderForTests(what);
+    throw new Error("the decoder did not trap");
+  } catch (e) {
+    check(e.kind === "Crashed", `kind ${e.kind}: ${e.message}`);
+    check(e.message.includes(what) && e.message.includes("still open"), `names the segment: ${e.message}`);
+  }
+  // The same handle answers, through a new decoder; nothing was reopened.
+  check((await h.describe()).sources.length === 2, "the archive is still open");
+  await same("after");
+  engine.terminate();
+  inProcess.terminate();
+});
+
+await test("a segment the decoder cannot read is an error naming it", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine({ cacheBytes: 0 });
+  const bytes = new Uint8Array(await (await fetch("/fixtures/a_single_sealed.dendro")).arrayBuffer());
+  const manifest = await (await fetch("/fixtures/a_single_sealed.manifest.json")).json();
+  const seg = manifest.sources[0].streams[0].segments.find((x) => x.seq === 0);
+  // Where segment 0 sits (the file also holds stale copies of pages): the
+  // run of its length whose FNV-1a matches the manifest's.
+  const fnv = (from, len) => {
+    let h = 0xcbf29ce484222325n;
+    for (let i = from; i < from + len; i++) h = ((h ^ BigInt(bytes[i])) * 0x100000001b3n) & 0xffffffffffffffffn;
+    return h.toString(16).padStart(16, "0");
+  };
+  let start = -1;
+  for (let i = 0; i + seg.byte_len <= bytes.length && start < 0; i++) {
+    if (bytes[i] === 0x50 && bytes[i + 1] === 0x41 && bytes[i + 2] === 0x52 && bytes[i + 3] === 0x31 && fnv(i, seg.byte_len) === seg.bytes_fnv) start = i;
+  }
+  check(start >= 0, "segment 0 found in the file");
+  // Its footer length, just before the closing magic, now claims more than the segment holds.
+  bytes.set([0xff, 0xff, 0xff, 0x7f], start + seg.byte_len - 8);
+  const h = await engine.open(bytes.buffer, "lying.dendro");
+  for (const p of [h.readSegment(1, "temps", 0), h.readRange(1, "temps", -(2n ** 63n), 2n ** 63n - 1n, { maxPoints: 100 })]) {
+    try {
+      await p;
+      throw new Error("a lying footer was read");
+    } catch (e) {
+      check(e.kind === "Segment" && e.message.includes("segment 0") && e.message.includes("lying.dendro"), `${e.kind}: ${e.message}`);
+    }
+  }
+  check((await h.readSegment(1, "temps", 1)).rows === 40, "the other segments are unharmed");
+  engine.terminate();
+});
+
 await test("a trap restarts the worker and names the segment", async () => {
   const check = (ok, what) => { if (!ok) throw new Error(what); };
   const engine = window.createEngine();

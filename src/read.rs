@@ -8,6 +8,7 @@
 pub mod cache;
 pub mod columns;
 pub mod envelope;
+pub mod packed;
 pub mod stats;
 
 use serde::Serialize;

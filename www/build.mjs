@@ -2,6 +2,7 @@
 //   main.js            the page (index.html)
 //   dendro-viewer.js   the embedding module (mountViewer, <dendro-viewer>)
 //   worker.js          the engine worker (www/src/engine/worker.ts)
+//   decoder.js         its decoder worker (www/src/engine/decoder.ts)
 //   viewer.css         uPlot's sheet + ours
 //   dendro_bg.wasm     copied from www/pkg/ (wasm-pack output)
 //   index.html, examples/
@@ -44,6 +45,8 @@ async function build() {
   ];
   if (existsSync(workerEntry)) entries.push({ in: workerEntry, out: "worker" });
   else warn("www/src/engine/worker.ts is missing: no worker bundle (the engine is not built yet)");
+  const decoderEntry = join(www, "src/engine/decoder.ts");
+  if (existsSync(decoderEntry)) entries.push({ in: decoderEntry, out: "decoder" });
 
   // Each entry is its own self-contained bundle: the page, the embed module
   // and the worker are loaded independently, and the worker must not pull

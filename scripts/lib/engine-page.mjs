@@ -14,7 +14,7 @@ export const root = dirname(dirname(dirname(fileURLToPath(import.meta.url))));
 
 /**
  * Bundles into `out`: entry.js (exposes createEngine and the raw wasm
- * package on window), worker.js, dendro_bg.wasm, index.html. `wasm` picks
+ * package on window), worker.js, decoder.js, dendro_bg.wasm, index.html. `wasm` picks
  * another build of the module than www/pkg's (to compare builds whose
  * JavaScript glue is the same).
  */
@@ -38,7 +38,10 @@ export async function bundleEngine(out, { wasm = join(root, "www/pkg/dendro_bg.w
     },
     entryNames: "entry",
   });
-  await esbuild.build({ ...common, entryPoints: { worker: join(root, "www/src/engine/worker.ts") } });
+  await esbuild.build({
+    ...common,
+    entryPoints: { worker: join(root, "www/src/engine/worker.ts"), decoder: join(root, "www/src/engine/decoder.ts") },
+  });
   await copyFile(wasm, join(out, "dendro_bg.wasm"));
   const { writeFile } = await import("node:fs/promises");
   await writeFile(join(out, "index.html"), '<!doctype html><meta charset="utf-8"><link rel="icon" href="data:,"><script type="module" src="entry.js"></script>\n');

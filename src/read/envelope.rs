@@ -184,6 +184,23 @@ impl EnvelopeBuilder {
         one_bucket(&self.bounds, self.from, self.to, lo, hi)
     }
 
+    /// The bucket [`Self::push_stats`] would add `stats` to, or `None`
+    /// when it would refuse them. Once rows are bucketed, the answer for a
+    /// given segment does not change.
+    pub fn stats_fit(&self, stats: &SegmentStats) -> Option<usize> {
+        let b = self.bucket_holding(stats.first_ts, stats.last_ts)?;
+        let kept = |name: &str| {
+            self.wanted
+                .as_ref()
+                .is_none_or(|w| w.iter().any(|x| x == name))
+        };
+        let unknown = stats
+            .columns
+            .iter()
+            .any(|c| c.extremes == Extremes::Unknown && kept(&c.name));
+        (!unknown).then_some(b)
+    }
+
     /// Adds a segment from its footer's statistics instead of its rows,
     /// exactly as pushing its decoded rows would: every row lies in one
     /// bucket ([`Self::bucket_holding`]), so the segment adds its row count,
@@ -192,18 +209,11 @@ impl EnvelopeBuilder {
     /// not exact: rows are not being bucketed, the rows span two buckets or
     /// leave the window, or a column kept here has no exact extremes.
     pub fn push_stats(&mut self, stats: &SegmentStats) -> bool {
-        let Some(b) = self.bucket_holding(stats.first_ts, stats.last_ts) else {
+        let Some(b) = self.stats_fit(stats) else {
             return false;
         };
         let wanted = self.wanted.clone();
         let kept = |name: &str| wanted.as_ref().is_none_or(|w| w.iter().any(|x| x == name));
-        if stats
-            .columns
-            .iter()
-            .any(|c| c.extremes == Extremes::Unknown && kept(&c.name))
-        {
-            return false;
-        }
         self.rows += stats.rows;
         self.filled[b] = true;
         for c in stats.columns.iter().filter(|c| kept(&c.name)) {
@@ -505,66 +515,163 @@ pub type Stats = Arc<SegmentStats>;
 pub fn read_range_with(
     archive: &Archive,
     request: &RangeRequest<'_>,
-    mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+    stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
     mut decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
 ) -> Result<Envelope> {
-    let segments = archive.read_snapshot(|s| {
-        s.source(request.source_id)?;
-        s.segments_overlapping(request.source_id, request.stream, request.from, request.to)
-    })?;
-    let span = segments
-        .iter()
-        .map(|s| (s.first_ts, s.last_ts))
-        .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
-    let mut builder = EnvelopeBuilder::new(
-        request.from,
-        request.to,
-        request.max_points,
-        request.columns,
-        span,
-    );
-    let mut known: Vec<Option<Stats>> = vec![None; segments.len()];
-    if let Some(n) = builder.max_points {
-        let claimed: u64 = segments.iter().map(|s| s.rows.max(0) as u64).sum();
-        if claimed > n as u64 {
-            let bounds = bucket_bounds(builder.span, n);
-            let mut certain = 0u64;
-            for (record, slot) in segments.iter().zip(&mut known) {
-                if one_bucket(
-                    &bounds,
-                    request.from,
-                    request.to,
-                    record.first_ts,
-                    record.last_ts,
-                )
-                .is_none()
-                {
+    let mut reader = RangeReader::new(archive, request, stats)?;
+    while let Some((index, record)) = reader.next_to_decode() {
+        let rows = decode(&record, request.columns)?;
+        reader.supply(index, rows);
+    }
+    Ok(reader.finish())
+}
+
+/// One step of a [`RangeReader`], in segment order.
+enum Step {
+    /// Answered by the segment's footer.
+    Stats(Stats),
+    /// Decoded rows, waiting for the steps before them.
+    Rows(Decoded),
+    /// Handed out to be decoded: the segment's index.
+    Pending(usize),
+}
+
+/// [`read_range_with`] one segment at a time, for a caller that decodes
+/// elsewhere, possibly several segments at once (the viewer decodes in a
+/// second wasm instance). [`Self::next_to_decode`] names the segments
+/// whose rows it needs, in order; [`Self::supply`] takes them back in any
+/// order; rows and footers are added to the envelope in segment order,
+/// so the answer is the one [`read_range_with`] gives.
+pub struct RangeReader {
+    segments: Vec<SegmentRecord>,
+    known: Vec<Option<Stats>>,
+    builder: EnvelopeBuilder,
+    /// Segments before this one have a step.
+    asked: usize,
+    /// Steps not yet added to the envelope, oldest first.
+    steps: std::collections::VecDeque<Step>,
+    decoded: usize,
+}
+
+impl RangeReader {
+    /// Lists the segments overlapping the window and reads the footers of
+    /// those the catalog places inside one bucket (see [`read_range_with`]).
+    pub fn new(
+        archive: &Archive,
+        request: &RangeRequest<'_>,
+        mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+    ) -> Result<RangeReader> {
+        let segments = archive.read_snapshot(|s| {
+            s.source(request.source_id)?;
+            s.segments_overlapping(request.source_id, request.stream, request.from, request.to)
+        })?;
+        let span = segments
+            .iter()
+            .map(|s| (s.first_ts, s.last_ts))
+            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let mut builder = EnvelopeBuilder::new(
+            request.from,
+            request.to,
+            request.max_points,
+            request.columns,
+            span,
+        );
+        let mut known: Vec<Option<Stats>> = vec![None; segments.len()];
+        if let Some(n) = builder.max_points {
+            let claimed: u64 = segments.iter().map(|s| s.rows.max(0) as u64).sum();
+            if claimed > n as u64 {
+                let bounds = bucket_bounds(builder.span, n);
+                let mut certain = 0u64;
+                for (record, slot) in segments.iter().zip(&mut known) {
+                    let inside = one_bucket(
+                        &bounds,
+                        request.from,
+                        request.to,
+                        record.first_ts,
+                        record.last_ts,
+                    );
+                    if inside.is_none() {
+                        continue;
+                    }
+                    if let Some(summary) = stats(record)? {
+                        if summary.first_ts >= request.from && summary.last_ts <= request.to {
+                            certain += summary.rows;
+                        }
+                        *slot = Some(summary);
+                    }
+                }
+                if certain > n as u64 {
+                    builder.reduce_now();
+                }
+            }
+        }
+        Ok(RangeReader {
+            segments,
+            known,
+            builder,
+            asked: 0,
+            steps: std::collections::VecDeque::new(),
+            decoded: 0,
+        })
+    }
+
+    /// The next segment whose rows are needed, with an index to hand its
+    /// rows back by; `None` once every segment is accounted for. Segments
+    /// in between that their footers answer are noted, not handed out. A
+    /// footer is used only if rows are already being bucketed when its
+    /// segment comes up; once they are, they stay so.
+    pub fn next_to_decode(&mut self) -> Option<(usize, SegmentRecord)> {
+        while self.asked < self.segments.len() {
+            let i = self.asked;
+            self.asked += 1;
+            if let Some(summary) = &self.known[i] {
+                if self.builder.stats_fit(summary).is_some() {
+                    self.steps.push_back(Step::Stats(Arc::clone(summary)));
                     continue;
                 }
-                if let Some(summary) = stats(record)? {
-                    if summary.first_ts >= request.from && summary.last_ts <= request.to {
-                        certain += summary.rows;
-                    }
-                    *slot = Some(summary);
+            }
+            self.steps.push_back(Step::Pending(i));
+            return Some((i, self.segments[i].clone()));
+        }
+        None
+    }
+
+    /// The decoded rows of segment `index`, as [`Self::next_to_decode`]
+    /// named it. Rows for an index not waiting are ignored.
+    pub fn supply(&mut self, index: usize, rows: Decoded) {
+        if let Some(slot) = self
+            .steps
+            .iter_mut()
+            .find(|s| matches!(s, Step::Pending(i) if *i == index))
+        {
+            *slot = Step::Rows(rows);
+            self.decoded += 1;
+        }
+        self.apply_ready();
+    }
+
+    /// Adds the leading steps that are complete.
+    fn apply_ready(&mut self) {
+        while matches!(self.steps.front(), Some(Step::Stats(_) | Step::Rows(_))) {
+            match self.steps.pop_front() {
+                Some(Step::Stats(summary)) => {
+                    self.builder.push_stats(&summary);
                 }
-            }
-            if certain > n as u64 {
-                builder.reduce_now();
+                Some(Step::Rows(rows)) => {
+                    for batch in rows.iter() {
+                        self.builder.push(batch);
+                    }
+                }
+                _ => {}
             }
         }
     }
-    let mut decoded = 0;
-    for (record, summary) in segments.iter().zip(&known) {
-        if summary.as_ref().is_some_and(|s| builder.push_stats(s)) {
-            continue;
-        }
-        let batches = decode(record, request.columns)?;
-        decoded += 1;
-        for batch in batches.iter() {
-            builder.push(batch);
-        }
+
+    /// The envelope. Every segment handed out must have been supplied.
+    pub fn finish(mut self) -> Envelope {
+        self.apply_ready();
+        self.builder.finish(self.decoded)
     }
-    Ok(builder.finish(decoded))
 }
 
 /// Fetches and decodes one segment for [`read_range`], keeping `columns`
@@ -575,22 +682,31 @@ pub fn decode_for_range(
     columns: Option<&[String]>,
 ) -> Result<Decoded> {
     let bytes = crate::read::segment_bytes(archive, record.source_id, &record.stream, record.seq)?;
+    let batches =
+        decode_range_bytes(bytes, columns).map_err(|cause| crate::error::Error::Segment {
+            file: archive.file().to_string(),
+            source_id: record.source_id,
+            stream: record.stream.clone(),
+            seq: record.seq,
+            cause,
+        })?;
+    Ok(Arc::new(batches))
+}
+
+/// Decodes a segment's bytes for an envelope: `columns` plus the time axis
+/// (every column when `columns` is `None`).
+pub fn decode_range_bytes(
+    bytes: Vec<u8>,
+    columns: Option<&[String]>,
+) -> std::result::Result<Vec<RecordBatch>, String> {
     let wanted = columns.map(<[String]>::to_vec);
-    let batches = crate::segment::decode_segment_with(bytes, move |schema| {
+    crate::segment::decode_segment_with(bytes, move |schema| {
         let mut wanted = wanted?;
         if let Some(ts) = ts_column(schema) {
             wanted.push(schema.field(ts).name().clone());
         }
         Some(wanted)
     })
-    .map_err(|cause| crate::error::Error::Segment {
-        file: archive.file().to_string(),
-        source_id: record.source_id,
-        stream: record.stream.clone(),
-        seq: record.seq,
-        cause,
-    })?;
-    Ok(Arc::new(batches))
 }
 
 #[cfg(test)]

@@ -17,15 +17,17 @@ mod js;
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
+use std::rc::Rc;
 use std::sync::Arc;
 
 use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
 
+use crate::catalog::SegmentRecord;
 use crate::container::Archive;
 use crate::error::Error;
 use crate::read::cache::{Batches, SegmentCache};
-use crate::read::envelope::{decode_for_range, read_range_with, RangeRequest, Stats};
+use crate::read::envelope::{decode_for_range, read_range_with, RangeReader, RangeRequest, Stats};
 
 /// The largest archive the engine accepts: SQLite's own ceiling for one
 /// allocation (`SQLITE_MAX_ALLOCATION_SIZE`), which holds the whole file.
@@ -111,7 +113,7 @@ fn normalized(columns: Option<Vec<String>>) -> Option<Vec<String>> {
 #[wasm_bindgen(js_name = Archive)]
 pub struct JsArchive {
     id: u32,
-    archive: Archive,
+    archive: Rc<Archive>,
 }
 
 #[wasm_bindgen(js_class = Archive)]
@@ -140,7 +142,10 @@ impl JsArchive {
             n.set(id.wrapping_add(1));
             id
         });
-        Ok(JsArchive { id, archive })
+        Ok(JsArchive {
+            id,
+            archive: Rc::new(archive),
+        })
     }
 
     /// The name given at open.
@@ -165,15 +170,22 @@ impl JsArchive {
         match crate::read::probe(&self.archive, source, stream).map_err(fail)? {
             None => Ok(convert::schema(None)),
             Some((record, bytes)) => {
-                let schema = crate::segment::segment_schema(&bytes).map_err(|cause| {
-                    fail(Error::Segment {
-                        file: file.to_string(),
-                        source_id: source,
-                        stream: stream.to_string(),
-                        seq: record.seq,
-                        cause,
-                    })
-                })?;
+                let what = || {
+                    format!(
+                        "the footer of {}",
+                        describe_segment(file, source, stream, record.seq)
+                    )
+                };
+                let schema =
+                    noting(what, || crate::segment::segment_schema(&bytes)).map_err(|cause| {
+                        fail(Error::Segment {
+                            file: file.to_string(),
+                            source_id: source,
+                            stream: stream.to_string(),
+                            seq: record.seq,
+                            cause,
+                        })
+                    })?;
                 Ok(convert::schema(Some(&schema)))
             }
         }
@@ -219,12 +231,7 @@ impl JsArchive {
             Ok(Arc::new(batches))
         })
         .map_err(fail)?;
-        let Some(first) = batches.first() else {
-            return Ok(convert::batch(&arrow_array::RecordBatch::new_empty(
-                Arc::new(arrow_schema::Schema::empty()),
-            )));
-        };
-        let one = crate::segment::concat(&first.schema(), &batches).map_err(|cause| {
+        batch_value(&batches).map_err(|cause| {
             fail(Error::Segment {
                 file: file.to_string(),
                 source_id: source,
@@ -232,8 +239,7 @@ impl JsArchive {
                 seq,
                 cause,
             })
-        })?;
-        Ok(convert::batch(&one))
+        })
     }
 
     /// A window `[from, to]` of the stream's sealed segments. Only segments
@@ -260,48 +266,9 @@ impl JsArchive {
             columns: columns.as_deref(),
             max_points: max_points.map(|n| n as usize),
         };
-        let file = self.archive.file();
-        let stats = |record: &crate::catalog::SegmentRecord| {
-            let key = SegmentKey {
-                archive: self.id,
-                source_id: record.source_id,
-                stream: record.stream.clone(),
-                seq: record.seq,
-            };
-            if let Some(hit) = STATS.with(|s| s.borrow().get(&key).cloned()) {
-                return Ok(hit);
-            }
-            let summary = noting(
-                || {
-                    format!(
-                        "the footer of {}",
-                        describe_segment(file, record.source_id, &record.stream, record.seq)
-                    )
-                },
-                || crate::read::stats::segment_stats(&self.archive, record),
-            )?
-            .map(Arc::new);
-            if CACHING.with(Cell::get) {
-                STATS.with(|s| {
-                    let mut s = s.borrow_mut();
-                    if s.len() >= MAX_STATS_ENTRIES {
-                        s.clear();
-                    }
-                    s.insert(key, summary.clone());
-                });
-            }
-            Ok(summary)
-        };
+        let stats = |record: &SegmentRecord| cached_stats(self.id, &self.archive, record);
         let envelope = read_range_with(&self.archive, &request, stats, |record, columns| {
-            let key = Key {
-                archive: self.id,
-                source_id: record.source_id,
-                stream: record.stream.clone(),
-                seq: record.seq,
-                columns: columns.map(<[String]>::to_vec),
-                with_time_axis: true,
-            };
-            cached(key, || {
+            cached(range_key(self.id, record, columns), || {
                 noting(
                     || {
                         describe_segment(
@@ -317,6 +284,73 @@ impl JsArchive {
         })
         .map_err(fail)?;
         Ok(convert::envelope(&envelope))
+    }
+
+    /// `readRange` in steps, for decoding in another instance (the viewer's
+    /// decoder worker): the returned job names each segment it needs with
+    /// its bytes (`next`), takes the decoded rows back packed (`supply`),
+    /// and gives the envelope `readRange` would (`finish`). Footers,
+    /// cached segments and the reduction stay here.
+    #[wasm_bindgen(js_name = beginRange)]
+    pub fn begin_range(
+        &self,
+        source: f64,
+        stream: &str,
+        from: i64,
+        to: i64,
+        columns: Option<Vec<String>>,
+        max_points: Option<u32>,
+    ) -> JsResult<RangeJob> {
+        let source = whole("source", self.archive.file(), source)?;
+        let columns = normalized(columns);
+        let request = RangeRequest {
+            source_id: source,
+            stream,
+            from,
+            to,
+            columns: columns.as_deref(),
+            max_points: max_points.map(|n| n as usize),
+        };
+        let reader = RangeReader::new(&self.archive, &request, |record| {
+            cached_stats(self.id, &self.archive, record)
+        })
+        .map_err(fail)?;
+        Ok(RangeJob {
+            archive_id: self.id,
+            archive: Rc::clone(&self.archive),
+            reader: Some(reader),
+            columns,
+            waiting: Vec::new(),
+        })
+    }
+
+    /// One sealed segment's Parquet bytes, copied out for a decoder.
+    #[wasm_bindgen(js_name = segmentBytes)]
+    pub fn segment_bytes(&self, source: f64, stream: &str, seq: f64) -> JsResult<Uint8Array> {
+        let file = self.archive.file();
+        let source = whole("source", file, source)?;
+        let seq = whole("segment", file, seq)?;
+        let bytes = crate::read::segment_bytes(&self.archive, source, stream, seq).map_err(fail)?;
+        Ok(Uint8Array::from(&bytes[..]))
+    }
+
+    /// The error `readSegment` gives for a segment a decoder could not
+    /// decode, naming the segment and the decoder's `cause`.
+    #[wasm_bindgen(js_name = segmentError)]
+    pub fn segment_error(&self, source: f64, stream: &str, seq: f64, cause: String) -> JsValue {
+        fail(Error::Segment {
+            file: self.archive.file().to_string(),
+            source_id: source as i64,
+            stream: stream.to_string(),
+            seq: seq as i64,
+            cause,
+        })
+    }
+
+    /// "segment 3 of stream \"cpu\" (source 1) of run.dendro", for messages.
+    #[wasm_bindgen(js_name = describeSegment)]
+    pub fn describe_segment(&self, source: f64, stream: &str, seq: f64) -> String {
+        describe_segment(self.archive.file(), source as i64, stream, seq as i64)
     }
 
     /// Rows committed past the last seal: this reader has no encoder for
@@ -423,6 +457,236 @@ impl Drop for JsArchive {
     }
 }
 
+/// The cache key of a segment decoded for an envelope.
+fn range_key(archive: u32, record: &SegmentRecord, columns: Option<&[String]>) -> Key {
+    Key {
+        archive,
+        source_id: record.source_id,
+        stream: record.stream.clone(),
+        seq: record.seq,
+        columns: columns.map(<[String]>::to_vec),
+        with_time_axis: true,
+    }
+}
+
+/// A segment's footer summary, from the cache or read now.
+fn cached_stats(
+    archive_id: u32,
+    archive: &Archive,
+    record: &SegmentRecord,
+) -> crate::error::Result<Option<Stats>> {
+    let key = SegmentKey {
+        archive: archive_id,
+        source_id: record.source_id,
+        stream: record.stream.clone(),
+        seq: record.seq,
+    };
+    if let Some(hit) = STATS.with(|s| s.borrow().get(&key).cloned()) {
+        return Ok(hit);
+    }
+    let summary = noting(
+        || {
+            format!(
+                "the footer of {}",
+                describe_segment(archive.file(), record.source_id, &record.stream, record.seq)
+            )
+        },
+        || crate::read::stats::segment_stats(archive, record),
+    )?
+    .map(Arc::new);
+    if CACHING.with(Cell::get) {
+        STATS.with(|s| {
+            let mut s = s.borrow_mut();
+            if s.len() >= MAX_STATS_ENTRIES {
+                s.clear();
+            }
+            s.insert(key, summary.clone());
+        });
+    }
+    Ok(summary)
+}
+
+/// A `readRange` answered in steps ([`JsArchive::begin_range`]).
+#[wasm_bindgen]
+pub struct RangeJob {
+    archive_id: u32,
+    archive: Rc<Archive>,
+    /// `None` once finished.
+    reader: Option<RangeReader>,
+    columns: Option<Vec<String>>,
+    /// Segments handed out and not yet supplied, by index.
+    waiting: Vec<(usize, SegmentRecord)>,
+}
+
+#[wasm_bindgen]
+impl RangeJob {
+    /// The next segment to decode, as `{ index, seq, what, bytes }`
+    /// (`bytes` a fresh copy, free to transfer), or `undefined` when no
+    /// more are needed. Segments already in the cache are taken from it
+    /// here and never handed out.
+    #[wasm_bindgen(js_name = next)]
+    pub fn next_segment(&mut self) -> JsResult<JsValue> {
+        let Some(reader) = self.reader.as_mut() else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        while let Some((index, record)) = reader.next_to_decode() {
+            let key = range_key(self.archive_id, &record, self.columns.as_deref());
+            if let Some(hit) = CACHE.with(|c| c.borrow_mut().get(&key)) {
+                reader.supply(index, hit);
+                continue;
+            }
+            let bytes = crate::read::segment_bytes(
+                &self.archive,
+                record.source_id,
+                &record.stream,
+                record.seq,
+            )
+            .map_err(fail)?;
+            let what = describe_segment(
+                self.archive.file(),
+                record.source_id,
+                &record.stream,
+                record.seq,
+            );
+            let out = js::Obj::new()
+                .set("index", index as u32)
+                .set("seq", js::num(record.seq))
+                .set("what", what)
+                .set("bytes", Uint8Array::from(&bytes[..]))
+                .build();
+            self.waiting.push((index, record));
+            return Ok(out);
+        }
+        Ok(JsValue::UNDEFINED)
+    }
+
+    /// The columns a decoder keeps (with the time axis), or `undefined`
+    /// for every column.
+    #[wasm_bindgen(getter)]
+    pub fn columns(&self) -> Option<Vec<String>> {
+        self.columns.clone()
+    }
+
+    /// The rows of segment `index`, as `decodePacked` returned them (one
+    /// buffer per batch). They are cached like rows decoded here.
+    pub fn supply(&mut self, index: u32, packed: js_sys::Array) -> JsResult<()> {
+        let index = index as usize;
+        let Some(at) = self.waiting.iter().position(|(i, _)| *i == index) else {
+            return Err(js::error(
+                "Internal",
+                &format!("segment {index} of this window was not handed out"),
+            ));
+        };
+        let (_, record) = self.waiting.swap_remove(at);
+        let batches = packed
+            .iter()
+            .map(|p| unpack_js(&p))
+            .collect::<Result<Vec<_>, String>>()
+            .map_err(|cause| self.segment_failure(&record, cause))?;
+        let batches = Arc::new(batches);
+        let key = range_key(self.archive_id, &record, self.columns.as_deref());
+        CACHE.with(|c| c.borrow_mut().insert(key, Arc::clone(&batches)));
+        if let Some(reader) = self.reader.as_mut() {
+            reader.supply(index, batches);
+        }
+        Ok(())
+    }
+
+    /// The error for segment `index`, which a decoder could not decode:
+    /// `cause` is what it said.
+    pub fn fail(&self, index: u32, cause: String) -> JsValue {
+        match self.waiting.iter().find(|(i, _)| *i == index as usize) {
+            Some((_, record)) => self.segment_failure(record, cause),
+            None => js::error("Segment", &cause),
+        }
+    }
+
+    /// The envelope, as `readRange` returns it.
+    pub fn finish(&mut self) -> JsResult<JsValue> {
+        if !self.waiting.is_empty() {
+            return Err(js::error(
+                "Internal",
+                "a window was finished with segments still being decoded",
+            ));
+        }
+        match self.reader.take() {
+            Some(reader) => Ok(convert::envelope(&reader.finish())),
+            None => Err(js::error("Internal", "this window was already finished")),
+        }
+    }
+}
+
+impl RangeJob {
+    fn segment_failure(&self, record: &SegmentRecord, cause: String) -> JsValue {
+        fail(Error::Segment {
+            file: self.archive.file().to_string(),
+            source_id: record.source_id,
+            stream: record.stream.clone(),
+            seq: record.seq,
+            cause,
+        })
+    }
+}
+
+/// The decoder's half of `readRange`: decodes one segment's bytes keeping
+/// `columns` and the time axis, and packs the rows an envelope reads into
+/// one buffer per batch (see `read::packed`), each a fresh copy free to
+/// transfer. Runs in an instance that holds no archive; an error is the
+/// decoder's own words, for `RangeJob.fail` to attach to the segment.
+#[wasm_bindgen(js_name = decodePacked)]
+pub fn decode_packed(bytes: Vec<u8>, columns: Option<Vec<String>>) -> JsResult<js_sys::Array> {
+    let columns = normalized(columns);
+    let batches = crate::read::envelope::decode_range_bytes(bytes, columns.as_deref())
+        .map_err(|cause| js::error("Segment", &cause))?;
+    let out = js_sys::Array::new();
+    for batch in &batches {
+        // Each section is copied once, from the batch straight into JS memory.
+        let parts = crate::read::packed::pack_parts(batch);
+        let total = parts.iter().map(|p| p.bytes().len()).sum::<usize>();
+        let packed = Uint8Array::new_with_length(total as u32);
+        let mut at = 0u32;
+        for part in &parts {
+            let bytes = part.bytes();
+            packed
+                .subarray(at, at + bytes.len() as u32)
+                .copy_from(bytes);
+            at += bytes.len() as u32;
+        }
+        out.push(&packed);
+    }
+    Ok(out)
+}
+
+/// A packed buffer from JS, copied once into aligned memory and unpacked
+/// there (the arrays share that copy).
+fn unpack_js(packed: &JsValue) -> Result<arrow_array::RecordBatch, String> {
+    let packed = Uint8Array::new(packed);
+    let mut buffer = arrow_buffer::MutableBuffer::from_len_zeroed(packed.length() as usize);
+    packed.copy_to(buffer.as_slice_mut());
+    crate::read::packed::unpack(&buffer.into())
+}
+
+/// The decoder's half of `readSegment`: one segment's bytes decoded to the
+/// `DecodedBatch` of types.ts (`columns` only, when given).
+#[wasm_bindgen(js_name = decodeBatch)]
+pub fn decode_batch(bytes: Vec<u8>, columns: Option<Vec<String>>) -> JsResult<JsValue> {
+    let columns = normalized(columns);
+    let batches = crate::segment::decode_segment(bytes, columns.as_deref())
+        .map_err(|cause| js::error("Segment", &cause))?;
+    batch_value(&batches).map_err(|cause| js::error("Segment", &cause))
+}
+
+/// Decoded batches as one `DecodedBatch`.
+fn batch_value(batches: &[arrow_array::RecordBatch]) -> Result<JsValue, String> {
+    let Some(first) = batches.first() else {
+        return Ok(convert::batch(&arrow_array::RecordBatch::new_empty(
+            Arc::new(arrow_schema::Schema::empty()),
+        )));
+    };
+    let one = crate::segment::concat(&first.schema(), batches)?;
+    Ok(convert::batch(&one))
+}
+
 /// Looks `key` up in the shared cache, decoding on a miss. The cache is
 /// not borrowed while `load` runs.
 fn cached(
@@ -497,6 +761,20 @@ pub fn decode_for_bench(bytes: &[u8]) -> JsResult<f64> {
     let batches = crate::segment::decode_segment(bytes.to_vec(), None)
         .map_err(|cause| js::error("Segment", &cause))?;
     Ok(batches.iter().map(|b| b.num_rows() as f64).sum())
+}
+
+/// Unpacks what `decodePacked` returned, as `RangeJob.supply` does,
+/// counting the rows: with `__decodeForBench` and `decodePacked`, what
+/// decoding in a second instance adds (`scripts/bench-wasm.mjs`).
+#[doc(hidden)]
+#[wasm_bindgen(js_name = __unpackForBench)]
+pub fn unpack_for_bench(packed: js_sys::Array) -> JsResult<f64> {
+    let mut rows = 0.0;
+    for p in packed.iter() {
+        let batch = unpack_js(&p).map_err(|cause| js::error("Segment", &cause))?;
+        rows += batch.num_rows() as f64;
+    }
+    Ok(rows)
 }
 
 /// This crate's version.

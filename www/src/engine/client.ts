@@ -10,7 +10,10 @@
 // as the signal fires; the worker is told, and skips it if it has not
 // started it (a plot drops the zoom it no longer shows this way).
 //
-// If the worker's WebAssembly instance traps, every pending request is
+// Segments are decoded in a second worker (decoder.js, started by the
+// engine worker): a trap there fails one request with "Crashed" and costs
+// nothing else. If the engine worker's own instance traps, every pending
+// request is
 // rejected with kind "Crashed" (naming the segment being decoded), the
 // worker is replaced, and handles opened before the crash answer
 // "Crashed" until they are opened again: their bytes died with it.
@@ -62,6 +65,12 @@ export interface EngineOptions {
   workerUrl?: string | URL;
   /** Budget of the worker's decoded-segment cache in bytes (default 256 MiB). */
   cacheBytes?: number;
+  /**
+   * Decode segments in a second worker that holds no archive (default
+   * true), so a trap on a hostile segment costs that worker only and
+   * every archive stays open. decoder.js must sit beside worker.js.
+   */
+  isolateDecoding?: boolean;
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -99,8 +108,10 @@ class WorkerEngine implements Engine {
       if (this.started) this.crash(worker, `The engine's worker stopped (${detail}).`);
       else this.failAll(new EngineFailure("Internal", `The engine could not start: ${detail}.`));
     };
-    if (this.options.cacheBytes !== undefined) {
-      void this.request({ op: "config", cacheBytes: this.options.cacheBytes }, "configure the cache").catch(() => {});
+    const { cacheBytes, isolateDecoding } = this.options;
+    if (cacheBytes !== undefined || isolateDecoding === false) {
+      const config = { op: "config" as const, ...(cacheBytes !== undefined ? { cacheBytes } : {}), ...(isolateDecoding === false ? { decoder: false } : {}) };
+      void this.request(config, "configure the engine").catch(() => {});
     }
   }
 
@@ -180,6 +191,11 @@ class WorkerEngine implements Engine {
   /** Makes the worker's module trap, as a hostile segment would. For tests. */
   crashForTests(what: string): Promise<unknown> {
     return this.request({ op: "crash", what }, `a test crash of ${what}`);
+  }
+
+  /** Makes the decoder worker's module trap, as a hostile segment would. For tests. */
+  crashDecoderForTests(what: string): Promise<unknown> {
+    return this.request({ op: "crashDecoder", what }, `a test crash of the decoder on ${what}`);
   }
 
   /** Keeps the worker busy for `ms`, as a long decode would. For tests. */
@@ -285,6 +301,10 @@ function cancelled(what: string): EngineFailure {
 /** Starts an engine: one worker holding any number of open archives. */
 export function createEngine(
   options: EngineOptions = {},
-): Engine & { crashForTests(what: string): Promise<unknown>; busyForTests(ms: number): Promise<unknown> } {
+): Engine & {
+  crashForTests(what: string): Promise<unknown>;
+  crashDecoderForTests(what: string): Promise<unknown>;
+  busyForTests(ms: number): Promise<unknown>;
+} {
   return new WorkerEngine(options);
 }

@@ -40,11 +40,17 @@ export type CallRequest = {
 export type Request =
   | { id: number; op: "open"; name: string; bytes: ArrayBuffer }
   | { id: number; op: "close"; handle: number }
-  | { id: number; op: "config"; cacheBytes: number }
+  /**
+   * `cacheBytes`: the decoded-segment cache's budget. `decoder`: false
+   * decodes inside this worker's own instance instead of a decoder worker.
+   */
+  | { id: number; op: "config"; cacheBytes?: number; decoder?: boolean }
   /** Makes the module trap, as a hostile segment would: tests the recovery. */
   | { id: number; op: "crash"; what: string }
   /** Keeps the worker busy for `ms`, so tests can queue requests behind it. */
   | { id: number; op: "busy"; ms: number }
+  /** Makes the decoder's module trap, as a hostile segment would: tests that archives survive. */
+  | { id: number; op: "crashDecoder"; what: string }
   | CallRequest;
 
 /**

@@ -7,12 +7,22 @@
 // answers "Crashed", naming the segment being decoded, and the client
 // replaces it with a fresh worker.
 //
+// Segments are decoded in a second instance of the module, in a decoder
+// worker that holds no archive (decoder.ts): this worker reads a segment's
+// bytes out of its archive and transfers them there, and takes the rows
+// back. A trap in the Parquet or Arrow crates then costs only the decoder,
+// which is replaced; the request fails with "Crashed" naming the segment,
+// and every archive here stays open. Footers (schema, statistics) and
+// verify are still read here. Where a decoder cannot start at all, this
+// worker decodes in its own instance, as it did before.
+//
 // Requests run one at a time, in the order they came. Between two, the
 // worker lets every message already waiting be delivered first, so a
 // "cancel" sent while a long request ran is seen before the requests
 // queued behind it start: those are answered "Cancelled" without running.
 
 import init, { Archive, __crashForTests, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
+import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
@@ -127,6 +137,186 @@ function call<M extends Method>(a: Archive, method: M, args: Calls[M]["args"]): 
   throw Object.assign(new Error(`unknown engine method ${String(method)}`), { kind: "Internal" });
 }
 
+type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
+
+/** The decoder worker could not start: decode in this instance instead. */
+class DecoderUnavailable extends Error {}
+
+/**
+ * The decoder worker: started on first use, replaced after a trap. Calls
+ * resolve with the decoder's reply; a trap or a dead worker is a reply
+ * with `trapped` set.
+ */
+class Decoder {
+  private worker: Worker | null = null;
+  private started = false;
+  /** Set when a decoder failed before it loaded: none will. */
+  unavailable = false;
+  private nextId = 1;
+  private readonly pending = new Map<number, (reply: DecoderReply | null) => void>();
+
+  private start(): Worker {
+    const worker = new Worker(new URL("./decoder.js", import.meta.url), { type: "module", name: "dendro-decoder" });
+    this.worker = worker;
+    this.started = false;
+    worker.onmessage = (e: MessageEvent<DecoderReply | DecoderHello>) => {
+      if (worker !== this.worker) return;
+      const msg = e.data;
+      if ("hello" in msg) {
+        if (msg.ok) this.started = true;
+        else this.lose(worker, msg.cause ?? "the decoder could not load", true);
+        return;
+      }
+      const resolve = this.pending.get(msg.id);
+      this.pending.delete(msg.id);
+      resolve?.(msg);
+      if (!msg.ok && msg.trapped) this.lose(worker, msg.cause, false);
+    };
+    worker.onerror = (e: ErrorEvent) => {
+      e.preventDefault();
+      this.lose(worker, e.message || "the decoder's worker failed", !this.started);
+    };
+    return worker;
+  }
+
+  /** The decoder is gone: what it had is answered, the next call starts another. */
+  private lose(worker: Worker, cause: string, neverStarted: boolean): void {
+    if (worker !== this.worker) return;
+    worker.terminate();
+    this.worker = null;
+    if (neverStarted) this.unavailable = true;
+    for (const [id, resolve] of this.pending) {
+      this.pending.delete(id);
+      resolve(neverStarted ? null : { id, ok: false, trapped: true, cause });
+    }
+  }
+
+  /** Starts the decoder ahead of its first segment, so that one does not wait for it to load. */
+  warm(): void {
+    if (!this.unavailable && !this.worker) this.start();
+  }
+
+  /** Resolves with the decoder's reply, or rejects with DecoderUnavailable. */
+  async call(req: DistributiveOmit<DecoderRequest, "id">, transfer: Transferable[] = []): Promise<DecoderReply> {
+    if (this.unavailable) throw new DecoderUnavailable();
+    const worker = this.worker ?? this.start();
+    const id = this.nextId++;
+    const reply = await new Promise<DecoderReply | null>((resolve) => {
+      this.pending.set(id, resolve);
+      worker.postMessage({ ...req, id } as DecoderRequest, transfer);
+    });
+    if (reply === null) throw new DecoderUnavailable();
+    return reply;
+  }
+}
+
+const decoder = new Decoder();
+/** Whether to decode in the decoder worker (config can turn it off). */
+let useDecoder = true;
+/**
+ * How a window's segments go to the decoder: in batches of up to this many
+ * segments or bytes (one message each way per batch, not per segment), with
+ * up to `IN_FLIGHT` batches out at once, so reading the next batch out of
+ * the archive overlaps decoding this one.
+ */
+const BATCH_SEGMENTS = 16;
+const BATCH_BYTES = 4 << 20;
+const IN_FLIGHT = 2;
+
+function decoderCrash(what: string, cause: string): Error {
+  return Object.assign(
+    new Error(`The decoder stopped while decoding ${what} (${cause}); it has been restarted and the archive is still open.`),
+    { kind: "Crashed" },
+  );
+}
+
+interface Need {
+  index: number;
+  what: string;
+  bytes: Uint8Array;
+}
+
+/** readRange, decoding in the decoder worker: see RangeJob in src/wasm/mod.rs. */
+async function readRangeVia(a: Archive, x: unknown[]): Promise<unknown> {
+  const job = a.beginRange(
+    x[0] as number,
+    x[1] as string,
+    x[2] as bigint,
+    x[3] as bigint,
+    (x[4] as string[] | null) ?? undefined,
+    (x[5] as number | null) ?? undefined,
+  );
+  try {
+    const columns = job.columns ?? null;
+    const inflight: { needs: Need[]; reply: Promise<DecoderReply> }[] = [];
+    let more = true;
+    const fill = () => {
+      while (more && inflight.length < IN_FLIGHT) {
+        const needs: Need[] = [];
+        let bytes = 0;
+        while (needs.length < BATCH_SEGMENTS && bytes < BATCH_BYTES) {
+          const need = job.next() as Need | undefined;
+          if (!need) {
+            more = false;
+            break;
+          }
+          needs.push(need);
+          bytes += need.bytes.byteLength;
+        }
+        if (needs.length === 0) break;
+        const segments = needs.map((n) => n.bytes.buffer as ArrayBuffer);
+        const reply = decoder.call({ op: "packed", segments, columns }, segments);
+        // Settled below in order; a failure ahead of it must not leave it unhandled.
+        reply.catch(() => {});
+        inflight.push({ needs, reply });
+      }
+    };
+    fill();
+    for (let head = inflight.shift(); head; head = inflight.shift()) {
+      const reply = await head.reply;
+      if (!reply.ok) {
+        const what = head.needs[reply.at ?? 0]?.what ?? "a segment";
+        throw reply.trapped ? decoderCrash(what, reply.cause) : new Error(reply.cause);
+      }
+      const results = reply.value as Packed[];
+      head.needs.forEach((need, i) => {
+        const r = results[i];
+        if (!r) throw job.fail(need.index, "the decoder returned no answer for it");
+        if (!r.ok) throw job.fail(need.index, r.cause);
+        job.supply(need.index, r.batches);
+      });
+      fill();
+    }
+    return job.finish();
+  } finally {
+    job.free();
+  }
+}
+
+/** readSegment, decoding in the decoder worker. */
+async function readSegmentVia(a: Archive, x: unknown[]): Promise<unknown> {
+  const [source, stream, seq] = [x[0] as number, x[1] as string, x[2] as number];
+  const bytes = a.segmentBytes(source, stream, seq).buffer as ArrayBuffer;
+  const what = a.describeSegment(source, stream, seq);
+  const reply = await decoder.call({ op: "batch", bytes, columns: (x[3] as string[] | null) ?? null }, [bytes]);
+  if (reply.ok) return reply.value;
+  if (reply.trapped) throw decoderCrash(what, reply.cause);
+  throw a.segmentError(source, stream, seq, reply.cause);
+}
+
+/** A call on an open archive, decoding in the decoder worker where it can. */
+async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unknown> {
+  const a = archive(req.handle);
+  if (useDecoder && (req.method === "readRange" || req.method === "readSegment")) {
+    try {
+      return await (req.method === "readRange" ? readRangeVia(a, req.args) : readSegmentVia(a, req.args));
+    } catch (e) {
+      if (!(e instanceof DecoderUnavailable)) throw e;
+    }
+  }
+  return call(a, req.method, req.args);
+}
+
 function run(req: Request): unknown {
   switch (req.op) {
     case "open": {
@@ -139,6 +329,7 @@ function run(req: Request): unknown {
       }
       // Copied once, straight into SQLite's buffer; req.bytes is garbage after this.
       const a = Archive.open(new Uint8Array(req.bytes), req.name);
+      if (useDecoder) decoder.warm();
       const handle = nextHandle++;
       archives.set(handle, a);
       return handle;
@@ -149,7 +340,8 @@ function run(req: Request): unknown {
       return null;
     }
     case "config":
-      setCacheBytes(req.cacheBytes);
+      if (req.cacheBytes !== undefined) setCacheBytes(req.cacheBytes);
+      if (req.decoder !== undefined) useDecoder = req.decoder;
       return null;
     case "crash":
       __crashForTests(req.what);
@@ -161,8 +353,13 @@ function run(req: Request): unknown {
       }
       return null;
     }
+    case "crashDecoder":
+      return decoder.call({ op: "crash", what: req.what }).then((reply) => {
+        if (!reply.ok && reply.trapped) throw decoderCrash(req.what, reply.cause);
+        return null;
+      });
     case "call":
-      return call(archive(req.handle), req.method, req.args);
+      return callArchive(req);
   }
 }
 
@@ -199,34 +396,39 @@ const turn = new MessageChannel();
 let turnPending = false;
 turn.port1.onmessage = () => {
   turnPending = false;
-  step();
+  void step();
 };
 
 function schedule(): void {
-  if (loaded && !turnPending && queue.length > 0) {
+  if (loaded && !running && !turnPending && queue.length > 0) {
     turnPending = true;
     turn.port2.postMessage(null);
   }
 }
 
-function step(): void {
+/** Whether a request is running (it may wait for the decoder). */
+let running = false;
+
+async function step(): Promise<void> {
   const req = queue.shift();
   if (!req) return;
   lastStarted = req.id;
+  running = true;
   if (cancelled.delete(req.id)) {
     reply({ id: req.id, ok: false, error: engineError("Cancelled", "The request was cancelled before it ran.") });
   } else {
-    handle(req);
+    await handle(req);
   }
+  running = false;
   schedule();
 }
 
-function handle(req: Request): void {
+async function handle(req: Request): Promise<void> {
   const failed = loaded?.failed ?? null;
   if (failed) return reply({ id: req.id, ok: false, error: failed });
   if (crashed) return reply({ id: req.id, ok: false, error: crashed, fatal: true });
   try {
-    reply({ id: req.id, ok: true, value: run(req) });
+    reply({ id: req.id, ok: true, value: await run(req) });
   } catch (err) {
     if (err instanceof WebAssembly.RuntimeError) {
       let where: string | undefined;
