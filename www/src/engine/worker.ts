@@ -327,8 +327,15 @@ function run(req: Request): unknown {
           { kind: "TooLarge" },
         );
       }
-      // Copied once, straight into SQLite's buffer; req.bytes is garbage after this.
-      const a = Archive.open(new Uint8Array(req.bytes), req.name);
+      // Copied once, straight into SQLite's buffer. The transferred file
+      // is then detached at once rather than left for a garbage collection:
+      // until then it would double the memory an open archive costs.
+      let a: Archive;
+      try {
+        a = Archive.open(new Uint8Array(req.bytes), req.name);
+      } finally {
+        release(req.bytes);
+      }
       if (useDecoder) decoder.warm();
       const handle = nextHandle++;
       archives.set(handle, a);
@@ -457,3 +464,9 @@ scope.onmessage = (e: MessageEvent<ToWorker>) => {
   queue.push(msg);
   schedule();
 };
+
+/** Frees a buffer's memory now (ArrayBuffer.prototype.transfer detaches it). */
+function release(buffer: ArrayBuffer): void {
+  const detachable = buffer as ArrayBuffer & { transfer?: (length: number) => ArrayBuffer };
+  detachable.transfer?.(0);
+}
