@@ -63,7 +63,7 @@ export class EngineFailure extends Error implements EngineError {
 export interface EngineOptions {
   /** Where the worker bundle is (default: worker.js beside this module). */
   workerUrl?: string | URL;
-  /** Budget of the worker's decoded-segment cache in bytes (default 256 MiB). */
+  /** Budget of the worker's decoded-segment cache in bytes (default: a quarter of the open archives, 16 to 256 MiB). */
   cacheBytes?: number;
   /**
    * Decode segments in a second worker that holds no archive (default

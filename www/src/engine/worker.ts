@@ -48,7 +48,23 @@ const KINDS: readonly EngineErrorKind[] = [
 ];
 
 const archives = new Map<number, Archive>();
+/** Bytes of each open archive, for sizing the decoded-segment cache. */
+const archiveBytes = new Map<number, number>();
 let nextHandle = 1;
+/** A budget the embedder chose (`createEngine({ cacheBytes })`) wins over the default. */
+let cacheChosen = false;
+
+/**
+ * The default decoded-segment cache: a quarter of what is open, between
+ * 16 and 256 MiB. wasm memory never shrinks, so a fixed 256 MiB cache on a
+ * 100 MB archive left the worker at 2.5 times the file after some panning.
+ */
+function sizeCache(): void {
+  if (cacheChosen) return;
+  let open = 0;
+  for (const n of archiveBytes.values()) open += n;
+  setCacheBytes(Math.min(256 << 20, Math.max(16 << 20, Math.floor(open / 4))));
+}
 /** Set after a trap: the instance must not be called again. */
 let crashed: EngineError | null = null;
 
@@ -330,6 +346,7 @@ function run(req: Request): unknown {
       // Copied once, straight into SQLite's buffer. The transferred file
       // is then detached at once rather than left for a garbage collection:
       // until then it would double the memory an open archive costs.
+      const size = req.bytes.byteLength;
       let a: Archive;
       try {
         a = Archive.open(new Uint8Array(req.bytes), req.name);
@@ -339,15 +356,22 @@ function run(req: Request): unknown {
       if (useDecoder) decoder.warm();
       const handle = nextHandle++;
       archives.set(handle, a);
+      archiveBytes.set(handle, size);
+      sizeCache();
       return handle;
     }
     case "close": {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);
+      archiveBytes.delete(req.handle);
+      sizeCache();
       return null;
     }
     case "config":
-      if (req.cacheBytes !== undefined) setCacheBytes(req.cacheBytes);
+      if (req.cacheBytes !== undefined) {
+        cacheChosen = true;
+        setCacheBytes(req.cacheBytes);
+      }
       if (req.decoder !== undefined) useDecoder = req.decoder;
       return null;
     case "crash":
