@@ -109,6 +109,26 @@ fn normalized(columns: Option<Vec<String>>) -> Option<Vec<String>> {
     })
 }
 
+/// What `readRange` and `beginRange` both ask of the reader, from their JS
+/// arguments: a whole source id, the window, and the columns (normalized by
+/// the caller, who keeps them alive for the request).
+fn range_request<'a>(
+    file: &str,
+    (source, stream): (f64, &'a str),
+    (from, to): (i64, i64),
+    columns: &'a Option<Vec<String>>,
+    max_points: Option<u32>,
+) -> JsResult<RangeRequest<'a>> {
+    Ok(RangeRequest {
+        source_id: whole("source", file, source)?,
+        stream,
+        from,
+        to,
+        columns: columns.as_deref(),
+        max_points: max_points.map(|n| n as usize),
+    })
+}
+
 /// An archive open in this engine: read-only, in memory.
 #[wasm_bindgen(js_name = Archive)]
 pub struct JsArchive {
@@ -256,16 +276,14 @@ impl JsArchive {
         columns: Option<Vec<String>>,
         max_points: Option<u32>,
     ) -> JsResult<JsValue> {
-        let source = whole("source", self.archive.file(), source)?;
         let columns = normalized(columns);
-        let request = RangeRequest {
-            source_id: source,
-            stream,
-            from,
-            to,
-            columns: columns.as_deref(),
-            max_points: max_points.map(|n| n as usize),
-        };
+        let request = range_request(
+            self.archive.file(),
+            (source, stream),
+            (from, to),
+            &columns,
+            max_points,
+        )?;
         let stats = |record: &SegmentRecord| cached_stats(self.id, &self.archive, record);
         let envelope = read_range_with(&self.archive, &request, stats, |record, columns| {
             cached(range_key(self.id, record, columns), || {
@@ -301,16 +319,14 @@ impl JsArchive {
         columns: Option<Vec<String>>,
         max_points: Option<u32>,
     ) -> JsResult<RangeJob> {
-        let source = whole("source", self.archive.file(), source)?;
         let columns = normalized(columns);
-        let request = RangeRequest {
-            source_id: source,
-            stream,
-            from,
-            to,
-            columns: columns.as_deref(),
-            max_points: max_points.map(|n| n as usize),
-        };
+        let request = range_request(
+            self.archive.file(),
+            (source, stream),
+            (from, to),
+            &columns,
+            max_points,
+        )?;
         let reader = RangeReader::new(&self.archive, &request, |record| {
             cached_stats(self.id, &self.archive, record)
         })
