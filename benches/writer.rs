@@ -640,29 +640,35 @@ fn main() {
         TICKS
     );
     let only = std::env::var("DENDRO_BENCH_ONLY").unwrap_or_default();
-    if only.is_empty() || only == "reference" {
-        report(
+    let workloads = [
+        (
+            "reference",
             "reference workload, telemetry rows (staggered seals)",
-            (0..runs)
-                .map(|_| reference_run(true, Rows::Telemetry, options.clone()))
-                .collect(),
-        );
-    }
-    if only.is_empty() || only == "random" {
-        report(
+            true,
+            Rows::Telemetry,
+        ),
+        (
+            "random",
             "reference workload, incompressible rows (staggered seals)",
-            (0..runs)
-                .map(|_| reference_run(true, Rows::Incompressible, options.clone()))
-                .collect(),
-        );
-    }
-    if only.is_empty() || only == "never" {
-        report(
+            true,
+            Rows::Incompressible,
+        ),
+        (
+            "never",
             "never sealing, telemetry rows",
-            (0..runs)
-                .map(|_| reference_run(false, Rows::Telemetry, options.clone()))
-                .collect(),
-        );
+            false,
+            Rows::Telemetry,
+        ),
+    ];
+    for (key, title, seal, rows) in workloads {
+        if only.is_empty() || only == key {
+            report(
+                title,
+                (0..runs)
+                    .map(|_| reference_run(seal, rows, options.clone()))
+                    .collect(),
+            );
+        }
     }
     if only == "diag" {
         diagnose(options.clone());
