@@ -1,22 +1,13 @@
 #!/usr/bin/env bash
 # Builds the browser engine (the reader half compiled to wasm32) into
-# www/pkg with wasm-pack (--target web, out-name dendro), installing what a
-# fresh machine lacks first: the wasm32 target, clang (SQLite and zstd are
-# C), wasm-bindgen-cli at the version Cargo.toml pins, and wasm-pack.
+# www/pkg with wasm-pack (--target web, out-name dendro), after
+# scripts/setup.sh has installed what a fresh machine lacks.
 # Idempotent; a second run with nothing changed takes seconds.
 #
 #   scripts/build-wasm.sh          release build, size-tuned, wasm-opt -Oz
 #   scripts/build-wasm.sh --dev    debug build, no wasm-opt (fast, for tests)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-
-WASM_PACK_VERSION=0.15.1
-# The CLI must be exactly the version of the wasm-bindgen crate.
-WASM_BINDGEN_VERSION=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml | head -n1)
-if [ -z "$WASM_BINDGEN_VERSION" ]; then
-  echo "build-wasm: no wasm-bindgen = \"=x.y.z\" pin found in Cargo.toml" >&2
-  exit 1
-fi
 
 profile=wasm
 case "${1:-}" in
@@ -28,29 +19,10 @@ esac
 say() { printf 'build-wasm: %s\n' "$*" >&2; }
 export PATH="$HOME/.cargo/bin:$PATH"
 
-if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
-  say "adding the wasm32-unknown-unknown target"
-  rustup target add wasm32-unknown-unknown
-fi
-
-if ! command -v clang >/dev/null 2>&1; then
-  say "installing clang (SQLite and zstd are compiled from C for wasm32)"
-  sudo_=""
-  [ "$(id -u)" = 0 ] || sudo_=sudo
-  $sudo_ apt-get update -qq
-  $sudo_ apt-get install -y --no-install-recommends clang
-fi
-
-if [ "$(wasm-bindgen --version 2>/dev/null)" != "wasm-bindgen $WASM_BINDGEN_VERSION" ]; then
-  say "installing wasm-bindgen-cli $WASM_BINDGEN_VERSION"
-  # Not --locked: its lock file wants a crate version the registry lacks.
-  cargo install wasm-bindgen-cli --version "$WASM_BINDGEN_VERSION"
-fi
-
-if [ "$(wasm-pack --version 2>/dev/null)" != "wasm-pack $WASM_PACK_VERSION" ]; then
-  say "installing wasm-pack $WASM_PACK_VERSION"
-  cargo install wasm-pack --version "$WASM_PACK_VERSION"
-fi
+# The toolchain (wasm32 target, clang, wasm-bindgen-cli at the pinned
+# version, wasm-pack, npm packages including binaryen) is set up in one
+# place; it skips whatever is already there.
+bash scripts/setup.sh
 
 # SQLite features the reader never uses (full-text search, R-trees,
 # sessions, debugging virtual tables): about 190 KB of wasm.
@@ -70,10 +42,6 @@ wasm-pack build --target web --out-dir www/pkg --out-name dendro --profile wasm 
 
 wasm=www/pkg/dendro_bg.wasm
 wasm_opt=node_modules/.bin/wasm-opt
-if [ ! -x "$wasm_opt" ]; then
-  say "installing npm dev dependencies (binaryen's wasm-opt)"
-  npm install --no-audit --no-fund
-fi
 # wasm-opt -Oz takes a while on a module this size: keep its output by the
 # hash of its input, so an unchanged build does not redo it.
 cache="${CARGO_TARGET_DIR:-target}/wasm-opt-cache"

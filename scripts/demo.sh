@@ -3,8 +3,7 @@
 # 127.0.0.1 (PORT, default 8080). Stop it with Ctrl-C.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/setup.sh
-bash scripts/build-wasm.sh
+bash scripts/build-wasm.sh   # runs scripts/setup.sh first
 npm run build:www
 cargo build --release --bin dendro
 demo=target/demo.dendro

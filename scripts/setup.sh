@@ -3,6 +3,7 @@
 # and testing dendro. Idempotent: each step is skipped when already done.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
 
 need_apt=()
 command -v clang >/dev/null || need_apt+=(clang)
@@ -21,8 +22,10 @@ rustup component list --installed | grep -q '^clippy' || rustup component add cl
 rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
 
 # wasm-bindgen's CLI must match the crate pinned in Cargo.toml exactly.
-bindgen_version=$(sed -n 's/^wasm-bindgen = "=\(.*\)"/\1/p' Cargo.toml)
+bindgen_version=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml | head -n1)
+[ -n "$bindgen_version" ] || { echo "setup: no wasm-bindgen = \"=x.y.z\" pin in Cargo.toml" >&2; exit 1; }
 if ! wasm-bindgen --version 2>/dev/null | grep -qF "$bindgen_version"; then
+  # Not --locked: its lock file wants a crate version the registry lacks.
   cargo install wasm-bindgen-cli --version "$bindgen_version"
 fi
 if ! wasm-pack --version 2>/dev/null | grep -qF "0.15.1"; then
