@@ -2,17 +2,13 @@
 //! `ArchiveMut` holds the file), an archive from the moment it is created,
 //! the periodic checkpoint bounding a plain copy, one file after a clean
 //! close, the threads named.
-#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
-
-mod common;
-mod writer_support;
-
 use std::time::Duration;
 
-use common::FixtureEncoder;
+use crate::common;
+use crate::common::FixtureEncoder;
+use crate::support::*;
 use dendro::write::{demo, Writer, WriterOptions};
 use dendro::{Archive, ArchiveMut, ClockOffset, Error, Labels};
-use writer_support::*;
 
 fn sidecar(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {
     let mut name = path.as_os_str().to_os_string();

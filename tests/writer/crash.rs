@@ -5,23 +5,16 @@
 //! resumes. And the sidecar case: after a kill, the three files hold every
 //! committed row while the main file alone holds what the last checkpoint
 //! put there.
-#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
-
-mod common;
-mod writer_support;
-
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Stdio};
 use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
+use crate::support::*;
 use dendro::write::demo::DemoEncoder;
 use dendro::write::Writer;
 use dendro::{Archive, ClockOffset};
-use writer_support::*;
-
-const CHILD: &str = env!("CARGO_BIN_EXE_crash-child");
 
 /// A child and the lines it prints, read on a thread so waiting can time out.
 struct Running {
@@ -31,9 +24,8 @@ struct Running {
 }
 
 impl Running {
-    fn start(args: &[&str]) -> Running {
-        let mut child = Command::new(CHILD)
-            .args(args)
+    fn start(mode: &str, args: &[&str]) -> Running {
+        let mut child = crate::child::command(mode, args)
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
@@ -125,7 +117,7 @@ fn sigkill_at_random_moments_loses_no_committed_tick() {
     let mut reported_so_far: Option<i64> = None;
     let (mut kills, mut in_seal, mut in_checkpoint) = (0, 0, 0);
     for round in 0..24 {
-        let mut child = Running::start(&["append", file, "7", "15"]);
+        let mut child = Running::start("append", &[file, "7", "15"]);
         child.wait_for("committed");
         match round % 4 {
             0 => std::thread::sleep(Duration::from_millis(5 + rng.below(60))),
@@ -209,12 +201,10 @@ fn copy_files(from: &Path, to: &Path, suffixes: &[&str]) {
 fn after_a_kill_the_three_files_hold_every_row_and_the_main_file_what_was_checkpointed() {
     for checkpoint_at in [25, -1] {
         let (dir, path) = fresh("sidecar.dendro");
-        let mut child = Running::start(&[
+        let mut child = Running::start(
             "sidecar",
-            path.to_str().unwrap(),
-            "60",
-            &checkpoint_at.to_string(),
-        ]);
+            &[path.to_str().unwrap(), "60", &checkpoint_at.to_string()],
+        );
         child.wait_for("done");
         let lines = child.kill();
         assert_eq!(last_reported(&lines), None);

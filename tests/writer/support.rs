@@ -1,7 +1,6 @@
-//! Helpers shared by the writer's test files: rows in the fixtures'
+//! Helpers shared by the writer's test modules: rows in the fixtures'
 //! encoding, reading a stream back row by row, encoders that stall or fail
 //! on purpose, and a logger that keeps warnings for assertions.
-#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, OnceLock};

@@ -3,17 +3,13 @@
 //! seal policy by rows, bytes, age and wall-clock alignment, an encoder
 //! failure stopping the writer by name, and adopting a segment built
 //! elsewhere.
-#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
-
-mod common;
-mod writer_support;
-
 use std::time::Duration;
 
-use common::{rows_at, FixtureEncoder};
+use crate::common;
+use crate::common::{rows_at, FixtureEncoder};
+use crate::support::*;
 use dendro::write::{Adopted, SealPolicy, Writer, WriterOptions};
 use dendro::{Archive, ClockOffset, Error, Labels, WalRow};
-use writer_support::*;
 
 fn clock_offsets(a: &Archive, source_id: i64) -> Vec<(i64, i64)> {
     a.read_snapshot(|s| s.clock_offsets(source_id))

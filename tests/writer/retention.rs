@@ -1,16 +1,12 @@
 //! Retention: what eviction removes and reports, live rows lost to it
 //! counted and logged, per-stream eviction, the caller-row floor, the size
 //! accounting a cap needs, and free pages trickling back.
-#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
-
-mod common;
-mod writer_support;
-
 use std::collections::BTreeMap;
 
+use crate::common;
+use crate::support::*;
 use dendro::write::{Evicted, RECLAIM_PAGES_PER_PASS};
 use dendro::{Archive, CallerRow, ClockOffset, Labels};
-use writer_support::*;
 
 /// Streams a and b with rows at 0..10 sealed and 10..20 live, clock
 /// observations at 9 and 5, caller rows under a (1, 17) and under

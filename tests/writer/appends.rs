@@ -2,17 +2,13 @@
 //! rows dropped and counted (refused on a resumed source), a duplicate
 //! costing only its own source, a lock retried and then the tick dropped,
 //! and a stalled writer holding callers back instead of buffering.
-#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
-
-mod common;
-mod writer_support;
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use crate::common;
+use crate::support::*;
 use dendro::{Archive, ClockOffset, Error, Labels};
-use writer_support::*;
 
 #[test]
 fn an_append_is_readable_by_another_connection_when_wal_returns() {

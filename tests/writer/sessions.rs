@@ -1,18 +1,13 @@
 //! Writer sessions (format §6, §7): what adding and resuming a source
 //! records, byte for byte; the resume rules; metadata and events; and
 //! every sound fixture of the original implementation resuming cleanly.
-#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
-
-mod common;
-mod writer_support;
-
 use std::collections::BTreeMap;
 
-use common::{copy_fixture, fixtures, FixtureEncoder, FIXTURE_ENCODER_VERSION};
+use crate::common::{copy_fixture, fixtures, FixtureEncoder, FIXTURE_ENCODER_VERSION};
+use crate::support::*;
 use dendro::keys;
 use dendro::write::{Event, NewSource, Writer};
 use dendro::{Archive, ClockOffset, Error, Labels, SegmentEncoder, WalRow};
-use writer_support::*;
 
 fn metadata(path: &std::path::Path, source_id: i64) -> Labels {
     Archive::open(path)

@@ -1,5 +1,6 @@
-//! A helper process for the writer's crash-safety and reader tests. Not a
-//! tool: each mode does one thing until it is killed or told to stop.
+//! A child process for the writer's crash-safety and reader tests: this
+//! test binary started again ([`command`]). Each mode does one thing until
+//! it is killed or told to stop.
 //!
 //! - `append PATH SEAL_EVERY CHECKPOINT_MS`: create the archive (or resume
 //!   its one source after the newest tick present) and append one tick per
@@ -10,7 +11,8 @@
 //!   CHECKPOINT_AT (negative: never), print `done`, then wait to be killed.
 //! - `read PATH STOP_FILE`: read the whole archive in a loop until STOP_FILE
 //!   exists, checking every read for a hole, a duplicate or a row gone
-//!   missing since the last read; print `ok READS ROWS` or `FAIL why`.
+//!   missing since the last read; print `read N` after each, then
+//!   `ok READS ROWS` or `FAIL why`.
 //!
 //! Tick N is a row at ts N * 1000 in streams `a` (8 values) and `b` (200
 //! values), in the demo encoding.
@@ -180,6 +182,7 @@ fn read(path: &Path, stop: &Path) {
             }
             Ok(streams) => {
                 reads += 1;
+                say(format!("read {reads}"));
                 for (name, ts) in &streams {
                     for (i, t) in ts.iter().enumerate() {
                         if *t != i as i64 * TS_PER_TICK {
@@ -217,17 +220,41 @@ fn read(path: &Path, stop: &Path) {
     }
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let arg = |i: usize| args.get(i).cloned().unwrap_or_default();
+/// The environment variable carrying a child's arguments, one per line.
+const ARGS_VAR: &str = "DENDRO_TEST_CHILD_ARGS";
+
+/// Starts this test binary again as a child in `mode` with `args`: the
+/// binary runs only [`child_process`], which reads them from the
+/// environment. No separate helper binary is built or installed.
+pub fn command(mode: &str, args: &[&str]) -> std::process::Command {
+    let mut line = vec![mode];
+    line.extend_from_slice(args);
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "child::child_process",
+        "--nocapture",
+        "--quiet",
+    ])
+    .env(ARGS_VAR, line.join("\n"));
+    cmd
+}
+
+/// The child's body, run only by [`command`]: ignored in a normal run.
+#[test]
+#[ignore = "a child process of the crash and live-reader tests; they start it"]
+fn child_process() {
+    let Ok(line) = std::env::var(ARGS_VAR) else {
+        panic!("run through child::command, which passes {ARGS_VAR}");
+    };
+    let args: Vec<&str> = line.split('\n').collect();
+    let arg = |i: usize| args.get(i).copied().unwrap_or_default();
     let number = |i: usize| arg(i).parse::<i64>().expect("a number");
-    match arg(1).as_str() {
-        "append" => append(Path::new(&arg(2)), number(3), number(4) as u64),
-        "sidecar" => sidecar(Path::new(&arg(2)), number(3), number(4)),
-        "read" => read(Path::new(&arg(2)), Path::new(&arg(3))),
-        other => {
-            eprintln!("crash-child: unknown mode {other:?}; see the source");
-            std::process::exit(2);
-        }
+    match arg(0) {
+        "append" => append(Path::new(arg(1)), number(2), number(3) as u64),
+        "sidecar" => sidecar(Path::new(arg(1)), number(2), number(3)),
+        "read" => read(Path::new(arg(1)), Path::new(arg(2))),
+        other => panic!("unknown child mode {other:?}; see the module's docs"),
     }
 }
