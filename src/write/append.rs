@@ -6,7 +6,9 @@
 //!   whole call is refused instead, as is any row not later than the newest
 //!   row the previous session left.
 //! - Time-based seal limits are checked before the rows go in, so a segment
-//!   closes at the boundary and not one row past it.
+//!   closes at the boundary and not one row past it. A row of the same tick
+//!   that such a seal covers is judged by the first rule again: a row is
+//!   either committed and readable or reported dropped, never neither.
 //! - A repeated `(stream, ts)` costs only its own source's part of the tick.
 //! - A lock or a full disk is retried; if it outlasts the retries the tick is
 //!   dropped and reported, and too many drops in a row stop the writer.
@@ -109,8 +111,28 @@ impl WriterThread {
         if parts.is_empty() {
             return Ok(outcomes);
         }
+        let mut sealing = false;
         for (_, source_id, rows) in &parts {
-            self.seal_due_by_time(*source_id, rows)?;
+            sealing |= self.seal_due_by_time(*source_id, rows)?;
+        }
+        if sealing {
+            // The seal just handed to the encoder moved its streams'
+            // watermarks: a row of this tick at or below one would be
+            // hidden by the segment without being in it. Judge the tick
+            // again, so such a row is dropped and counted (or refused on a
+            // resumed source) rather than committed and unreadable.
+            let mut kept = Vec::with_capacity(parts.len());
+            for (i, source_id, rows) in parts {
+                match self.screen(source_id, rows) {
+                    Ok(rows) if rows.is_empty() => {}
+                    Ok(rows) => kept.push((i, source_id, rows)),
+                    Err(e) => outcomes[i] = Err(e),
+                }
+            }
+            parts = kept;
+            if parts.is_empty() {
+                return Ok(outcomes);
+            }
         }
         let prune = self.prune_due();
         let inserted = with_retries(&self.file, "committing a tick", || {
@@ -243,20 +265,21 @@ impl WriterThread {
     }
 
     /// Seals the source's streams whose unsealed rows this tick would make
-    /// too old, or would carry across an alignment boundary.
-    fn seal_due_by_time(&mut self, source_id: i64, rows: &TickRows) -> Result<()> {
+    /// too old, or would carry across an alignment boundary. Whether it
+    /// handed any to the encoder.
+    fn seal_due_by_time(&mut self, source_id: i64, rows: &TickRows) -> Result<bool> {
         let Some(policy) = self.sources.get(&source_id).map(|s| &s.policy) else {
-            return Ok(());
+            return Ok(false);
         };
         if !policy.has_time_limit() {
-            return Ok(());
+            return Ok(false);
         }
         let Some((now_ts, now_wall)) = rows
             .iter()
             .map(|(_, r)| (r.ts, r.ts.saturating_add(r.wall_offset)))
             .max()
         else {
-            return Ok(());
+            return Ok(false);
         };
         let due: Vec<String> = self
             .streams
@@ -265,9 +288,10 @@ impl WriterThread {
             .map(|(name, _)| name.clone())
             .collect();
         if due.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
-        self.dispatch_seal(source_id, &due)
+        self.dispatch_seal(source_id, &due)?;
+        Ok(true)
     }
 
     /// One attempt at the tick's transaction.

@@ -193,6 +193,29 @@ fn a_policy_seals_by_age_before_a_row_would_make_the_segment_too_long() {
 }
 
 #[test]
+fn a_row_an_age_seal_of_its_own_tick_covers_is_dropped_and_counted_never_lost() {
+    // The tick [40, 150] makes [0, 50] too old: the seal takes 0 and 50, and
+    // 40, below the new watermark, could only be committed unreadable.
+    let (_dir, path) = fresh("a.dendro");
+    let w = writer(&path);
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    s.set_seal_policy(SealPolicy::never().age(Duration::from_nanos(100)))
+        .unwrap();
+    s.wal(tick(&[("a", 0)])).unwrap();
+    s.wal(tick(&[("a", 50)])).unwrap();
+    s.wal(tick(&[("a", 40), ("a", 150)])).unwrap();
+    s.sync().unwrap();
+    assert_eq!(s.dropped_out_of_order(), 1, "the row at 40 is reported");
+    let a = assert_sound(&path);
+    assert_eq!(segments(&a, 1, "a"), vec![(0, 0, 50, 2)]);
+    assert_eq!(stream_ts(&a, 1, "a"), vec![0, 50, 150]);
+    let wal: i64 = a.read_snapshot(|snap| snap.wal_rows_total(1, "a")).unwrap();
+    assert!(wal <= 3, "no row sits unreadable in the wal table: {wal}");
+    drop(s);
+    w.join().unwrap();
+}
+
+#[test]
 fn a_policy_aligned_to_the_wall_clock_seals_at_every_boundary() {
     let (_dir, path) = fresh("a.dendro");
     let w = writer(&path);
