@@ -24,6 +24,9 @@ pub enum NotArchive {
     /// Stamped as an archive but holding no catalog tables: typically a copy
     /// of the main file taken before creation had checkpointed.
     NoCatalog,
+    /// The catalog tables are there, but a column, key or index the reading
+    /// rules rely on is not (what, in words).
+    IncompleteCatalog(String),
 }
 
 impl fmt::Display for NotArchive {
@@ -48,6 +51,9 @@ impl fmt::Display for NotArchive {
                 "stamped as an archive but it holds no catalog; a copy of the main file \
                  taken before the archive's creation was checkpointed looks like this"
             ),
+            NotArchive::IncompleteCatalog(what) => {
+                write!(f, "its catalog lacks what reading it relies on: {what}")
+            }
         }
     }
 }
@@ -55,7 +61,7 @@ impl fmt::Display for NotArchive {
 impl NotArchive {
     /// A stable machine-readable name for what the file is instead, as the
     /// wasm API's `detail` property: `empty`, `too_short`, `not_sqlite`,
-    /// `unstamped`, `foreign_app` or `no_catalog`. A page chooses its own
+    /// `unstamped`, `foreign_app`, `no_catalog` or `incomplete_catalog`. A page chooses its own
     /// words from it instead of matching phrases in the message.
     pub fn detail(&self) -> &'static str {
         match self {
@@ -65,6 +71,7 @@ impl NotArchive {
             NotArchive::UnstampedSqlite => "unstamped",
             NotArchive::ForeignApplication(_) => "foreign_app",
             NotArchive::NoCatalog => "no_catalog",
+            NotArchive::IncompleteCatalog(_) => "incomplete_catalog",
         }
     }
 }

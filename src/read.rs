@@ -11,6 +11,8 @@ pub mod envelope;
 pub mod packed;
 pub mod stats;
 
+use std::collections::BTreeMap;
+
 use serde::Serialize;
 
 use crate::catalog::{Labels, SegmentRecord, SourceRecord, Span, WalRow};
@@ -92,9 +94,23 @@ pub struct SegmentDescription {
 }
 
 impl StreamDescription {
-    /// Bytes of sealed payload.
+    fn empty(name: &str) -> StreamDescription {
+        StreamDescription {
+            name: name.to_string(),
+            segments: Vec::new(),
+            sealed_rows: 0,
+            live_rows: 0,
+            live_span: None,
+            caller_rows: 0,
+        }
+    }
+
+    /// Bytes of sealed payload (saturating: a hostile catalog's sizes can
+    /// sum past `i64::MAX`).
     pub fn sealed_bytes(&self) -> i64 {
-        self.segments.iter().map(|s| s.bytes).sum()
+        self.segments
+            .iter()
+            .fold(0i64, |sum, s| sum.saturating_add(s.bytes))
     }
 
     /// Oldest and newest timestamps, sealed and live together.
@@ -121,12 +137,11 @@ impl SourceDescription {
             .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
     }
 
-    /// Bytes of sealed payload across the source's streams.
+    /// Bytes of sealed payload across the source's streams (saturating).
     pub fn sealed_bytes(&self) -> i64 {
         self.streams
             .iter()
-            .map(StreamDescription::sealed_bytes)
-            .sum()
+            .fold(0i64, |sum, s| sum.saturating_add(s.sealed_bytes()))
     }
 }
 
@@ -143,79 +158,69 @@ impl Description {
 impl Snapshot<'_> {
     /// Answers every catalog question at once: sources, streams (the union
     /// of segments and WAL), segments, live tails and caller-row counts.
-    /// Reads no segment payload.
+    /// Reads no segment payload. Each list is read once and filed by
+    /// `(source, stream)`, so the cost grows with the catalog's size, not
+    /// with its square.
     pub fn describe(&self) -> Result<Vec<SourceDescription>> {
         let sources = self.sources()?;
-        let segments = self.all_segments()?;
-        let live = self.all_live_spans()?;
-        let caller = self.caller_row_counts()?;
-        let mut out = Vec::with_capacity(sources.len());
-        for source in sources {
-            let mut names: Vec<&str> = segments
-                .iter()
-                .filter(|s| s.source_id == source.id)
-                .map(|s| s.stream.as_str())
-                .chain(
-                    live.iter()
-                        .filter(|l| l.0 == source.id)
-                        .map(|l| l.1.as_str()),
-                )
-                .collect();
-            names.sort_unstable();
-            names.dedup();
-            let caller_rows = |name: &str| {
-                caller
-                    .iter()
-                    .find(|(id, n, _)| *id == source.id && n == name)
-                    .map_or(0, |c| c.2)
-            };
-            let streams = names
-                .iter()
-                .map(|&name| {
-                    let sealed: Vec<SegmentDescription> = segments
-                        .iter()
-                        .filter(|s| s.source_id == source.id && s.stream == name)
-                        .map(|s| SegmentDescription {
-                            seq: s.seq,
-                            rows: s.rows,
-                            first_ts: s.first_ts,
-                            last_ts: s.last_ts,
-                            bytes: s.bytes,
-                            caller_index: s.caller_index,
-                        })
-                        .collect();
-                    let tail = live
-                        .iter()
-                        .find(|l| l.0 == source.id && l.1 == name)
-                        .map(|l| l.2);
-                    StreamDescription {
-                        name: name.to_string(),
-                        sealed_rows: sealed.iter().map(|s| s.rows).sum(),
-                        segments: sealed,
-                        live_rows: tail.map_or(0, |t| t.rows),
-                        live_span: tail.map(|t| [t.first_ts, t.last_ts]),
-                        caller_rows: caller_rows(name),
-                    }
-                })
-                .collect();
-            let (caller_row_names, caller_row_counts) = caller
-                .iter()
-                .filter(|(id, n, _)| *id == source.id && !names.contains(&n.as_str()))
-                .map(|c| (c.1.clone(), c.2))
-                .unzip();
-            out.push(SourceDescription {
-                id: source.id,
-                uuid: source.uuid,
-                labels: source.labels,
-                metadata: source.metadata,
-                complete: source.complete,
-                clock_anchor_wall_ns: source.clock_anchor_wall_ns,
-                streams,
-                caller_row_names,
-                caller_row_counts,
+        let mut streams: BTreeMap<(i64, String), StreamDescription> = BTreeMap::new();
+        for s in self.all_segments()? {
+            let stream = streams
+                .entry((s.source_id, s.stream.clone()))
+                .or_insert_with(|| StreamDescription::empty(&s.stream));
+            stream.sealed_rows = stream.sealed_rows.saturating_add(s.rows);
+            stream.segments.push(SegmentDescription {
+                seq: s.seq,
+                rows: s.rows,
+                first_ts: s.first_ts,
+                last_ts: s.last_ts,
+                bytes: s.bytes,
+                caller_index: s.caller_index,
             });
         }
-        Ok(out)
+        for (source_id, name, tail) in self.all_live_spans()? {
+            let stream = streams
+                .entry((source_id, name.clone()))
+                .or_insert_with(|| StreamDescription::empty(&name));
+            stream.live_rows = tail.rows;
+            stream.live_span = Some([tail.first_ts, tail.last_ts]);
+        }
+        // Caller rows under a stream's name count toward it; under any
+        // other name they are a store reached by name alone (format §3.5).
+        let mut stores: BTreeMap<i64, (Vec<String>, Vec<i64>)> = BTreeMap::new();
+        for (source_id, name, count) in self.caller_row_counts()? {
+            let key = (source_id, name);
+            match streams.get_mut(&key) {
+                Some(stream) => stream.caller_rows = count,
+                None => {
+                    let store = stores.entry(source_id).or_default();
+                    store.0.push(key.1);
+                    store.1.push(count);
+                }
+            }
+        }
+        let mut by_source: BTreeMap<i64, Vec<StreamDescription>> = BTreeMap::new();
+        for ((source_id, _), stream) in streams {
+            by_source.entry(source_id).or_default().push(stream);
+        }
+        Ok(sources
+            .into_iter()
+            .map(|source| {
+                let (caller_row_names, caller_row_counts) =
+                    stores.remove(&source.id).unwrap_or_default();
+                SourceDescription {
+                    id: source.id,
+                    uuid: source.uuid,
+                    labels: source.labels,
+                    metadata: source.metadata,
+                    complete: source.complete,
+                    clock_anchor_wall_ns: source.clock_anchor_wall_ns,
+                    streams: by_source.remove(&source.id).unwrap_or_default(),
+                    caller_row_names,
+                    caller_row_counts,
+                }
+            })
+            .collect())
     }
 }
 

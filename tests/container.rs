@@ -435,3 +435,88 @@ fn verify_reports_labels_and_metadata_that_are_not_string_maps() {
     assert_eq!(catalog.len(), 3, "{catalog:#?}");
     assert!(catalog[0].contains("\"n\" is not a string"));
 }
+
+#[test]
+fn verify_leaves_caller_rows_alone() {
+    // The caller's store is the caller's: the format keeps verify out of it,
+    // so even a row naming no source is no problem of the archive's.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.dendro");
+    common::sample_archive(&path);
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(
+            "PRAGMA foreign_keys = OFF; INSERT INTO caller_rows VALUES (99, 'ghost', 1, x'00')",
+        )
+        .unwrap();
+    let report = Archive::open(&path).unwrap().verify().unwrap();
+    assert!(report.sound, "{:?}", report.problems);
+}
+
+#[test]
+fn verify_counts_covered_rows_as_information_not_as_a_problem() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.dendro");
+    common::sample_archive(&path);
+    // The sample's stream `mixed` keeps one row its segment covers, as a
+    // kill between a seal and its prune leaves it; add a thousand more.
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "WITH RECURSIVE n(value) AS (SELECT 11 UNION ALL SELECT value + 1 FROM n WHERE value < 29)
+         INSERT INTO wal SELECT 1, 'sealed', value, 0, x'00' FROM n WHERE value <> 20;
+         INSERT INTO segments SELECT 1, 'bulk', 0, 1, 0, 1000, bytes, NULL FROM segments LIMIT 1;
+         WITH RECURSIVE n(value) AS (SELECT 1 UNION ALL SELECT value + 1 FROM n WHERE value < 1000)
+         INSERT INTO wal SELECT 1, 'bulk', value, 0, x'00' FROM n;",
+    )
+    .unwrap();
+    drop(conn);
+    let report = Archive::open(&path).unwrap().verify().unwrap();
+    assert!(report.sound, "{:?}", report.problems);
+    assert_eq!(report.covered_wal_rows, 1 + 18 + 1000);
+    let note = report.note().unwrap();
+    assert!(note.starts_with("1019 WAL row(s) are covered"), "{note}");
+}
+
+#[test]
+fn verify_answers_from_one_snapshot_while_a_writer_seals_and_evicts() {
+    // Retention deletes segments between verify's questions; read in one
+    // snapshot, a sound file never looks unsound.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.dendro");
+    let writer = dendro::Writer::create(&path, common::FixtureEncoder::default()).unwrap();
+    let source = writer
+        .add_source(dendro::Labels::new(), dendro::Labels::new())
+        .unwrap();
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let verifier = {
+        let path = path.clone();
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            let mut runs = 0;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) || runs < 20 {
+                let report = Archive::open(&path).unwrap().verify().unwrap();
+                assert!(report.sound, "run {runs}: {:?}", report.problems);
+                runs += 1;
+            }
+            runs
+        })
+    };
+    for ts in 0..600i64 {
+        let rows = ["a", "b"]
+            .iter()
+            .map(|s| (s.to_string(), common::rows_at(&[ts]).remove(0)))
+            .collect();
+        source.wal(rows).unwrap();
+        if ts % 5 == 4 {
+            source.seal(["a", "b"]).unwrap();
+        }
+        if ts % 20 == 19 {
+            source.evict_before(ts - 10).unwrap();
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    let runs = verifier.join().expect("every verify was sound");
+    assert!(runs >= 20);
+    drop(source);
+    writer.join().unwrap();
+}

@@ -1,8 +1,9 @@
 //! Typed reads of the five catalog tables (format §3), all through a
 //! [`Snapshot`] so that a set of answers is consistent.
 //!
-//! The live-WAL rule (§3.3) is written once, as [`LIVE_WAL_PREDICATE`], and
-//! every query that returns or counts WAL rows uses it.
+//! The live-WAL rule (§3.3) is written once, as [`live_floor`] and the
+//! statement shape [`LIVE_WAL_RANGE`], and every query that returns or
+//! counts live WAL rows goes through them.
 
 use std::collections::BTreeMap;
 
@@ -15,18 +16,49 @@ use crate::error::{Error, Result, SqlContext};
 /// A string-to-string map: a source's labels or metadata.
 pub type Labels = BTreeMap<String, String>;
 
-/// The live-WAL rule: a WAL row is live iff no sealed segment of its own
-/// stream reaches its timestamp, that is, iff it is past the stream's
-/// watermark `MAX(last_ts)` or the stream has no segment at all. A row a
-/// segment covers is shadowed whether or not the prune has deleted it, so
-/// the seal seam needs no de-duplication. Written as a correlated
-/// `NOT EXISTS` so that it serves per-stream and catalog-wide queries alike
-/// and rides the `segments_by_time` index. Refers to the `wal` table by name.
-pub const LIVE_WAL_PREDICATE: &str = "NOT EXISTS (
-    SELECT 1 FROM segments AS sealed
-    WHERE sealed.source_id = wal.source_id
-      AND sealed.stream = wal.stream
-      AND sealed.last_ts >= wal.ts)";
+/// The live-WAL rule (format §3.3) as a bound on timestamps. A WAL row is
+/// live iff no sealed segment of its own stream reaches its timestamp: iff
+/// it is past the stream's watermark (its newest `last_ts`) or the stream
+/// has no segment. So a stream's live rows are exactly those with
+/// `ts >= live_floor(watermark)`, and `None` means none can be (a segment
+/// reaches `i64::MAX`). A row a segment covers is shadowed whether or not a
+/// prune has deleted it, so the seal seam needs no de-duplication.
+///
+/// Stated as a bound rather than as a correlated `NOT EXISTS` so that
+/// SQLite answers it as a range of the `wal` primary key: a live-tail
+/// question reads the live rows only, however many covered rows a prune
+/// has not deleted yet (`FORMAT.md` §3.3 shows the forms agree).
+pub fn live_floor(watermark: Option<i64>) -> Option<i64> {
+    match watermark {
+        None => Some(i64::MIN),
+        Some(newest_sealed) => newest_sealed.checked_add(1),
+    }
+}
+
+/// Where clause of every query over one stream's live rows: `?1` the
+/// source, `?2` the stream, `?3` its [`live_floor`]. Refers to `wal`'s
+/// columns, so it reads as a `SEARCH` of the primary key.
+pub const LIVE_WAL_RANGE: &str = "source_id = ?1 AND stream = ?2 AND ts >= ?3";
+
+/// A stream's watermark: `MAX(last_ts)` as one seek of `segments_by_time`.
+const WATERMARK_SQL: &str =
+    "SELECT MAX(last_ts) FROM segments WHERE source_id = ?1 AND stream = ?2";
+/// Count and span of a stream's live rows.
+const LIVE_SPAN_SQL: &str = "SELECT COUNT(*), MIN(ts), MAX(ts) FROM wal \
+     WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3";
+/// A stream's live rows up to `?4`.
+const LIVE_ROWS_SQL: &str = "SELECT ts, wall_offset, row FROM wal \
+     WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts <= ?4 ORDER BY ts";
+/// The first `(source, stream)` of the `wal` table, and the one after `(?1, ?2)`.
+const WAL_FIRST_STREAM_SQL: &str =
+    "SELECT source_id, stream FROM wal ORDER BY source_id, stream LIMIT 1";
+const WAL_NEXT_STREAM_SQL: &str = "SELECT source_id, stream FROM wal \
+     WHERE (source_id, stream) > (?1, ?2) ORDER BY source_id, stream LIMIT 1";
+/// The same, within source `?1`.
+const WAL_FIRST_STREAM_OF_SQL: &str =
+    "SELECT source_id, stream FROM wal WHERE source_id = ?1 ORDER BY stream LIMIT 1";
+const WAL_NEXT_STREAM_OF_SQL: &str = "SELECT source_id, stream FROM wal \
+     WHERE source_id = ?1 AND stream > ?2 ORDER BY stream LIMIT 1";
 
 /// One row of `sources`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -129,8 +161,15 @@ pub(crate) fn parse_map(file: &str, what: &str, text: &str) -> Result<Labels> {
         .collect())
 }
 
-const SEGMENT_COLUMNS: &str =
-    "source_id, stream, seq, rows, first_ts, last_ts, length(bytes), caller_index IS NOT NULL";
+/// The columns [`segment_record`] reads, for a catalog with or without the
+/// (later, nullable) `caller_index` column.
+fn segment_columns(shape: crate::container::CatalogShape) -> &'static str {
+    if shape.caller_index {
+        "source_id, stream, seq, rows, first_ts, last_ts, length(bytes), caller_index IS NOT NULL"
+    } else {
+        "source_id, stream, seq, rows, first_ts, last_ts, length(bytes), 0"
+    }
+}
 
 fn segment_record(r: &Row<'_>) -> rusqlite::Result<SegmentRecord> {
     Ok(SegmentRecord {
@@ -217,7 +256,11 @@ impl Snapshot<'_> {
     pub fn sources(&self) -> Result<Vec<SourceRecord>> {
         let raw = self.collect(
             "cannot list sources",
-            "SELECT id, uuid, labels, metadata, complete, clock_anchor_wall_ns FROM sources ORDER BY id",
+            if self.shape.uuid {
+                "SELECT id, uuid, labels, metadata, complete, clock_anchor_wall_ns FROM sources ORDER BY id"
+            } else {
+                "SELECT id, NULL, labels, metadata, complete, clock_anchor_wall_ns FROM sources ORDER BY id"
+            },
             [],
             |r| {
                 Ok((
@@ -292,7 +335,10 @@ impl Snapshot<'_> {
     pub fn all_segments(&self) -> Result<Vec<SegmentRecord>> {
         self.collect(
             "cannot list segments",
-            &format!("SELECT {SEGMENT_COLUMNS} FROM segments ORDER BY source_id, stream, seq"),
+            &format!(
+                "SELECT {} FROM segments ORDER BY source_id, stream, seq",
+                segment_columns(self.shape)
+            ),
             [],
             segment_record,
         )
@@ -303,7 +349,8 @@ impl Snapshot<'_> {
         self.collect(
             "cannot list segments",
             &format!(
-                "SELECT {SEGMENT_COLUMNS} FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq"
+                "SELECT {} FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq",
+                segment_columns(self.shape)
             ),
             params![source_id, stream],
             segment_record,
@@ -316,7 +363,8 @@ impl Snapshot<'_> {
         self.collect(
             "cannot list segment sizes",
             &format!(
-                "SELECT {SEGMENT_COLUMNS} FROM segments WHERE source_id = ?1 ORDER BY last_ts, stream, seq"
+                "SELECT {} FROM segments WHERE source_id = ?1 ORDER BY last_ts, stream, seq",
+                segment_columns(self.shape)
             ),
             [source_id],
             segment_record,
@@ -334,8 +382,9 @@ impl Snapshot<'_> {
         self.collect(
             "cannot list segments in a window",
             &format!(
-                "SELECT {SEGMENT_COLUMNS} FROM segments
-                 WHERE source_id = ?1 AND stream = ?2 AND last_ts >= ?3 AND first_ts <= ?4 ORDER BY seq"
+                "SELECT {} FROM segments
+                 WHERE source_id = ?1 AND stream = ?2 AND last_ts >= ?3 AND first_ts <= ?4 ORDER BY seq",
+                segment_columns(self.shape)
             ),
             params![source_id, stream, from, to],
             segment_record,
@@ -397,47 +446,96 @@ impl Snapshot<'_> {
     ) -> Result<Vec<(i64, Option<Vec<u8>>)>> {
         self.collect(
             "cannot read caller indexes",
-            "SELECT seq, caller_index FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq",
+            if self.shape.caller_index {
+                "SELECT seq, caller_index FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq"
+            } else {
+                "SELECT seq, NULL FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq"
+            },
             params![source_id, stream],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
     }
 
+    /// A stream's watermark: its newest sealed row (`MAX(last_ts)`), one
+    /// seek of `segments_by_time`; `None` when it has no segment.
+    pub fn watermark(&self, source_id: i64, stream: &str) -> Result<Option<i64>> {
+        self.conn
+            .prepare_cached(WATERMARK_SQL)
+            .and_then(|mut stmt| stmt.query_row(params![source_id, stream], |r| r.get(0)))
+            .ctx(self.file, "cannot read a stream's watermark")
+    }
+
+    /// The stream's [`live_floor`], read in this snapshot.
+    pub fn live_floor(&self, source_id: i64, stream: &str) -> Result<Option<i64>> {
+        Ok(live_floor(self.watermark(source_id, stream)?))
+    }
+
     /// Count and span of a stream's live rows; `None` when it has none.
     pub fn live_wal_span(&self, source_id: i64, stream: &str) -> Result<Option<Span>> {
+        let Some(floor) = self.live_floor(source_id, stream)? else {
+            return Ok(None);
+        };
         self.conn
-            .query_row(
-                &format!(
-                    "SELECT COUNT(*), MIN(ts), MAX(ts) FROM wal
-                     WHERE source_id = ?1 AND stream = ?2 AND {LIVE_WAL_PREDICATE}"
-                ),
-                params![source_id, stream],
-                span,
-            )
+            .prepare_cached(LIVE_SPAN_SQL)
+            .and_then(|mut stmt| stmt.query_row(params![source_id, stream, floor], span))
             .ctx(self.file, "cannot measure the live tail")
+    }
+
+    /// Every `(source, stream)` that has rows in the `wal` table, live or
+    /// covered, in key order: one seek of the primary key per stream, so
+    /// the cost does not grow with the rows a prune has yet to delete.
+    pub fn wal_streams(&self) -> Result<Vec<(i64, String)>> {
+        self.wal_streams_from(None)
+    }
+
+    /// [`Snapshot::wal_streams`] of one source.
+    fn wal_streams_of(&self, source_id: i64) -> Result<Vec<String>> {
+        Ok(self
+            .wal_streams_from(Some(source_id))?
+            .into_iter()
+            .map(|(_, stream)| stream)
+            .collect())
+    }
+
+    fn wal_streams_from(&self, only: Option<i64>) -> Result<Vec<(i64, String)>> {
+        let what = "cannot list the streams of the wal table";
+        let (first, next) = match only {
+            None => (WAL_FIRST_STREAM_SQL, WAL_NEXT_STREAM_SQL),
+            Some(_) => (WAL_FIRST_STREAM_OF_SQL, WAL_NEXT_STREAM_OF_SQL),
+        };
+        let pair = |r: &Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?));
+        let mut out = Vec::new();
+        let mut found: Option<(i64, String)> = match only {
+            None => self
+                .conn
+                .prepare_cached(first)
+                .and_then(|mut s| s.query_row([], pair).optional()),
+            Some(id) => self
+                .conn
+                .prepare_cached(first)
+                .and_then(|mut s| s.query_row([id], pair).optional()),
+        }
+        .ctx(self.file, what)?;
+        let mut stmt = self.conn.prepare_cached(next).ctx(self.file, what)?;
+        while let Some((source_id, stream)) = found {
+            found = stmt
+                .query_row(params![source_id, stream], pair)
+                .optional()
+                .ctx(self.file, what)?;
+            out.push((source_id, stream));
+        }
+        Ok(out)
     }
 
     /// Count and span of the live rows of every stream that has any.
     pub fn all_live_spans(&self) -> Result<Vec<(i64, String, Span)>> {
-        self.collect(
-            "cannot measure live tails",
-            &format!(
-                "SELECT source_id, stream, COUNT(*), MIN(ts), MAX(ts) FROM wal
-                 WHERE {LIVE_WAL_PREDICATE} GROUP BY source_id, stream"
-            ),
-            [],
-            |r| {
-                Ok((
-                    r.get(0)?,
-                    r.get(1)?,
-                    Span {
-                        rows: r.get(2)?,
-                        first_ts: r.get(3)?,
-                        last_ts: r.get(4)?,
-                    },
-                ))
-            },
-        )
+        let mut out = Vec::new();
+        for (source_id, stream) in self.wal_streams()? {
+            if let Some(span) = self.live_wal_span(source_id, &stream)? {
+                out.push((source_id, stream, span));
+            }
+        }
+        Ok(out)
     }
 
     /// A stream's live rows in ts order: what a reader materializes as its tail.
@@ -453,14 +551,13 @@ impl Snapshot<'_> {
         from: i64,
         to: i64,
     ) -> Result<Vec<WalRow>> {
+        let Some(floor) = self.live_floor(source_id, stream)? else {
+            return Ok(Vec::new());
+        };
         self.collect(
             "cannot read the live tail",
-            &format!(
-                "SELECT ts, wall_offset, row FROM wal
-                 WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts <= ?4 AND {LIVE_WAL_PREDICATE}
-                 ORDER BY ts"
-            ),
-            params![source_id, stream, from, to],
+            LIVE_ROWS_SQL,
+            params![source_id, stream, floor.max(from), to],
             wal_row,
         )
     }
@@ -479,13 +576,16 @@ impl Snapshot<'_> {
 
     /// Every stream of a source: the union of names in `segments` and `wal`.
     pub fn streams(&self, source_id: i64) -> Result<Vec<String>> {
-        self.collect(
+        let mut names: Vec<String> = self.collect(
             "cannot list streams",
-            "SELECT stream FROM segments WHERE source_id = ?1
-             UNION SELECT stream FROM wal WHERE source_id = ?1 ORDER BY 1",
+            "SELECT DISTINCT stream FROM segments WHERE source_id = ?1",
             [source_id],
             |r| r.get(0),
-        )
+        )?;
+        names.extend(self.wal_streams_of(source_id)?);
+        names.sort_unstable();
+        names.dedup();
+        Ok(names)
     }
 
     /// The newest timestamp a source holds, sealed or in the WAL.
@@ -577,5 +677,76 @@ impl Snapshot<'_> {
                 })
             },
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What SQLite plans for `sql` on an empty catalog, one line per step.
+    fn plan(sql: &str) -> String {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(crate::container::SCHEMA_SQL).unwrap();
+        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        let unbound = vec![rusqlite::types::Null; stmt.parameter_count()];
+        let lines: Vec<String> = stmt
+            .query_map(rusqlite::params_from_iter(unbound), |r| {
+                r.get::<_, String>(3)
+            })
+            .unwrap()
+            .collect::<rusqlite::Result<_>>()
+            .unwrap();
+        lines.join("\n")
+    }
+
+    #[test]
+    fn live_rows_are_read_as_a_range_of_the_wal_primary_key() {
+        // A scan here would make every live-tail question cost as much as
+        // the covered rows a prune has not deleted yet.
+        for sql in [LIVE_SPAN_SQL, LIVE_ROWS_SQL] {
+            let plan = plan(sql);
+            // The key's index is `sqlite_autoindex_wal_1` (wal is a rowid table).
+            assert!(
+                plan.contains("SEARCH wal USING")
+                    && plan.contains("sqlite_autoindex_wal_1 (source_id=? AND stream=? AND ts>?"),
+                "{sql}\n{plan}"
+            );
+            assert!(!plan.contains("SCAN"), "{sql}\n{plan}");
+        }
+        assert!(
+            LIVE_SPAN_SQL.contains(LIVE_WAL_RANGE) && LIVE_ROWS_SQL.contains(LIVE_WAL_RANGE),
+            "the live statements state the rule through LIVE_WAL_RANGE"
+        );
+    }
+
+    #[test]
+    fn a_watermark_and_the_wal_streams_are_single_seeks() {
+        let watermark = plan(WATERMARK_SQL);
+        assert!(
+            watermark.contains("SEARCH segments USING COVERING INDEX segments_by_time"),
+            "{watermark}"
+        );
+        for sql in [
+            WAL_FIRST_STREAM_SQL,
+            WAL_NEXT_STREAM_SQL,
+            WAL_FIRST_STREAM_OF_SQL,
+            WAL_NEXT_STREAM_OF_SQL,
+        ] {
+            let plan = plan(sql);
+            assert!(
+                !plan.contains("SCAN") || plan.contains("SCAN wal USING COVERING INDEX"),
+                "{sql}\n{plan}"
+            );
+            assert!(!plan.contains("TEMP B-TREE"), "{sql}\n{plan}");
+        }
+    }
+
+    #[test]
+    fn the_live_floor_is_one_past_the_watermark_and_everything_without_one() {
+        assert_eq!(live_floor(None), Some(i64::MIN));
+        assert_eq!(live_floor(Some(41)), Some(42));
+        assert_eq!(live_floor(Some(-1)), Some(0));
+        assert_eq!(live_floor(Some(i64::MAX)), None);
     }
 }

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use rusqlite::OpenFlags;
 use rusqlite::{Connection, TransactionBehavior};
 
+use super::schema::{check_catalog, CatalogShape};
 use super::{pragmas, sniff_bytes, CATALOG_TABLES, HEADER_BYTES};
 use crate::error::{Error, NotArchive, Result, SqlContext};
 
@@ -16,6 +17,8 @@ use crate::error::{Error, NotArchive, Result, SqlContext};
 pub struct Archive {
     pub(crate) conn: Connection,
     pub(crate) file: String,
+    /// Which optional catalog columns the file has; set by `check_opened`.
+    pub(crate) shape: CatalogShape,
     #[cfg(not(target_arch = "wasm32"))]
     path: Option<PathBuf>,
 }
@@ -42,9 +45,10 @@ impl Archive {
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).ctx(&file, "cannot open")?;
-        let archive = Archive {
+        let mut archive = Archive {
             conn,
             file: file.clone(),
+            shape: CatalogShape::CURRENT,
             path: Some(path.to_path_buf()),
         };
         match archive.check_opened() {
@@ -64,9 +68,10 @@ impl Archive {
                 let uri = format!("{}?immutable=1", file_uri(path));
                 let conn = Connection::open_with_flags(uri, flags)
                     .ctx(&file, "cannot open read-only media")?;
-                let archive = Archive {
+                let mut archive = Archive {
                     conn,
                     file,
+                    shape: CatalogShape::CURRENT,
                     path: Some(path.to_path_buf()),
                 };
                 archive.check_opened()?;
@@ -99,9 +104,10 @@ impl Archive {
         let reader = std::io::Read::chain(&header[..], bytes);
         conn.deserialize_read_exact(rusqlite::MAIN_DB, reader, len, true)
             .ctx(&file, "cannot load the file into memory")?;
-        let archive = Archive {
+        let mut archive = Archive {
             conn,
             file,
+            shape: CatalogShape::CURRENT,
             #[cfg(not(target_arch = "wasm32"))]
             path: None,
         };
@@ -156,6 +162,7 @@ impl Archive {
         let snapshot = Snapshot {
             conn: &tx,
             file: &self.file,
+            shape: self.shape,
         };
         let out = f(&snapshot);
         drop(tx);
@@ -198,8 +205,10 @@ impl Archive {
     }
 
     /// Confirms, through SQLite this time, that the stamp is dendro's and
-    /// the catalog is present. Reading page 1 also surfaces a damaged file.
-    fn check_opened(&self) -> Result<()> {
+    /// the catalog is present with the columns and indexes reading relies
+    /// on, noting which optional columns it has. Reading page 1 also
+    /// surfaces a damaged file.
+    fn check_opened(&mut self) -> Result<()> {
         let file = &self.file;
         let (app, version): (i64, i64) = self
             .conn
@@ -234,6 +243,12 @@ impl Archive {
                 cause: NotArchive::NoCatalog,
             });
         }
+        self.shape = check_catalog(&self.conn)
+            .map_err(|e| classify_open_error(file, e))?
+            .map_err(|what| Error::NotAnArchive {
+                file: file.clone(),
+                cause: NotArchive::IncompleteCatalog(what),
+            })?;
         pragmas::apply_reader(&self.conn, file)
     }
 }
@@ -280,9 +295,21 @@ fn file_uri(path: &Path) -> String {
 pub struct Snapshot<'a> {
     pub(crate) conn: &'a Connection,
     pub(crate) file: &'a str,
+    pub(crate) shape: CatalogShape,
 }
 
-impl Snapshot<'_> {
+impl<'a> Snapshot<'a> {
+    /// Queries on the writer's own connection, inside whatever transaction
+    /// it has open. The writer opened the file requiring the current shape.
+    #[cfg(feature = "write")]
+    pub(crate) fn on_writer(conn: &'a Connection, file: &'a str) -> Snapshot<'a> {
+        Snapshot {
+            conn,
+            file,
+            shape: CatalogShape::CURRENT,
+        }
+    }
+
     /// The file this snapshot reads.
     pub fn file(&self) -> &str {
         self.file
@@ -335,9 +362,10 @@ impl ArchiveMut {
         // then held until the connection closes.
         conn.execute_batch("BEGIN IMMEDIATE; COMMIT;")
             .map_err(|e| Error::sqlite(&file, "cannot lock the archive", e))?;
-        let archive = Archive {
+        let mut archive = Archive {
             conn,
             file,
+            shape: CatalogShape::CURRENT,
             path: Some(path.to_path_buf()),
         };
         archive.check_opened()?;
@@ -370,12 +398,23 @@ pub(crate) fn open_streaming(path: &Path) -> Result<(Connection, WriterLock)> {
     let file = path.display().to_string();
     super::sniff(path)?.require_readable(&file)?;
     let (conn, lock) = open_writable(path, &file)?;
-    let archive = Archive {
+    let mut archive = Archive {
         conn,
         file,
+        shape: CatalogShape::CURRENT,
         path: Some(path.to_path_buf()),
     };
     archive.check_opened()?;
+    if archive.shape != CatalogShape::CURRENT {
+        // The writer records uuids and caller indexes; adding the columns
+        // would migrate the file in place, which dendro never does.
+        return Err(Error::Invalid {
+            file: archive.file,
+            message: "the archive predates the uuid or caller_index column; copy it into a new \
+                      archive to write to it"
+                .into(),
+        });
+    }
     let Archive { conn, file, .. } = archive;
     conn.execute_batch("PRAGMA query_only = OFF;")
         .ctx(&file, "cannot configure the write connection")?;

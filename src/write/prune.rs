@@ -98,20 +98,48 @@ impl WriterThread {
 
     /// Applies a committed prune to the cache.
     pub(super) fn pruned(&mut self, prune: Option<Prune>, pruned: &Pruned) {
-        let Some(prune) = prune else {
+        if prune.is_none() {
             return;
-        };
+        }
         self.appends_since_prune = 0;
         self.pending_prune.clear();
+        // Exact counts only: a seal that committed in the same transaction
+        // covered rows this prune, bounded by the watermarks before it, did
+        // not delete, and they must stay counted.
         for (source_id, stream, deleted) in pruned {
             let st = self.streams.get_mut(*source_id, stream);
             st.covered_rows = st.covered_rows.saturating_sub(*deleted);
         }
-        if prune == Prune::All {
-            for (_, _, st) in self.streams.all_mut() {
-                if st.watermark.is_some() {
-                    st.covered_rows = 0;
-                }
+    }
+
+    /// Deletes every covered row of `source_id`'s streams inside the
+    /// caller's transaction, bounded by each stream's committed watermark
+    /// and whatever the counts say: what finalize and a clean close do, so
+    /// a closed archive holds no covered rows. Seals must be drained first.
+    pub(super) fn prune_source_in(
+        &self,
+        conn: &Connection,
+        source_id: i64,
+    ) -> rusqlite::Result<Pruned> {
+        let mut stmt = conn
+            .prepare_cached("DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts <= ?3")?;
+        let mut pruned = Vec::new();
+        for (stream, st) in self.streams.of_source(source_id) {
+            let Some(watermark) = st.watermark else {
+                continue;
+            };
+            let n = stmt.execute(params![source_id, stream, watermark])? as u64;
+            pruned.push((source_id, stream.clone(), n));
+        }
+        Ok(pruned)
+    }
+
+    /// After [`Self::prune_source_in`] committed: the source's streams hold
+    /// no covered row any more.
+    pub(super) fn source_pruned(&mut self, source_id: i64) {
+        for (id, _, st) in self.streams.all_mut() {
+            if id == source_id {
+                st.covered_rows = 0;
             }
         }
     }

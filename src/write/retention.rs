@@ -16,7 +16,7 @@ use rusqlite::params;
 use super::append::with_retries;
 use super::thread::WriterThread;
 use super::EvictRequest;
-use crate::catalog::{SegmentRecord, LIVE_WAL_PREDICATE};
+use crate::catalog::{SegmentRecord, LIVE_WAL_RANGE};
 use crate::container::Transaction;
 use crate::error::{Error, Result};
 
@@ -62,20 +62,20 @@ fn evict_once(
     let sql = |e| Error::sqlite(file, "cannot apply retention", e);
     let conn = tx.sql();
     let cutoff = request.cutoff;
-    let mut names: Vec<String> = {
+    let snapshot = crate::catalog::Snapshot::on_writer(conn, file);
+    let mut names: Vec<String> = snapshot.streams(source_id)?;
+    {
         let mut stmt = conn
-            .prepare_cached(
-                "SELECT stream FROM segments WHERE source_id = ?1
-                 UNION SELECT stream FROM wal WHERE source_id = ?1
-                 UNION SELECT stream FROM caller_rows WHERE source_id = ?1",
-            )
+            .prepare_cached("SELECT DISTINCT stream FROM caller_rows WHERE source_id = ?1")
             .map_err(sql)?;
-        let names = stmt
-            .query_map([source_id], |r| r.get(0))
+        let stores = stmt
+            .query_map([source_id], |r| r.get::<_, String>(0))
             .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
             .map_err(sql)?;
-        names
-    };
+        names.extend(stores);
+        names.sort_unstable();
+        names.dedup();
+    }
     if let Some(accept) = &request.streams {
         names.retain(|n| accept(n));
     }
@@ -92,17 +92,19 @@ fn evict_once(
         .map_err(sql)?;
         // Counted before the segments go, while the rule can still tell a
         // row a segment held from one none did.
-        let (live, _) = count_and_bytes(
-            conn,
-            &format!(
-                "SELECT COUNT(*), 0 FROM wal
-                 WHERE source_id = ?1 AND stream = ?2 AND ts < ?3 AND {LIVE_WAL_PREDICATE}"
-            ),
-            source_id,
-            name,
-            cutoff,
-        )
-        .map_err(sql)?;
+        let live: u64 = match snapshot.live_floor(source_id, name)? {
+            Some(floor) => conn
+                .prepare_cached(&format!(
+                    "SELECT COUNT(*) FROM wal WHERE {LIVE_WAL_RANGE} AND ts < ?4"
+                ))
+                .and_then(|mut stmt| {
+                    stmt.query_row(rusqlite::params![source_id, name, floor, cutoff], |r| {
+                        r.get::<_, i64>(0)
+                    })
+                })
+                .map_err(sql)? as u64,
+            None => 0,
+        };
         let (wal_rows, wal_bytes) = count_and_bytes(
             conn,
             "SELECT COUNT(*), COALESCE(SUM(length(row)), 0) FROM wal
@@ -205,10 +207,7 @@ impl WriterThread {
 
     /// The source's sealed segments by age (oldest `last_ts` first).
     pub(super) fn segment_sizes(&self, source_id: i64) -> Result<Vec<SegmentRecord>> {
-        let snapshot = crate::catalog::Snapshot {
-            conn: &self.conn,
-            file: &self.file,
-        };
+        let snapshot = crate::catalog::Snapshot::on_writer(&self.conn, &self.file);
         snapshot.segments_by_age(source_id)
     }
 }

@@ -134,10 +134,13 @@ pub(super) struct Done {
     outcome: Result<Option<Encoded>>,
 }
 
-/// A checked segment and the clock observation its last row carries.
+/// A checked segment, the clock observation its last row carries, and how
+/// many input rows it left out (a leading run the encoder dropped, which
+/// the seal deletes rather than leaving them covered).
 struct Encoded {
     segment: Segment,
     observation: (i64, i64),
+    skipped: u64,
 }
 
 /// The streams one seal request covers: committed together.
@@ -267,6 +270,7 @@ fn encode(
             .expect("materialize checked that the segment ends at an input row");
         Encoded {
             observation: (last.ts, last.wall_offset),
+            skipped: rows.partition_point(|r| r.ts < segment.first_ts) as u64,
             segment,
         }
     }))
@@ -293,10 +297,7 @@ impl WriterThread {
             if jobs.iter().any(|j: &Job| &j.stream == stream) {
                 continue;
             }
-            let snapshot = Snapshot {
-                conn: &self.conn,
-                file: &self.file,
-            };
+            let snapshot = Snapshot::on_writer(&self.conn, &self.file);
             let rows = snapshot.live_wal_rows(source_id, stream)?;
             let Some(last) = rows.last() else {
                 let st = self.streams.get_mut(source_id, stream);
@@ -458,7 +459,7 @@ impl WriterThread {
                 st.next_seq += 1;
                 st.watermark = Some(encoded.segment.last_ts);
                 st.in_flight = None;
-                st.covered_rows += done.rows_in;
+                st.covered_rows += done.rows_in - encoded.skipped;
                 self.pages
                     .covered(sealed.source_id, &done.stream, encoded.segment.last_ts);
             }
@@ -563,11 +564,7 @@ impl WriterThread {
                 )));
             }
         }
-        let live = Snapshot {
-            conn: &self.conn,
-            file: &file,
-        }
-        .live_wal_span(source_id, stream)?;
+        let live = Snapshot::on_writer(&self.conn, &file).live_wal_span(source_id, stream)?;
         if let Some(live) = live.filter(|l| l.first_ts <= segment.last_ts) {
             return Err(invalid(format!(
                 "it reaches to {}, past the unsealed row at {}; it would hide rows it does not hold",

@@ -90,12 +90,9 @@ fn events_with(current: Option<&String>, event: &Event) -> std::result::Result<S
 }
 
 fn metadata_of(tx: &Transaction<'_>, file: &str, source_id: i64) -> Result<Labels> {
-    Snapshot {
-        conn: tx.sql(),
-        file,
-    }
-    .source(source_id)
-    .map(|s| s.metadata)
+    Snapshot::on_writer(tx.sql(), file)
+        .source(source_id)
+        .map(|s| s.metadata)
 }
 
 impl WriterThread {
@@ -111,6 +108,7 @@ impl WriterThread {
             },
         );
         self.opened += 1;
+        self.written.insert(source_id);
         dropped
     }
 
@@ -186,10 +184,7 @@ impl WriterThread {
     /// Continues a source as a new session anchored at `anchor` (§7).
     pub(super) fn resume(&mut self, which: SourceRef, anchor: i64) -> Result<Opened> {
         let file = self.file.clone();
-        let snapshot = Snapshot {
-            conn: &self.conn,
-            file: &file,
-        };
+        let snapshot = Snapshot::on_writer(&self.conn, &file);
         let record = match &which {
             SourceRef::Id(id) => snapshot.source(*id)?,
             SourceRef::Uuid(uuid) => snapshot
@@ -265,11 +260,7 @@ impl WriterThread {
         })?;
         // Its covered rows join the prune's count now that it is written to;
         // a source this writer never touches keeps its file as it was.
-        let streams = Snapshot {
-            conn: &self.conn,
-            file: &file,
-        }
-        .streams(source_id)?;
+        let streams = Snapshot::on_writer(&self.conn, &file).streams(source_id)?;
         for stream in &streams {
             self.streams.refresh(&self.conn, &file, source_id, stream)?;
         }
@@ -282,15 +273,21 @@ impl WriterThread {
         })
     }
 
-    /// The last clock observation and `complete = 1`, in one transaction.
+    /// The last clock observation, `complete = 1`, and the deletion of every
+    /// row the source's segments cover, in one transaction: a finalized
+    /// source holds no covered rows, whatever happens to the process next.
+    /// Seals are drained before this runs.
     pub(super) fn finalize(&mut self, source_id: i64, last: ClockOffset) -> Result<()> {
         self.require_open(source_id)?;
         with_retries(&self.file, "finalizing a source", || {
             let tx = Transaction::begin(&self.conn, &self.file)?;
+            self.prune_source_in(tx.sql(), source_id)
+                .map_err(|e| Error::sqlite(&self.file, "cannot prune a finalized source", e))?;
             tx.insert_clock_offset(source_id, last.ts, last.offset_ns)?;
             tx.set_complete(source_id, true)?;
             tx.commit()
         })?;
+        self.source_pruned(source_id);
         self.sources.remove(&source_id);
         self.pages.stop_waiting(source_id, None, i64::MAX);
         self.finalized += 1;

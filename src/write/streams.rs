@@ -6,9 +6,9 @@
 
 use std::collections::HashMap;
 
-use rusqlite::Connection;
+use rusqlite::{params, Connection, OptionalExtension};
 
-use crate::catalog::LIVE_WAL_PREDICATE;
+use crate::catalog::{live_floor, Snapshot, LIVE_WAL_RANGE};
 use crate::error::{Result, SqlContext};
 
 /// One stream's cached state.
@@ -66,7 +66,8 @@ pub(crate) struct StreamCache {
 
 impl StreamCache {
     /// Reads the whole catalog once: seqs, watermarks, newest rows and the
-    /// live tails' sizes.
+    /// live tails' sizes. Covered rows are not read, so opening an archive
+    /// a kill left full of them costs no more than opening a clean one.
     pub fn seed(conn: &Connection, file: &str) -> Result<StreamCache> {
         let mut cache = StreamCache::default();
         let what = "cannot seed the writer's stream cache";
@@ -85,44 +86,14 @@ impl StreamCache {
             st.next_seq = r.get(2).ctx(file, what)?;
             st.watermark = r.get(3).ctx(file, what)?;
         }
-        let mut stmt = conn
-            .prepare("SELECT source_id, stream, MAX(ts) FROM wal GROUP BY source_id, stream")
-            .ctx(file, what)?;
-        let mut rows = stmt.query([]).ctx(file, what)?;
-        while let Some(r) = rows.next().ctx(file, what)? {
-            let st = cache.get_mut(
-                r.get(0).ctx(file, what)?,
-                &r.get::<_, String>(1).ctx(file, what)?,
-            );
-            st.newest = r.get(2).ctx(file, what)?;
-        }
-        let mut stmt = conn
-            .prepare(&format!(
-                "SELECT source_id, stream, COUNT(*), SUM(length(row)), MIN(ts) FROM wal
-                 WHERE {LIVE_WAL_PREDICATE} GROUP BY source_id, stream"
-            ))
-            .ctx(file, what)?;
-        let mut rows = stmt.query([]).ctx(file, what)?;
-        let mut firsts = Vec::new();
-        while let Some(r) = rows.next().ctx(file, what)? {
-            let source: i64 = r.get(0).ctx(file, what)?;
-            let stream: String = r.get(1).ctx(file, what)?;
-            let first: i64 = r.get(4).ctx(file, what)?;
-            let st = cache.get_mut(source, &stream);
-            st.unsealed_rows = r.get::<_, i64>(2).ctx(file, what)? as u64;
-            st.unsealed_bytes = r.get::<_, Option<i64>>(3).ctx(file, what)?.unwrap_or(0) as u64;
-            firsts.push((source, stream, first));
-        }
-        for (source, stream, first) in firsts {
-            let offset: i64 = conn
-                .query_row(
-                    "SELECT wall_offset FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts = ?3",
-                    rusqlite::params![source, stream, first],
-                    |r| r.get(0),
-                )
-                .ctx(file, what)?;
-            cache.get_mut(source, &stream).first_unsealed =
-                Some((first, first.saturating_add(offset)));
+        let snapshot = Snapshot::on_writer(conn, file);
+        for (source_id, stream) in snapshot.wal_streams()? {
+            let st = cache.get_mut(source_id, &stream);
+            let tail = WalTail::read(conn, file, source_id, &stream, st.watermark)?;
+            st.newest = tail.newest;
+            st.unsealed_rows = tail.live_rows;
+            st.unsealed_bytes = tail.live_bytes;
+            st.first_unsealed = tail.first_live;
         }
         // Covered rows already in the file are left alone here: the writer
         // prunes only sources it appends to, and counts them on resume.
@@ -175,7 +146,8 @@ impl StreamCache {
     }
 
     /// Re-reads one stream's watermark, seq and live tail after something
-    /// other than a seal removed rows (retention).
+    /// other than a seal removed rows (retention), or when a resumed source
+    /// joins the prune's count.
     pub fn refresh(
         &mut self,
         conn: &Connection,
@@ -191,41 +163,83 @@ impl StreamCache {
                 |r| Ok((r.get(0)?, r.get(1)?)),
             )
             .ctx(file, what)?;
-        let (live, bytes, first): (i64, Option<i64>, Option<i64>) = conn
+        let tail = WalTail::read(conn, file, source_id, stream, watermark)?;
+        let total: i64 = conn
             .query_row(
-                &format!(
-                    "SELECT COUNT(*), SUM(length(row)), MIN(ts)
-                     FROM wal WHERE source_id = ?1 AND stream = ?2 AND {LIVE_WAL_PREDICATE}"
-                ),
+                "SELECT COUNT(*) FROM wal WHERE source_id = ?1 AND stream = ?2",
                 rusqlite::params![source_id, stream],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .ctx(file, what)?;
-        let offset: Option<i64> = match first {
-            Some(first) => conn
-                .query_row(
-                    "SELECT wall_offset FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts = ?3",
-                    rusqlite::params![source_id, stream, first],
-                    |r| r.get(0),
-                )
-                .ctx(file, what)?,
-            None => None,
-        };
-        let (total, newest): (i64, Option<i64>) = conn
-            .query_row(
-                "SELECT COUNT(*), MAX(ts) FROM wal WHERE source_id = ?1 AND stream = ?2",
-                rusqlite::params![source_id, stream],
-                |r| Ok((r.get(0)?, r.get(1)?)),
+                |r| r.get(0),
             )
             .ctx(file, what)?;
         let st = self.get_mut(source_id, stream);
         st.watermark = watermark;
         st.next_seq = st.next_seq.max(max_seq.map_or(0, |s| s + 1));
-        st.newest = newest.or(watermark);
-        st.unsealed_rows = live as u64;
-        st.unsealed_bytes = bytes.unwrap_or(0) as u64;
-        st.first_unsealed = first.map(|f| (f, f.saturating_add(offset.unwrap_or(0))));
-        st.covered_rows = (total - live).max(0) as u64;
+        st.newest = tail.newest.or(watermark);
+        st.unsealed_rows = tail.live_rows;
+        st.unsealed_bytes = tail.live_bytes;
+        st.first_unsealed = tail.first_live;
+        st.covered_rows = (total as u64).saturating_sub(tail.live_rows);
         Ok(())
+    }
+}
+
+/// What the file says about one stream's rows in the `wal` table: the
+/// newest, and the live tail's size and first row (the live-WAL rule, by
+/// the stream's `watermark`).
+struct WalTail {
+    newest: Option<i64>,
+    live_rows: u64,
+    live_bytes: u64,
+    first_live: Option<(i64, i64)>,
+}
+
+impl WalTail {
+    fn read(
+        conn: &Connection,
+        file: &str,
+        source_id: i64,
+        stream: &str,
+        watermark: Option<i64>,
+    ) -> Result<WalTail> {
+        let what = "cannot read a stream's live tail";
+        let newest: Option<i64> = conn
+            .prepare_cached("SELECT MAX(ts) FROM wal WHERE source_id = ?1 AND stream = ?2")
+            .and_then(|mut stmt| stmt.query_row(params![source_id, stream], |r| r.get(0)))
+            .ctx(file, what)?;
+        let Some(floor) = live_floor(watermark) else {
+            return Ok(WalTail {
+                newest,
+                live_rows: 0,
+                live_bytes: 0,
+                first_live: None,
+            });
+        };
+        let (rows, bytes): (i64, Option<i64>) = conn
+            .prepare_cached(&format!(
+                "SELECT COUNT(*), SUM(length(row)) FROM wal WHERE {LIVE_WAL_RANGE}"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_row(params![source_id, stream, floor], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+            })
+            .ctx(file, what)?;
+        let first_live: Option<(i64, i64)> = conn
+            .prepare_cached(&format!(
+                "SELECT ts, wall_offset FROM wal WHERE {LIVE_WAL_RANGE} ORDER BY ts LIMIT 1"
+            ))
+            .and_then(|mut stmt| {
+                stmt.query_row(params![source_id, stream, floor], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+                .optional()
+            })
+            .ctx(file, what)?;
+        Ok(WalTail {
+            newest,
+            live_rows: rows.max(0) as u64,
+            live_bytes: bytes.unwrap_or(0).max(0) as u64,
+            first_live: first_live.map(|(ts, offset): (i64, i64)| (ts, ts.saturating_add(offset))),
+        })
     }
 }

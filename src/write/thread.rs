@@ -52,6 +52,10 @@ pub(crate) struct WriterThread {
     /// Sources opened and finalized in this session: a close reclaims free
     /// pages only when every one it opened was finalized.
     pub(super) opened: usize,
+    /// Every source added or resumed in this session, finalized or not: a
+    /// clean close deletes their covered rows. Others keep their file as
+    /// it was.
+    pub(super) written: HashSet<i64>,
     pub(super) finalized: usize,
     /// Which rows share table pages, for the prune (see `prune.rs`).
     pub(super) pages: PageTracker,
@@ -84,6 +88,7 @@ impl WriterThread {
             consecutive_drops: 0,
             warned_collisions: HashSet::new(),
             opened: 0,
+            written: HashSet::new(),
             finalized: 0,
             pages: PageTracker::default(),
             pending_prune: Vec::new(),
@@ -170,12 +175,31 @@ impl WriterThread {
         self.last_checkpoint = Instant::now();
     }
 
+    /// Deletes the covered rows of every source this session wrote, in one
+    /// transaction, by watermark rather than by the prune's counts.
+    fn prune_written(&mut self) -> Result<()> {
+        let mut sources: Vec<i64> = self.written.iter().copied().collect();
+        sources.sort_unstable();
+        super::append::with_retries(&self.file, "pruning sealed rows", || {
+            let tx = crate::container::Transaction::begin(&self.conn, &self.file)?;
+            for &source_id in &sources {
+                self.prune_source_in(tx.sql(), source_id)
+                    .map_err(|e| Error::sqlite(&self.file, "cannot prune sealed rows", e))?;
+            }
+            tx.commit()
+        })?;
+        for source_id in sources {
+            self.source_pruned(source_id);
+        }
+        Ok(())
+    }
+
     /// A clean stop: every seal in flight lands, covered rows are pruned, and
     /// when every source this session opened was finalized, free pages go
     /// back to the filesystem (bounded in time).
     fn close(&mut self) -> Result<()> {
         self.drain_seals()?;
-        if let Err(e) = self.prune_now() {
+        if let Err(e) = self.prune_written() {
             warn!("{}: pruning sealed rows at close failed ({e})", self.file);
         }
         if self.opened > 0 && self.finalized == self.opened {

@@ -128,6 +128,48 @@ fn covered_rows_are_pruned_while_appending_and_reads_stay_whole() {
 }
 
 #[test]
+fn a_cleanly_closed_archive_holds_no_covered_rows_however_seals_and_prunes_meet() {
+    // The last seal rides on the last tick, which also carries a prune of
+    // earlier seals' rows: whichever way they meet, closing the writer
+    // leaves no row that a segment covers.
+    for pause_us in (0..20u64).map(|i| i * 300) {
+        let (_dir, path) = fresh("a.dendro");
+        let options = WriterOptions {
+            prune_batch_rows: 1,
+            ..Default::default()
+        };
+        let w = writer_with(&path, FixtureEncoder::default(), options);
+        let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+        for ts in 0..40 {
+            s.wal(tick(&[("a", ts), ("b", ts)])).unwrap();
+            if ts % 10 == 9 {
+                s.seal(["a", "b"]).unwrap();
+            }
+        }
+        s.wal(tick(&[("a", 40), ("b", 40)])).unwrap();
+        s.seal(["a", "b"]).unwrap();
+        let until = std::time::Instant::now() + Duration::from_micros(pause_us);
+        while std::time::Instant::now() < until {}
+        s.wal(tick(&[("c", 41)])).unwrap();
+        s.finalize(ClockOffset {
+            ts: 41,
+            offset_ns: 0,
+        })
+        .unwrap();
+        w.join().unwrap();
+        let a = assert_sound(&path);
+        let covered: i64 = a
+            .read_snapshot(|snap| Ok(snap.wal_rows_total(1, "a")? + snap.wal_rows_total(1, "b")?))
+            .unwrap();
+        assert_eq!(
+            covered, 0,
+            "covered rows left after a pause of {pause_us} us"
+        );
+        assert_eq!(stream_ts(&a, 1, "a"), (0..=40).collect::<Vec<_>>());
+    }
+}
+
+#[test]
 fn a_policy_seals_by_rows() {
     let (_dir, path) = fresh("a.dendro");
     let options = WriterOptions {

@@ -329,6 +329,9 @@ fn run_verify(file: &PathBuf, json: bool) -> Result<(), Failure> {
             println!("  {:?}: {}", p.kind, p.message);
         }
     }
+    if let (false, Some(note)) = (json, report.note()) {
+        println!("  note: {note}");
+    }
     if report.sound {
         Ok(())
     } else {

@@ -24,7 +24,8 @@ export type RefusalDetail =
   | "not_sqlite" // no SQLite magic
   | "unstamped" // SQLite with application_id 0: an ordinary database
   | "foreign_app" // SQLite stamped by another application (see application_id)
-  | "no_catalog"; // stamped as an archive but without its tables
+  | "no_catalog" // stamped as an archive but without its tables
+  | "incomplete_catalog"; // its tables lack a column, key or index reading relies on
 
 export interface EngineError {
   kind: EngineErrorKind;

@@ -72,7 +72,7 @@ function engineError(kind: EngineErrorKind, message: string): EngineError {
   return { kind, message };
 }
 
-const DETAILS: readonly RefusalDetail[] = ["empty", "too_short", "not_sqlite", "unstamped", "foreign_app", "no_catalog"];
+const DETAILS: readonly RefusalDetail[] = ["empty", "too_short", "not_sqlite", "unstamped", "foreign_app", "no_catalog", "incomplete_catalog"];
 
 /** A whole number in [0, 2^32), or undefined. */
 function u32(v: unknown): number | undefined {
