@@ -49,16 +49,35 @@ const LIVE_SPAN_SQL: &str = "SELECT COUNT(*), MIN(ts), MAX(ts) FROM wal \
 /// A stream's live rows up to `?4`.
 const LIVE_ROWS_SQL: &str = "SELECT ts, wall_offset, row FROM wal \
      WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts <= ?4 ORDER BY ts";
-/// The first `(source, stream)` of the `wal` table, and the one after `(?1, ?2)`.
+/// The statements every per-stream catalog question runs, named: their
+/// plans decide whether a question costs a seek or a scan
+/// (`cargo bench --bench read` prints them; a unit test pins them).
+pub const PLANNED_STATEMENTS: [(&str, &str); 7] = [
+    ("watermark", WATERMARK_SQL),
+    ("live span", LIVE_SPAN_SQL),
+    ("live rows", LIVE_ROWS_SQL),
+    ("first stream of wal", WAL_FIRST_STREAM_SQL),
+    ("next stream of a source in wal", WAL_NEXT_STREAM_OF_SQL),
+    (
+        "first stream of the next source in wal",
+        WAL_NEXT_SOURCE_SQL,
+    ),
+    ("first stream of a source in wal", WAL_FIRST_STREAM_OF_SQL),
+];
+
+/// The first `(source, stream)` of the `wal` table; the next stream of
+/// source `?1` after `?2`; the first stream of the next source after `?1`;
+/// the first stream of source `?1`. Each is one seek of the key. (A single
+/// row-value seek `(source_id, stream) > (?1, ?2)` is no substitute:
+/// SQLite answers it by walking every row of stream `?2`.)
 const WAL_FIRST_STREAM_SQL: &str =
     "SELECT source_id, stream FROM wal ORDER BY source_id, stream LIMIT 1";
-const WAL_NEXT_STREAM_SQL: &str = "SELECT source_id, stream FROM wal \
-     WHERE (source_id, stream) > (?1, ?2) ORDER BY source_id, stream LIMIT 1";
-/// The same, within source `?1`.
-const WAL_FIRST_STREAM_OF_SQL: &str =
-    "SELECT source_id, stream FROM wal WHERE source_id = ?1 ORDER BY stream LIMIT 1";
 const WAL_NEXT_STREAM_OF_SQL: &str = "SELECT source_id, stream FROM wal \
      WHERE source_id = ?1 AND stream > ?2 ORDER BY stream LIMIT 1";
+const WAL_NEXT_SOURCE_SQL: &str = "SELECT source_id, stream FROM wal \
+     WHERE source_id > ?1 ORDER BY source_id, stream LIMIT 1";
+const WAL_FIRST_STREAM_OF_SQL: &str =
+    "SELECT source_id, stream FROM wal WHERE source_id = ?1 ORDER BY stream LIMIT 1";
 
 /// One row of `sources`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -391,21 +410,14 @@ impl Snapshot<'_> {
         )
     }
 
-    /// One segment's Parquet payload.
+    /// One segment's Parquet payload, copied once, straight from SQLite's
+    /// pages into the returned buffer (incremental blob I/O; a column read
+    /// would assemble the payload in SQLite's memory and copy it again).
     pub fn segment_bytes(&self, source_id: i64, stream: &str, seq: i64) -> Result<Vec<u8>> {
-        self.conn
-            .query_row(
-                "SELECT bytes FROM segments WHERE source_id = ?1 AND stream = ?2 AND seq = ?3",
-                params![source_id, stream, seq],
-                |r| r.get(0),
-            )
-            .optional()
-            .ctx(self.file, "cannot read a segment")?
-            .ok_or_else(|| {
-                self.not_found(format!(
-                    "segment {seq} of stream {stream:?} in source {source_id}"
-                ))
-            })
+        let payload = self.segment_payload(source_id, stream, seq)?;
+        let mut bytes = vec![0u8; payload.len()];
+        payload.read_at(0, &mut bytes)?;
+        Ok(bytes)
     }
 
     /// One segment's payload opened for reading parts of it (SQLite's
@@ -415,12 +427,13 @@ impl Snapshot<'_> {
         let what = "cannot open a segment's payload";
         let rowid: i64 = self
             .conn
-            .query_row(
+            .prepare_cached(
                 "SELECT rowid FROM segments WHERE source_id = ?1 AND stream = ?2 AND seq = ?3",
-                params![source_id, stream, seq],
-                |r| r.get(0),
             )
-            .optional()
+            .and_then(|mut stmt| {
+                stmt.query_row(params![source_id, stream, seq], |r| r.get(0))
+                    .optional()
+            })
             .ctx(self.file, what)?
             .ok_or_else(|| {
                 self.not_found(format!(
@@ -499,29 +512,26 @@ impl Snapshot<'_> {
 
     fn wal_streams_from(&self, only: Option<i64>) -> Result<Vec<(i64, String)>> {
         let what = "cannot list the streams of the wal table";
-        let (first, next) = match only {
-            None => (WAL_FIRST_STREAM_SQL, WAL_NEXT_STREAM_SQL),
-            Some(_) => (WAL_FIRST_STREAM_OF_SQL, WAL_NEXT_STREAM_OF_SQL),
-        };
         let pair = |r: &Row<'_>| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?));
+        let one = |sql: &str, p: &[&dyn rusqlite::ToSql]| -> Result<Option<(i64, String)>> {
+            self.conn
+                .prepare_cached(sql)
+                .and_then(|mut stmt| stmt.query_row(p, pair).optional())
+                .ctx(self.file, what)
+        };
         let mut out = Vec::new();
-        let mut found: Option<(i64, String)> = match only {
-            None => self
-                .conn
-                .prepare_cached(first)
-                .and_then(|mut s| s.query_row([], pair).optional()),
-            Some(id) => self
-                .conn
-                .prepare_cached(first)
-                .and_then(|mut s| s.query_row([id], pair).optional()),
-        }
-        .ctx(self.file, what)?;
-        let mut stmt = self.conn.prepare_cached(next).ctx(self.file, what)?;
+        let mut found = match only {
+            None => one(WAL_FIRST_STREAM_SQL, &[])?,
+            Some(id) => one(WAL_FIRST_STREAM_OF_SQL, &[&id])?,
+        };
+        // Each step is strictly past the last (a greater stream of the same
+        // source, or a greater source), so even a hostile catalog ends.
         while let Some((source_id, stream)) = found {
-            found = stmt
-                .query_row(params![source_id, stream], pair)
-                .optional()
-                .ctx(self.file, what)?;
+            found = match one(WAL_NEXT_STREAM_OF_SQL, &[&source_id, &stream])? {
+                Some(next) => Some(next),
+                None if only.is_none() => one(WAL_NEXT_SOURCE_SQL, &[&source_id])?,
+                None => None,
+            };
             out.push((source_id, stream));
         }
         Ok(out)
@@ -729,9 +739,9 @@ mod tests {
         );
         for sql in [
             WAL_FIRST_STREAM_SQL,
-            WAL_NEXT_STREAM_SQL,
-            WAL_FIRST_STREAM_OF_SQL,
             WAL_NEXT_STREAM_OF_SQL,
+            WAL_NEXT_SOURCE_SQL,
+            WAL_FIRST_STREAM_OF_SQL,
         ] {
             let plan = plan(sql);
             assert!(
@@ -740,6 +750,31 @@ mod tests {
             );
             assert!(!plan.contains("TEMP B-TREE"), "{sql}\n{plan}");
         }
+    }
+
+    #[test]
+    fn the_streams_of_the_wal_table_are_found_in_key_order_once_each() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(crate::container::SCHEMA_SQL).unwrap();
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF;
+             INSERT INTO wal VALUES (2, 'a', 1, 0, x''), (1, 'b', 1, 0, x''), (1, 'a', 1, 0, x''),
+               (1, 'a', 2, 0, x''), (1, 'a', 3, 0, x''), (5, 'z', -1, 0, x''), (-3, '', 0, 0, x'');",
+        )
+        .unwrap();
+        let snapshot = Snapshot {
+            conn: &conn,
+            file: "t",
+            shape: crate::container::CatalogShape::CURRENT,
+        };
+        let all: Vec<(i64, String)> = snapshot.wal_streams().unwrap();
+        let expected: Vec<(i64, String)> = [(-3, ""), (1, "a"), (1, "b"), (2, "a"), (5, "z")]
+            .into_iter()
+            .map(|(id, s)| (id, s.to_string()))
+            .collect();
+        assert_eq!(all, expected);
+        assert_eq!(snapshot.wal_streams_of(1).unwrap(), ["a", "b"]);
+        assert!(snapshot.wal_streams_of(7).unwrap().is_empty());
     }
 
     #[test]

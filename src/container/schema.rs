@@ -1,7 +1,5 @@
 //! The catalog's DDL (format §3) and the check that a file carries it.
 
-use rusqlite::OptionalExtension;
-
 /// The five tables and two indexes with the columns and types the format
 /// specifies, plus the two nullable `sources` columns (`heartbeat`,
 /// `heartbeat_interval_ns`) that the original's later releases create
@@ -142,84 +140,112 @@ const NEEDED_INDEXES: [NeededIndex; 3] = [
     },
 ];
 
-/// Checks the catalog's columns, keys and indexes (the table names were
-/// checked before), answering which optional columns it has, or what is
-/// missing, in words.
+/// Checks the catalog's tables, columns, keys and indexes, answering which
+/// optional columns it has, or what is missing, in words. Three statements,
+/// since this runs on every open.
 pub(crate) fn check_catalog(
     conn: &rusqlite::Connection,
 ) -> rusqlite::Result<Result<CatalogShape, String>> {
-    let mut shape = CatalogShape {
-        uuid: false,
-        caller_index: false,
-    };
+    // A table the reader reads by rowid (segment BLOBs are opened by rowid)
+    // or as a plain table must be one: not a view, not virtual, not
+    // WITHOUT ROWID.
+    let mut tables = conn.prepare(
+        "SELECT name, type, wr FROM pragma_table_list
+         WHERE schema = 'main' AND name IN ('sources', 'segments', 'wal', 'clock_offsets', 'caller_rows')",
+    )?;
+    let kinds: Vec<(String, String, bool)> = tables
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let mut columns = conn.prepare(
+        "SELECT 'sources', name FROM pragma_table_info('sources')
+         UNION ALL SELECT 'segments', name FROM pragma_table_info('segments')
+         UNION ALL SELECT 'wal', name FROM pragma_table_info('wal')
+         UNION ALL SELECT 'clock_offsets', name FROM pragma_table_info('clock_offsets')
+         UNION ALL SELECT 'caller_rows', name FROM pragma_table_info('caller_rows')",
+    )?;
+    let columns: Vec<(String, String)> = columns
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
+        .collect::<rusqlite::Result<_>>()?;
+    let has = |table: &str, column: &str| columns.iter().any(|(t, c)| t == table && c == column);
     for (table, required) in REQUIRED_COLUMNS {
-        // A table the reader reads by rowid (segment BLOBs are opened by
-        // rowid) or as a plain table must be one: not a view, not virtual,
-        // not WITHOUT ROWID.
-        let kind: Option<(String, bool)> = conn
-            .query_row(
-                "SELECT type, wr FROM pragma_table_list WHERE schema = 'main' AND name = ?1",
-                [table],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .optional()?;
-        match kind {
-            Some((kind, _)) if kind != "table" => {
+        match kinds.iter().find(|(name, _, _)| name == table) {
+            Some((_, kind, _)) if kind != "table" => {
                 return Ok(Err(format!("{table} is a {kind}, not a table")))
             }
-            Some((_, true)) => return Ok(Err(format!("{table} is a WITHOUT ROWID table"))),
+            Some((_, _, true)) => return Ok(Err(format!("{table} is a WITHOUT ROWID table"))),
             Some(_) => {}
             None => return Ok(Err(format!("the table {table} is missing"))),
         }
-        let mut stmt = conn.prepare("SELECT name FROM pragma_table_info(?1)")?;
-        let columns: Vec<String> = stmt
-            .query_map([table], |r| r.get(0))?
-            .collect::<rusqlite::Result<_>>()?;
-        if let Some(missing) = required.iter().find(|c| !columns.iter().any(|h| h == *c)) {
+        if let Some(missing) = required.iter().find(|c| !has(table, c)) {
             return Ok(Err(format!("the column {table}.{missing} is missing")));
         }
-        match table {
-            "sources" => shape.uuid = columns.iter().any(|c| c == "uuid"),
-            "segments" => shape.caller_index = columns.iter().any(|c| c == "caller_index"),
-            _ => {}
-        }
     }
+    let indexes = index_keys(conn)?;
     for needed in &NEEDED_INDEXES {
-        if !has_index(conn, needed)? {
+        if !indexes.iter().any(|index| index.serves(needed)) {
             return Ok(Err(format!("{} is missing", needed.why)));
         }
     }
-    Ok(Ok(shape))
+    Ok(Ok(CatalogShape {
+        uuid: has("sources", "uuid"),
+        caller_index: has("segments", "caller_index"),
+    }))
 }
 
-/// Whether `needed.table` has a complete (not partial) index whose leading
-/// key columns are `needed.columns` in order, compared with the default
-/// (binary) collation, and unique on exactly them when `needed.unique`.
-fn has_index(conn: &rusqlite::Connection, needed: &NeededIndex) -> rusqlite::Result<bool> {
-    let mut list = conn.prepare("SELECT name, \"unique\", partial FROM pragma_index_list(?1)")?;
-    let indexes: Vec<(String, bool, bool)> = list
-        .query_map([needed.table], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
-        .collect::<rusqlite::Result<_>>()?;
-    let mut keys =
-        conn.prepare("SELECT name, coll FROM pragma_index_xinfo(?1) WHERE key = 1 ORDER BY seqno")?;
-    for (name, unique, partial) in indexes {
-        if partial || (needed.unique && !unique) {
-            continue;
+/// One index of `wal` or `segments` as the rules judge it.
+struct IndexKeys {
+    table: String,
+    unique: bool,
+    partial: bool,
+    /// Key columns in order, with their collation.
+    keys: Vec<(Option<String>, String)>,
+}
+
+impl IndexKeys {
+    /// Whether it is complete (not partial), leads with `needed.columns` in
+    /// order under the default (binary) collation, and, where a key is
+    /// needed, is unique on exactly them.
+    fn serves(&self, needed: &NeededIndex) -> bool {
+        if self.table != needed.table || self.partial || (needed.unique && !self.unique) {
+            return false;
         }
-        let columns: Vec<(Option<String>, String)> = keys
-            .query_map([&name], |r| Ok((r.get(0)?, r.get(1)?)))?
-            .collect::<rusqlite::Result<_>>()?;
-        let leads = columns.len() >= needed.columns.len()
+        let leads = self.keys.len() >= needed.columns.len()
             && needed
                 .columns
                 .iter()
-                .zip(&columns)
+                .zip(&self.keys)
                 .all(|(want, (have, coll))| {
                     have.as_deref() == Some(*want) && coll.eq_ignore_ascii_case("BINARY")
                 });
-        if leads && (!needed.unique || columns.len() == needed.columns.len()) {
-            return Ok(true);
+        leads && (!needed.unique || self.keys.len() == needed.columns.len())
+    }
+}
+
+fn index_keys(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<IndexKeys>> {
+    let mut stmt = conn.prepare(
+        "SELECT t.tbl, il.name, il.\"unique\", il.partial, x.name, x.coll
+         FROM (SELECT 'wal' AS tbl UNION ALL SELECT 'segments') AS t,
+              pragma_index_list(t.tbl) AS il, pragma_index_xinfo(il.name) AS x
+         WHERE x.key = 1 ORDER BY t.tbl, il.name, x.seqno",
+    )?;
+    let mut rows = stmt.query([])?;
+    let mut out: Vec<(String, IndexKeys)> = Vec::new();
+    while let Some(r) = rows.next()? {
+        let table: String = r.get(0)?;
+        let name: String = r.get(1)?;
+        let key = (r.get::<_, Option<String>>(4)?, r.get::<_, String>(5)?);
+        match out.last_mut() {
+            Some((last, index)) if *last == name && index.table == table => index.keys.push(key),
+            _ => out.push((
+                name,
+                IndexKeys {
+                    table,
+                    unique: r.get(2)?,
+                    partial: r.get(3)?,
+                    keys: vec![key],
+                },
+            )),
         }
     }
-    Ok(false)
+    Ok(out.into_iter().map(|(_, index)| index).collect())
 }
