@@ -13,12 +13,24 @@ use std::collections::BTreeMap;
 use log::warn;
 use rusqlite::params;
 
-use super::append::with_retries;
-use super::thread::WriterThread;
-use super::EvictRequest;
-use crate::catalog::{SegmentRecord, LIVE_WAL_RANGE};
+use rusqlite::Connection;
+
+use super::prune::Pruner;
+use super::retry::with_retries;
+use super::streams::StreamCache;
+use crate::catalog::{SegmentRecord, Snapshot, LIVE_WAL_RANGE};
 use crate::container::Transaction;
 use crate::error::{Error, Result};
+
+/// Which streams a retention pass removes from; `None` is every stream.
+pub(super) type StreamPredicate = Box<dyn Fn(&str) -> bool + Send>;
+
+/// A retention request, as it crosses to the writer thread.
+pub(super) struct EvictRequest {
+    pub cutoff: i64,
+    pub streams: Option<StreamPredicate>,
+    pub floors: Floors,
+}
 
 /// What one retention pass removed.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -62,7 +74,7 @@ fn evict_once(
     let sql = |e| Error::sqlite(file, "cannot apply retention", e);
     let conn = tx.sql();
     let cutoff = request.cutoff;
-    let snapshot = crate::catalog::Snapshot::on_writer(conn, file);
+    let snapshot = Snapshot::on_writer(conn, file);
     let mut names: Vec<String> = snapshot.streams(source_id)?;
     {
         let mut stmt = conn
@@ -176,40 +188,46 @@ fn evict_once(
     Ok((out, names))
 }
 
-impl WriterThread {
-    /// A retention pass, then a capped reclaim if the free list has grown.
-    pub(super) fn evict(&mut self, source_id: i64, request: EvictRequest) -> Result<Evicted> {
-        self.require_open(source_id)?;
-        let file = self.file.clone();
-        let (evicted, names) = with_retries(&file, "applying retention", || {
-            let tx = Transaction::begin(&self.conn, &file)?;
-            let out = evict_once(&tx, &file, source_id, &request)?;
-            tx.commit()?;
-            Ok(out)
-        })?;
-        for name in &names {
-            self.streams.refresh(&self.conn, &file, source_id, name)?;
-            self.pages
-                .stop_waiting(source_id, Some(name), request.cutoff);
-        }
-        if evicted.live_rows > 0 {
-            warn!(
-                "{file}: retention on source {source_id} deleted {} row(s) that no segment held: \
-                 a stream seals less often than it is evicted. Seal at least as often as you evict",
-                evicted.live_rows
-            );
-        }
-        if let Err(e) = super::checkpoint::reclaim_if_fragmented(&self.conn, &file) {
-            warn!("{file}: reclaiming free pages after retention failed ({e})");
-        }
-        Ok(evicted)
+/// A retention pass on `source_id`, then a capped reclaim if the free list
+/// has grown. Seals in flight must be drained first.
+pub(super) fn evict(
+    conn: &Connection,
+    file: &str,
+    streams: &mut StreamCache,
+    pruner: &mut Pruner,
+    source_id: i64,
+    request: EvictRequest,
+) -> Result<Evicted> {
+    let (evicted, names) = with_retries(file, "applying retention", || {
+        let tx = Transaction::begin(conn, file)?;
+        let out = evict_once(&tx, file, source_id, &request)?;
+        tx.commit()?;
+        Ok(out)
+    })?;
+    for name in &names {
+        streams.refresh(conn, file, source_id, name)?;
+        pruner.stop_waiting(source_id, Some(name), request.cutoff);
     }
+    if evicted.live_rows > 0 {
+        warn!(
+            "{file}: retention on source {source_id} deleted {} row(s) that no segment held: \
+             a stream seals less often than it is evicted. Seal at least as often as you evict",
+            evicted.live_rows
+        );
+    }
+    if let Err(e) = super::checkpoint::reclaim_if_fragmented(conn, file) {
+        warn!("{file}: reclaiming free pages after retention failed ({e})");
+    }
+    Ok(evicted)
+}
 
-    /// The source's sealed segments by age (oldest `last_ts` first).
-    pub(super) fn segment_sizes(&self, source_id: i64) -> Result<Vec<SegmentRecord>> {
-        let snapshot = crate::catalog::Snapshot::on_writer(&self.conn, &self.file);
-        snapshot.segments_by_age(source_id)
-    }
+/// The source's sealed segments by age (oldest `last_ts` first).
+pub(super) fn segment_sizes(
+    conn: &Connection,
+    file: &str,
+    source_id: i64,
+) -> Result<Vec<SegmentRecord>> {
+    Snapshot::on_writer(conn, file).segments_by_age(source_id)
 }
 
 /// A floor per caller-row name, for the `_with_floor` retention calls.

@@ -14,108 +14,20 @@
 //! arriving in between is judged exactly as it would be after the commit.
 
 use std::collections::VecDeque;
-use std::sync::mpsc::{self, Receiver, Sender, SyncSender, TryRecvError};
+use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use log::warn;
+use rusqlite::Connection;
 
-use super::thread::WriterThread;
-use super::Msg;
+use super::prune::Pruner;
+use super::retry::{is_transient, with_retries};
+use super::streams::StreamCache;
 use crate::catalog::{Snapshot, WalRow};
 use crate::container::Transaction;
 use crate::error::{Error, Result};
 use crate::segment::{materialize, Segment, SegmentEncoder};
-
-/// When a source's streams seal without being asked. Each limit is checked
-/// per stream; any one reached seals it. The default seals only when told.
-///
-/// Row and byte limits are checked after an append commits, so a segment
-/// holds exactly the limit. Age and alignment are checked before an append
-/// goes in, against that append's time, so a segment never reaches across
-/// the age or the boundary. Time is the source's own timeline (row
-/// timestamps, and for alignment the wall clock they carry), so a source
-/// that stops appending stops sealing too; seal it explicitly or finalize.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct SealPolicy {
-    /// Seal once a stream holds this many unsealed rows.
-    pub max_rows: Option<u64>,
-    /// Seal once a stream's unsealed rows hold this many payload bytes.
-    pub max_bytes: Option<u64>,
-    /// Seal before a stream's oldest unsealed row would be this much older
-    /// than the source's newest.
-    pub max_age: Option<Duration>,
-    /// Seal whenever the source's wall clock crosses a multiple of this
-    /// (every 5 minutes on the 5-minute marks, say), so segments line up
-    /// across streams and sources.
-    pub align: Option<Duration>,
-}
-
-impl SealPolicy {
-    /// Explicit seals only.
-    pub fn never() -> SealPolicy {
-        SealPolicy::default()
-    }
-
-    /// This policy, also sealing at `rows` unsealed rows.
-    pub fn rows(mut self, rows: u64) -> SealPolicy {
-        self.max_rows = Some(rows.max(1));
-        self
-    }
-
-    /// This policy, also sealing at `bytes` of unsealed payload.
-    pub fn bytes(mut self, bytes: u64) -> SealPolicy {
-        self.max_bytes = Some(bytes.max(1));
-        self
-    }
-
-    /// This policy, also sealing before the oldest unsealed row gets `age` old.
-    pub fn age(mut self, age: Duration) -> SealPolicy {
-        self.max_age = Some(age);
-        self
-    }
-
-    /// This policy, also sealing at every wall-clock multiple of `period`.
-    pub fn aligned(mut self, period: Duration) -> SealPolicy {
-        self.align = Some(period);
-        self
-    }
-
-    pub(crate) fn has_time_limit(&self) -> bool {
-        self.max_age.is_some() || self.align.is_some()
-    }
-
-    /// Due by time: the incoming rows at `(now_ts, now_wall)` would make the
-    /// stream's unsealed rows span too long, or cross an alignment boundary.
-    pub(crate) fn due_by_time(
-        &self,
-        first: Option<(i64, i64)>,
-        now_ts: i64,
-        now_wall: i64,
-    ) -> bool {
-        let Some((first_ts, first_wall)) = first else {
-            return false;
-        };
-        if let Some(age) = self.max_age {
-            if (now_ts as i128 - first_ts as i128) >= age.as_nanos() as i128 {
-                return true;
-            }
-        }
-        if let Some(period) = self.align {
-            let period = period.as_nanos().clamp(1, i64::MAX as u128) as i64;
-            if now_wall.div_euclid(period) != first_wall.div_euclid(period) {
-                return true;
-            }
-        }
-        false
-    }
-
-    /// Due by size: the stream's unsealed rows reached a row or byte limit.
-    pub(crate) fn due_by_size(&self, rows: u64, bytes: u64) -> bool {
-        self.max_rows.is_some_and(|m| rows >= m) || self.max_bytes.is_some_and(|m| bytes >= m)
-    }
-}
 
 /// One stream's rows, on their way to the encoder.
 struct Job {
@@ -125,7 +37,7 @@ struct Job {
 }
 
 /// What came back for one job.
-pub(super) struct Done {
+struct Done {
     batch: u64,
     stream: String,
     rows_in: u64,
@@ -161,6 +73,7 @@ struct Sealed {
 /// The encoder thread, the seal batches handed to it (oldest first), and
 /// the finished ones waiting to ride on the next transaction.
 pub(super) struct Sealer {
+    file: String,
     jobs: Option<Sender<Job>>,
     done: Receiver<Done>,
     worker: Option<JoinHandle<()>>,
@@ -170,14 +83,12 @@ pub(super) struct Sealer {
 }
 
 impl Sealer {
-    /// Starts the encoder thread. `wake` is the writer's own channel: a
-    /// finished job knocks on it so an idle writer commits the segment
-    /// promptly. The knock never blocks: if the slot is taken, the writer is
-    /// about to wake anyway and will look.
+    /// Starts the encoder thread. `wake` is called after each finished job,
+    /// so an idle writer commits the segment promptly; it must not block.
     pub fn start(
         file: &str,
         encoder: Arc<dyn SegmentEncoder>,
-        wake: SyncSender<Msg>,
+        wake: impl Fn() + Send + 'static,
     ) -> Result<Sealer> {
         let (jobs, job_rx) = mpsc::channel::<Job>();
         let (done_tx, done) = mpsc::channel::<Done>();
@@ -203,11 +114,12 @@ impl Sealer {
                     if done_tx.send(done).is_err() {
                         return;
                     }
-                    let _ = wake.try_send(Msg::Wake);
+                    wake();
                 }
             })
             .map_err(|e| Error::io(file, "cannot spawn the encoder thread `dendro-encoder`", e))?;
         Ok(Sealer {
+            file: file.to_string(),
             jobs: Some(jobs),
             done,
             worker: Some(worker),
@@ -234,6 +146,253 @@ impl Sealer {
             let _ = worker.join();
         }
     }
+
+    /// Hands the live rows of `names` (streams of `source_id`) to the
+    /// encoder as one batch. If one of them is still with the encoder from
+    /// an earlier seal, that seal is waited for first: segments of a stream
+    /// commit in order, and each holds exactly the rows that were live when
+    /// it was asked for. The wait only happens when the encoder is a whole
+    /// seal behind, where holding the writer back is the right answer
+    /// anyway.
+    pub fn dispatch(
+        &mut self,
+        conn: &Connection,
+        streams: &mut StreamCache,
+        pruner: &mut Pruner,
+        source_id: i64,
+        names: &[String],
+    ) -> Result<()> {
+        if names.iter().any(|s| {
+            streams
+                .get(source_id, s)
+                .is_some_and(|st| st.in_flight.is_some())
+        }) {
+            self.drain(conn, streams, pruner)?;
+        }
+        let mut jobs: Vec<Job> = Vec::new();
+        let id = self.next_batch;
+        for stream in names {
+            if jobs.iter().any(|j| &j.stream == stream) {
+                continue;
+            }
+            let rows = Snapshot::on_writer(conn, &self.file).live_wal_rows(source_id, stream)?;
+            let Some(last) = rows.last() else {
+                let st = streams.get_mut(source_id, stream);
+                if st.watermark.is_none() && st.newest.is_none() {
+                    warn!(
+                        "{}: asked to seal stream {stream:?} of source {source_id}, which has never \
+                         held a row; is the name right?",
+                        self.file
+                    );
+                }
+                continue;
+            };
+            let st = streams.get_mut(source_id, stream);
+            st.in_flight = Some(last.ts);
+            st.unsealed_rows = 0;
+            st.unsealed_bytes = 0;
+            st.first_unsealed = None;
+            jobs.push(Job {
+                batch: id,
+                stream: stream.clone(),
+                rows,
+            });
+        }
+        if jobs.is_empty() {
+            return Ok(());
+        }
+        self.next_batch += 1;
+        self.batches.push_back(Batch {
+            id,
+            source_id,
+            waiting: jobs.len(),
+            done: Vec::new(),
+        });
+        let sender = self
+            .jobs
+            .as_ref()
+            .expect("the encoder runs while the writer does");
+        for job in jobs {
+            if sender.send(job).is_err() {
+                return Err(self.encoder_gone());
+            }
+        }
+        Ok(())
+    }
+
+    fn encoder_gone(&self) -> Error {
+        Error::WriterStopped {
+            file: self.file.clone(),
+            message: "the encoder thread ended unexpectedly".into(),
+        }
+    }
+
+    /// Takes in every seal the encoder has finished, without waiting. They
+    /// commit with the next append's transaction, or on their own if none
+    /// comes soon.
+    pub fn collect(&mut self, streams: &mut StreamCache) -> Result<()> {
+        loop {
+            match self.done.try_recv() {
+                Ok(done) => self.finished(streams, done)?,
+                Err(TryRecvError::Empty) => return Ok(()),
+                Err(TryRecvError::Disconnected) if !self.busy() => return Ok(()),
+                Err(TryRecvError::Disconnected) => return Err(self.encoder_gone()),
+            }
+        }
+    }
+
+    /// Waits for every seal in flight and commits it: the barrier before
+    /// anything that must see sealed state settled (finalize, retention,
+    /// adopting a segment, a sync, a clean close).
+    pub fn drain(
+        &mut self,
+        conn: &Connection,
+        streams: &mut StreamCache,
+        pruner: &mut Pruner,
+    ) -> Result<()> {
+        while self.busy() {
+            match self.done.recv() {
+                Ok(done) => self.finished(streams, done)?,
+                Err(_) => return Err(self.encoder_gone()),
+            }
+        }
+        self.commit_ready(conn, streams, pruner)
+    }
+
+    fn finished(&mut self, streams: &mut StreamCache, done: Done) -> Result<()> {
+        let batch = self
+            .batches
+            .iter_mut()
+            .find(|b| b.id == done.batch)
+            .expect("every finished job belongs to a batch in flight");
+        batch.waiting -= 1;
+        batch.done.push(done);
+        while self.batches.front().is_some_and(|b| b.waiting == 0) {
+            let batch = self.batches.pop_front().expect("checked");
+            self.take_in(streams, batch)?;
+        }
+        Ok(())
+    }
+
+    /// A finished batch: an encoder failure ends the writer here; a job
+    /// that produced no segment gives its rows back to the tail; the rest
+    /// waits to commit.
+    fn take_in(&mut self, streams: &mut StreamCache, batch: Batch) -> Result<()> {
+        let source_id = batch.source_id;
+        let mut segments = Vec::new();
+        for mut done in batch.done {
+            match std::mem::replace(&mut done.outcome, Ok(None)) {
+                Err(e) => return Err(e),
+                Ok(None) => restore(streams, source_id, &done),
+                Ok(Some(encoded)) => segments.push((done, encoded)),
+            }
+        }
+        if !segments.is_empty() {
+            self.ready.push(Sealed {
+                source_id,
+                segments,
+            });
+        }
+        Ok(())
+    }
+
+    /// Inserts every finished seal inside the caller's transaction: each
+    /// batch's segments and its clock observation, the newest sealed row's
+    /// own `(ts, wall_offset)`. A leading run the encoder dropped is below
+    /// the new watermark yet in no segment, so no read could reach it: it
+    /// goes with the seal rather than after it.
+    pub fn insert_ready(&self, tx: &Transaction<'_>, streams: &StreamCache) -> Result<()> {
+        for sealed in &self.ready {
+            let source_id = sealed.source_id;
+            let mut observation: Option<(i64, i64)> = None;
+            for (done, encoded) in &sealed.segments {
+                let seq = streams
+                    .get(source_id, &done.stream)
+                    .map_or(0, |st| st.next_seq);
+                tx.insert_segment(source_id, &done.stream, seq, &encoded.segment)?;
+                if encoded.segment.first_ts > done.first_in.0 {
+                    tx.sql()
+                        .execute(
+                            "DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts < ?4",
+                            rusqlite::params![source_id, done.stream, done.first_in.0, encoded.segment.first_ts],
+                        )
+                        .map_err(|e| Error::sqlite(&self.file, "cannot drop rows the encoder skipped", e))?;
+                }
+                if observation.is_none_or(|(ts, _)| encoded.observation.0 >= ts) {
+                    observation = Some(encoded.observation);
+                }
+            }
+            if let Some((ts, offset)) = observation {
+                tx.insert_clock_offset(source_id, ts, offset)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The finished seals committed: the watermarks move, seqs advance, and
+    /// the rows they cover count toward the prune.
+    pub fn ready_committed(&mut self, streams: &mut StreamCache, pruner: &mut Pruner) {
+        for sealed in std::mem::take(&mut self.ready) {
+            for (done, encoded) in &sealed.segments {
+                let st = streams.get_mut(sealed.source_id, &done.stream);
+                st.next_seq += 1;
+                st.watermark = Some(encoded.segment.last_ts);
+                st.in_flight = None;
+                st.covered_rows += done.rows_in - encoded.skipped;
+                pruner.covered(sealed.source_id, &done.stream, encoded.segment.last_ts);
+            }
+        }
+    }
+
+    /// Commits the finished seals on a transaction of their own: at a
+    /// barrier, or when no append came along to carry them. A lock or full
+    /// disk that outlasts the retries defers them: their rows stay live and
+    /// seal next time.
+    pub fn commit_ready(
+        &mut self,
+        conn: &Connection,
+        streams: &mut StreamCache,
+        pruner: &mut Pruner,
+    ) -> Result<()> {
+        if !self.has_sealed() {
+            return Ok(());
+        }
+        let committed = with_retries(&self.file, "sealing", || {
+            let tx = Transaction::begin(conn, &self.file)?;
+            self.insert_ready(&tx, streams)?;
+            tx.commit()
+        });
+        match committed {
+            Ok(()) => self.ready_committed(streams, pruner),
+            Err(e) if is_transient(&e) => {
+                warn!(
+                    "{}: {} seal batch(es) deferred ({e}); their rows stay live and seal next time",
+                    self.file,
+                    self.ready.len()
+                );
+                for sealed in std::mem::take(&mut self.ready) {
+                    for (done, _) in &sealed.segments {
+                        restore(streams, sealed.source_id, done);
+                    }
+                }
+            }
+            Err(e) => return Err(e),
+        }
+        Ok(())
+    }
+}
+
+/// A job produced no segment (or could not commit): its rows are live
+/// again and count toward the next seal.
+fn restore(streams: &mut StreamCache, source_id: i64, done: &Done) {
+    let st = streams.get_mut(source_id, &done.stream);
+    st.in_flight = None;
+    st.unsealed_rows += done.rows_in;
+    st.unsealed_bytes += done.bytes_in;
+    st.first_unsealed = match st.first_unsealed {
+        Some(first) if first.0 < done.first_in.0 => Some(first),
+        _ => Some(done.first_in),
+    };
 }
 
 /// Runs the encoder over one stream's rows, turning a panic into the same
@@ -276,242 +435,6 @@ fn encode(
     }))
 }
 
-impl WriterThread {
-    /// Hands the live rows of `streams` to the encoder as one batch. If one
-    /// of them is still with the encoder from an earlier seal, that seal is
-    /// waited for first: segments of a stream commit in order, and each
-    /// holds exactly the rows that were live when it was asked for. The
-    /// wait only happens when the encoder is a whole seal behind, where
-    /// holding the writer back is the right answer anyway.
-    pub(super) fn dispatch_seal(&mut self, source_id: i64, streams: &[String]) -> Result<()> {
-        if streams.iter().any(|s| {
-            self.streams
-                .get(source_id, s)
-                .is_some_and(|st| st.in_flight.is_some())
-        }) {
-            self.drain_seals()?;
-        }
-        let mut jobs = Vec::new();
-        let id = self.sealer.next_batch;
-        for stream in streams {
-            if jobs.iter().any(|j: &Job| &j.stream == stream) {
-                continue;
-            }
-            let snapshot = Snapshot::on_writer(&self.conn, &self.file);
-            let rows = snapshot.live_wal_rows(source_id, stream)?;
-            let Some(last) = rows.last() else {
-                let st = self.streams.get_mut(source_id, stream);
-                if st.watermark.is_none() && st.newest.is_none() {
-                    warn!(
-                        "{}: asked to seal stream {stream:?} of source {source_id}, which has never \
-                         held a row; is the name right?",
-                        self.file
-                    );
-                }
-                continue;
-            };
-            let st = self.streams.get_mut(source_id, stream);
-            st.in_flight = Some(last.ts);
-            st.unsealed_rows = 0;
-            st.unsealed_bytes = 0;
-            st.first_unsealed = None;
-            jobs.push(Job {
-                batch: id,
-                stream: stream.clone(),
-                rows,
-            });
-        }
-        if jobs.is_empty() {
-            return Ok(());
-        }
-        self.sealer.next_batch += 1;
-        self.sealer.batches.push_back(Batch {
-            id,
-            source_id,
-            waiting: jobs.len(),
-            done: Vec::new(),
-        });
-        let sender = self
-            .sealer
-            .jobs
-            .as_ref()
-            .expect("the encoder runs while the writer does");
-        for job in jobs {
-            if sender.send(job).is_err() {
-                return Err(self.encoder_gone());
-            }
-        }
-        Ok(())
-    }
-
-    fn encoder_gone(&self) -> Error {
-        Error::WriterStopped {
-            file: self.file.clone(),
-            message: "the encoder thread ended unexpectedly".into(),
-        }
-    }
-
-    /// Takes in every seal the encoder has finished, without waiting. They
-    /// commit with the next append's transaction, or on their own if none
-    /// comes soon (see `thread.rs`).
-    pub(super) fn collect_seals(&mut self) -> Result<()> {
-        loop {
-            match self.sealer.done.try_recv() {
-                Ok(done) => self.finished(done)?,
-                Err(TryRecvError::Empty) => return Ok(()),
-                Err(TryRecvError::Disconnected) if !self.sealer.busy() => return Ok(()),
-                Err(TryRecvError::Disconnected) => return Err(self.encoder_gone()),
-            }
-        }
-    }
-
-    /// Waits for every seal in flight and commits it: the barrier before
-    /// anything that must see sealed state settled (finalize, retention,
-    /// adopting a segment, a sync, a clean close).
-    pub(super) fn drain_seals(&mut self) -> Result<()> {
-        while self.sealer.busy() {
-            match self.sealer.done.recv() {
-                Ok(done) => self.finished(done)?,
-                Err(_) => return Err(self.encoder_gone()),
-            }
-        }
-        self.commit_sealed()
-    }
-
-    fn finished(&mut self, done: Done) -> Result<()> {
-        let batch = self
-            .sealer
-            .batches
-            .iter_mut()
-            .find(|b| b.id == done.batch)
-            .expect("every finished job belongs to a batch in flight");
-        batch.waiting -= 1;
-        batch.done.push(done);
-        while self.sealer.batches.front().is_some_and(|b| b.waiting == 0) {
-            let batch = self.sealer.batches.pop_front().expect("checked");
-            self.take_in(batch)?;
-        }
-        Ok(())
-    }
-
-    /// A finished batch: an encoder failure ends the writer here; a job
-    /// that produced no segment gives its rows back to the tail; the rest
-    /// waits to commit.
-    fn take_in(&mut self, batch: Batch) -> Result<()> {
-        let source_id = batch.source_id;
-        let mut segments = Vec::new();
-        for mut done in batch.done {
-            match std::mem::replace(&mut done.outcome, Ok(None)) {
-                Err(e) => return Err(e),
-                Ok(None) => self.restore(source_id, &done),
-                Ok(Some(encoded)) => segments.push((done, encoded)),
-            }
-        }
-        if !segments.is_empty() {
-            self.sealer.ready.push(Sealed {
-                source_id,
-                segments,
-            });
-        }
-        Ok(())
-    }
-
-    /// Inserts every finished seal inside the caller's transaction: each
-    /// batch's segments and its clock observation, the newest sealed row's
-    /// own `(ts, wall_offset)`. A leading run the encoder dropped is below
-    /// the new watermark yet in no segment, so no read could reach it: it
-    /// goes with the seal rather than after it.
-    pub(super) fn insert_sealed(&self, tx: &Transaction<'_>) -> Result<()> {
-        for sealed in &self.sealer.ready {
-            let source_id = sealed.source_id;
-            let mut observation: Option<(i64, i64)> = None;
-            for (done, encoded) in &sealed.segments {
-                let seq = self
-                    .streams
-                    .get(source_id, &done.stream)
-                    .map_or(0, |st| st.next_seq);
-                tx.insert_segment(source_id, &done.stream, seq, &encoded.segment)?;
-                if encoded.segment.first_ts > done.first_in.0 {
-                    tx.sql()
-                        .execute(
-                            "DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts < ?4",
-                            rusqlite::params![source_id, done.stream, done.first_in.0, encoded.segment.first_ts],
-                        )
-                        .map_err(|e| Error::sqlite(&self.file, "cannot drop rows the encoder skipped", e))?;
-                }
-                if observation.is_none_or(|(ts, _)| encoded.observation.0 >= ts) {
-                    observation = Some(encoded.observation);
-                }
-            }
-            if let Some((ts, offset)) = observation {
-                tx.insert_clock_offset(source_id, ts, offset)?;
-            }
-        }
-        Ok(())
-    }
-
-    /// The finished seals committed: the watermarks move, seqs advance, and
-    /// the rows they cover count toward the prune.
-    pub(super) fn sealed_committed(&mut self) {
-        for sealed in std::mem::take(&mut self.sealer.ready) {
-            for (done, encoded) in &sealed.segments {
-                let st = self.streams.get_mut(sealed.source_id, &done.stream);
-                st.next_seq += 1;
-                st.watermark = Some(encoded.segment.last_ts);
-                st.in_flight = None;
-                st.covered_rows += done.rows_in - encoded.skipped;
-                self.pages
-                    .covered(sealed.source_id, &done.stream, encoded.segment.last_ts);
-            }
-        }
-    }
-
-    /// Commits the finished seals on a transaction of their own: at a
-    /// barrier, or when no append came along to carry them. A lock or full
-    /// disk that outlasts the retries defers them: their rows stay live and
-    /// seal next time.
-    pub(super) fn commit_sealed(&mut self) -> Result<()> {
-        if !self.sealer.has_sealed() {
-            return Ok(());
-        }
-        let committed = super::append::with_retries(&self.file, "sealing", || {
-            let tx = Transaction::begin(&self.conn, &self.file)?;
-            self.insert_sealed(&tx)?;
-            tx.commit()
-        });
-        match committed {
-            Ok(()) => self.sealed_committed(),
-            Err(e) if super::append::is_transient(&e) => {
-                warn!(
-                    "{}: {} seal batch(es) deferred ({e}); their rows stay live and seal next time",
-                    self.file,
-                    self.sealer.ready.len()
-                );
-                for sealed in std::mem::take(&mut self.sealer.ready) {
-                    for (done, _) in &sealed.segments {
-                        self.restore(sealed.source_id, done);
-                    }
-                }
-            }
-            Err(e) => return Err(e),
-        }
-        Ok(())
-    }
-
-    /// A job produced no segment (or could not commit): its rows are live
-    /// again and count toward the next seal.
-    fn restore(&mut self, source_id: i64, done: &Done) {
-        let st = self.streams.get_mut(source_id, &done.stream);
-        st.in_flight = None;
-        st.unsealed_rows += done.rows_in;
-        st.unsealed_bytes += done.bytes_in;
-        st.first_unsealed = match st.first_unsealed {
-            Some(first) if first.0 < done.first_in.0 => Some(first),
-            _ => Some(done.first_in),
-        };
-    }
-}
-
 /// What [`super::SourceWriter::adopt_segment`] did with a segment built
 /// elsewhere.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -525,72 +448,61 @@ pub enum Adopted {
     AlreadyHeld,
 }
 
-impl WriterThread {
-    /// Inserts a segment someone else encoded (a replica, a copy) at the
-    /// stream's next seq, if it fits after what the stream already has.
-    pub(super) fn adopt(
-        &mut self,
-        source_id: i64,
-        stream: &str,
-        segment: Segment,
-    ) -> Result<Adopted> {
-        self.require_open(source_id)?;
-        let file = self.file.clone();
-        let invalid = |message: String| Error::Invalid {
-            file: file.clone(),
-            message: format!("cannot adopt a segment into stream {stream:?}: {message}"),
-        };
-        if segment.rows < 1 || segment.first_ts > segment.last_ts {
-            return Err(invalid(format!(
-                "it claims {} rows from {} to {}",
-                segment.rows, segment.first_ts, segment.last_ts
-            )));
-        }
-        if !crate::segment::has_parquet_magic(&segment.bytes) {
-            return Err(invalid("its bytes are not a Parquet file".into()));
-        }
-        let watermark = self
-            .streams
-            .get(source_id, stream)
-            .and_then(|st| st.watermark);
-        if let Some(w) = watermark {
-            if segment.last_ts <= w {
-                return Ok(Adopted::AlreadyHeld);
-            }
-            if segment.first_ts <= w {
-                return Err(invalid(format!(
-                    "it spans {}..={} across the stream's newest sealed row {w}",
-                    segment.first_ts, segment.last_ts
-                )));
-            }
-        }
-        let live = Snapshot::on_writer(&self.conn, &file).live_wal_span(source_id, stream)?;
-        if let Some(live) = live.filter(|l| l.first_ts <= segment.last_ts) {
-            return Err(invalid(format!(
-                "it reaches to {}, past the unsealed row at {}; it would hide rows it does not hold",
-                segment.last_ts, live.first_ts
-            )));
-        }
-        let seq = self
-            .streams
-            .get(source_id, stream)
-            .map_or(0, |st| st.next_seq);
-        with_retries_here(&file, || {
-            let tx = Transaction::begin(&self.conn, &file)?;
-            tx.insert_segment(source_id, stream, seq, &segment)?;
-            tx.commit()
-        })?;
-        let st = self.streams.get_mut(source_id, stream);
-        st.next_seq = seq + 1;
-        st.watermark = Some(segment.last_ts);
-        st.newest = Some(
-            st.newest
-                .map_or(segment.last_ts, |n| n.max(segment.last_ts)),
-        );
-        Ok(Adopted::Inserted { seq })
+/// Inserts a segment someone else encoded (a replica, a copy) at the
+/// stream's next seq, if it fits after what the stream already has. Seals
+/// in flight must be drained first.
+pub(super) fn adopt(
+    conn: &Connection,
+    file: &str,
+    streams: &mut StreamCache,
+    source_id: i64,
+    stream: &str,
+    segment: Segment,
+) -> Result<Adopted> {
+    let invalid = |message: String| Error::Invalid {
+        file: file.to_string(),
+        message: format!("cannot adopt a segment into stream {stream:?}: {message}"),
+    };
+    if segment.rows < 1 || segment.first_ts > segment.last_ts {
+        return Err(invalid(format!(
+            "it claims {} rows from {} to {}",
+            segment.rows, segment.first_ts, segment.last_ts
+        )));
     }
-}
-
-fn with_retries_here(file: &str, op: impl FnMut() -> Result<()>) -> Result<()> {
-    super::append::with_retries(file, "adopting a segment", op)
+    if !crate::segment::has_parquet_magic(&segment.bytes) {
+        return Err(invalid("its bytes are not a Parquet file".into()));
+    }
+    let watermark = streams.get(source_id, stream).and_then(|st| st.watermark);
+    if let Some(w) = watermark {
+        if segment.last_ts <= w {
+            return Ok(Adopted::AlreadyHeld);
+        }
+        if segment.first_ts <= w {
+            return Err(invalid(format!(
+                "it spans {}..={} across the stream's newest sealed row {w}",
+                segment.first_ts, segment.last_ts
+            )));
+        }
+    }
+    let live = Snapshot::on_writer(conn, file).live_wal_span(source_id, stream)?;
+    if let Some(live) = live.filter(|l| l.first_ts <= segment.last_ts) {
+        return Err(invalid(format!(
+            "it reaches to {}, past the unsealed row at {}; it would hide rows it does not hold",
+            segment.last_ts, live.first_ts
+        )));
+    }
+    let seq = streams.get(source_id, stream).map_or(0, |st| st.next_seq);
+    with_retries(file, "adopting a segment", || {
+        let tx = Transaction::begin(conn, file)?;
+        tx.insert_segment(source_id, stream, seq, &segment)?;
+        tx.commit()
+    })?;
+    let st = streams.get_mut(source_id, stream);
+    st.next_seq = seq + 1;
+    st.watermark = Some(segment.last_ts);
+    st.newest = Some(
+        st.newest
+            .map_or(segment.last_ts, |n| n.max(segment.last_ts)),
+    );
+    Ok(Adopted::Inserted { seq })
 }

@@ -6,20 +6,23 @@
 //! event, appended to whatever events the source already has. Both are
 //! compact JSON with keys in byte order, as the original writes them.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::AtomicU64;
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use log::warn;
+use rusqlite::Connection;
 use serde::{Deserialize, Serialize};
 
-use super::append::with_retries;
-use super::thread::{SourceState, WriterThread};
-use super::{NewSource, Opened, SourceRef};
+use super::policy::SealPolicy;
+use super::prune::Pruner;
+use super::retry::with_retries;
+use super::streams::StreamCache;
 use crate::catalog::{CallerRow, ClockOffset, Labels, Snapshot};
-use crate::container::Transaction;
+use crate::container::{NewSource, Transaction};
 use crate::error::{Error, Result};
 use crate::keys;
+use crate::segment::SegmentEncoder;
 
 /// The crate version recorded in every `writer_sessions` entry.
 pub(super) const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -95,13 +98,111 @@ fn metadata_of(tx: &Transaction<'_>, file: &str, source_id: i64) -> Result<Label
         .map(|s| s.metadata)
 }
 
-impl WriterThread {
+/// Names a source to resume: its file-local id or its uuid.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceRef {
+    /// The `sources.id` in this file.
+    Id(i64),
+    /// The source's uuid, the identity every copy carries.
+    Uuid(String),
+}
+
+impl From<i64> for SourceRef {
+    fn from(id: i64) -> Self {
+        SourceRef::Id(id)
+    }
+}
+
+impl From<&str> for SourceRef {
+    fn from(uuid: &str) -> Self {
+        SourceRef::Uuid(uuid.to_string())
+    }
+}
+
+impl From<String> for SourceRef {
+    fn from(uuid: String) -> Self {
+        SourceRef::Uuid(uuid)
+    }
+}
+
+impl From<&String> for SourceRef {
+    fn from(uuid: &String) -> Self {
+        SourceRef::Uuid(uuid.clone())
+    }
+}
+
+/// What the writer thread answers an add or a resume with.
+pub(super) struct Opened {
+    pub source_id: i64,
+    pub uuid: String,
+    pub floor: Option<i64>,
+    pub dropped: Arc<AtomicU64>,
+}
+
+/// A source this writer is appending to.
+pub(super) struct SourceState {
+    policy: SealPolicy,
+    /// Resumed by this writer: rows the rules would drop are refused instead.
+    resumed: bool,
+    /// On a resumed source: the newest row the previous session left. Every
+    /// row of this session must be later.
+    floor: Option<i64>,
+    /// Rows dropped as out of order, shared with the source's handle.
+    dropped: Arc<AtomicU64>,
+}
+
+impl SourceState {
+    /// When its streams seal without being asked.
+    pub fn policy(&self) -> &SealPolicy {
+        &self.policy
+    }
+
+    /// Whether this writer resumed it (refusing rows instead of dropping).
+    pub fn resumed(&self) -> bool {
+        self.resumed
+    }
+
+    /// On a resumed source, the newest row the previous session left.
+    pub fn floor(&self) -> Option<i64> {
+        self.floor
+    }
+
+    /// Counts a row dropped as out of order, where its handle can read it.
+    pub fn count_dropped(&self) {
+        self.dropped.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The sources this writer session has open, and what it did with them:
+/// how many it opened and finalized (a close reclaims free pages only when
+/// every one was finalized) and which it wrote to (a clean close prunes
+/// exactly those).
+pub(super) struct Sessions {
+    default_policy: SealPolicy,
+    sources: HashMap<i64, SourceState>,
+    opened: usize,
+    finalized: usize,
+    written: HashSet<i64>,
+}
+
+impl Sessions {
+    /// No source open yet; each one opened starts with `policy`.
+    pub fn new(policy: SealPolicy) -> Sessions {
+        Sessions {
+            default_policy: policy,
+            sources: HashMap::new(),
+            opened: 0,
+            finalized: 0,
+            written: HashSet::new(),
+        }
+    }
+
     fn register(&mut self, source_id: i64, resumed: bool, floor: Option<i64>) -> Arc<AtomicU64> {
         let dropped = Arc::new(AtomicU64::new(0));
         self.sources.insert(
             source_id,
             SourceState {
-                policy: self.options.seal_policy.clone(),
+                policy: self.default_policy.clone(),
                 resumed,
                 floor,
                 dropped: Arc::clone(&dropped),
@@ -112,13 +213,55 @@ impl WriterThread {
         dropped
     }
 
+    /// The source, if this writer has it open.
+    pub fn get(&self, source_id: i64) -> Option<&SourceState> {
+        self.sources.get(&source_id)
+    }
+
+    /// The source, or the error every call on a source not open here gets.
+    pub fn require(&self, file: &str, source_id: i64) -> Result<&SourceState> {
+        self.sources.get(&source_id).ok_or_else(|| Error::Invalid {
+            file: file.to_string(),
+            message: format!("source {source_id} is not open for writing in this writer"),
+        })
+    }
+
+    /// Changes one open source's seal policy.
+    pub fn set_policy(&mut self, source_id: i64, policy: SealPolicy) {
+        if let Some(source) = self.sources.get_mut(&source_id) {
+            source.policy = policy;
+        }
+    }
+
+    /// A handle was dropped without finalizing: the source stays as it is.
+    pub fn release(&mut self, source_id: i64) {
+        self.sources.remove(&source_id);
+    }
+
+    /// Every source added or resumed in this session, finalized or not.
+    pub fn written(&self) -> Vec<i64> {
+        let mut ids: Vec<i64> = self.written.iter().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
+    /// Whether this session opened sources and finalized every one.
+    pub fn all_finalized(&self) -> bool {
+        self.opened > 0 && self.finalized == self.opened
+    }
+
     /// Inserts a source, records this session on it, and writes the
     /// encoder's version.
-    pub(super) fn add_source(&mut self, mut source: NewSource) -> Result<Opened> {
-        let file = self.file.clone();
+    pub fn add_source(
+        &mut self,
+        conn: &Connection,
+        file: &str,
+        encoder: &dyn SegmentEncoder,
+        mut source: NewSource,
+    ) -> Result<Opened> {
+        let file = file.to_string();
         if let Some(uuid) = &source.uuid {
-            let taken: bool = self
-                .conn
+            let taken: bool = conn
                 .query_row(
                     "SELECT EXISTS (SELECT 1 FROM sources WHERE lower(uuid) = lower(?1))",
                     [uuid],
@@ -134,7 +277,7 @@ impl WriterThread {
                 });
             }
         }
-        if let Some(version) = self.encoder.version() {
+        if let Some(version) = encoder.version() {
             match source.metadata.get(keys::ENCODER) {
                 Some(theirs) if *theirs != version => {
                     return Err(Error::Invalid {
@@ -152,7 +295,7 @@ impl WriterThread {
         source.complete = false;
         let anchor = source.clock_anchor_wall_ns;
         let (source_id, uuid) = with_retries(&file, "adding a source", || {
-            let tx = Transaction::begin(&self.conn, &file)?;
+            let tx = Transaction::begin(conn, &file)?;
             let session = tx.mint_uuid()?;
             let entry = SessionEntry {
                 clock_anchor_wall_ns: anchor,
@@ -182,9 +325,20 @@ impl WriterThread {
     }
 
     /// Continues a source as a new session anchored at `anchor` (§7).
-    pub(super) fn resume(&mut self, which: SourceRef, anchor: i64) -> Result<Opened> {
-        let file = self.file.clone();
-        let snapshot = Snapshot::on_writer(&self.conn, &file);
+    /// Its covered rows join the prune's count (`streams`) now that it is
+    /// written to; a source this writer never touches keeps its file as it
+    /// was. Seals in flight must be drained first.
+    pub fn resume(
+        &mut self,
+        conn: &Connection,
+        file: &str,
+        encoder: &dyn SegmentEncoder,
+        streams: &mut StreamCache,
+        which: SourceRef,
+        anchor: i64,
+    ) -> Result<Opened> {
+        let file = file.to_string();
+        let snapshot = Snapshot::on_writer(conn, &file);
         let record = match &which {
             SourceRef::Id(id) => snapshot.source(*id)?,
             SourceRef::Uuid(uuid) => snapshot
@@ -204,7 +358,7 @@ impl WriterThread {
                 message: format!("source {source_id} is already being written by this writer"),
             });
         }
-        crate::segment::check_encoder(&file, source_id, &record.metadata, self.encoder.as_ref())?;
+        crate::segment::check_encoder(&file, source_id, &record.metadata, encoder)?;
         let newest = snapshot.newest_ts(source_id)?;
         if let Some(newest) = newest {
             if anchor <= newest {
@@ -217,7 +371,7 @@ impl WriterThread {
             }
         }
         with_retries(&file, "resuming a source", || {
-            let tx = Transaction::begin(&self.conn, &file)?;
+            let tx = Transaction::begin(conn, &file)?;
             let metadata = metadata_of(&tx, &file, source_id)?;
             let session = tx.mint_uuid()?;
             let entry = SessionEntry {
@@ -258,11 +412,8 @@ impl WriterThread {
             tx.set_complete(source_id, false)?;
             tx.commit()
         })?;
-        // Its covered rows join the prune's count now that it is written to;
-        // a source this writer never touches keeps its file as it was.
-        let streams = Snapshot::on_writer(&self.conn, &file).streams(source_id)?;
-        for stream in &streams {
-            self.streams.refresh(&self.conn, &file, source_id, stream)?;
+        for stream in Snapshot::on_writer(conn, &file).streams(source_id)? {
+            streams.refresh(conn, &file, source_id, &stream)?;
         }
         let dropped = self.register(source_id, true, newest);
         Ok(Opened {
@@ -277,57 +428,73 @@ impl WriterThread {
     /// row the source's segments cover, in one transaction: a finalized
     /// source holds no covered rows, whatever happens to the process next.
     /// Seals are drained before this runs.
-    pub(super) fn finalize(&mut self, source_id: i64, last: ClockOffset) -> Result<()> {
-        self.require_open(source_id)?;
-        with_retries(&self.file, "finalizing a source", || {
-            let tx = Transaction::begin(&self.conn, &self.file)?;
-            self.prune_source_in(tx.sql(), source_id)
-                .map_err(|e| Error::sqlite(&self.file, "cannot prune a finalized source", e))?;
+    pub fn finalize(
+        &mut self,
+        conn: &Connection,
+        file: &str,
+        streams: &mut StreamCache,
+        pruner: &mut Pruner,
+        source_id: i64,
+        last: ClockOffset,
+    ) -> Result<()> {
+        self.require(file, source_id)?;
+        with_retries(file, "finalizing a source", || {
+            let tx = Transaction::begin(conn, file)?;
+            pruner
+                .source_in(tx.sql(), streams, source_id)
+                .map_err(|e| Error::sqlite(file, "cannot prune a finalized source", e))?;
             tx.insert_clock_offset(source_id, last.ts, last.offset_ns)?;
             tx.set_complete(source_id, true)?;
             tx.commit()
         })?;
-        self.source_pruned(source_id);
+        pruner.source_committed(streams, source_id);
+        pruner.stop_waiting(source_id, None, i64::MAX);
         self.sources.remove(&source_id);
-        self.pages.stop_waiting(source_id, None, i64::MAX);
         self.finalized += 1;
         Ok(())
     }
 
     /// Applies a caller's metadata patch. The keys dendro maintains itself
     /// are refused: a caller rewriting them would falsify the provenance.
-    pub(super) fn update_metadata(
-        &mut self,
+    pub fn update_metadata(
+        &self,
+        conn: &Connection,
+        file: &str,
         source_id: i64,
         patch: &BTreeMap<String, Option<String>>,
     ) -> Result<()> {
-        self.require_open(source_id)?;
+        self.require(file, source_id)?;
         if let Some(key) = patch
             .keys()
             .find(|k| *k == keys::WRITER_SESSIONS || *k == keys::ENCODER)
         {
             return Err(Error::Invalid {
-                file: self.file.clone(),
+                file: file.to_string(),
                 message: format!("metadata key {key:?} is written by dendro, not by callers"),
             });
         }
-        with_retries(&self.file, "updating metadata", || {
-            let tx = Transaction::begin(&self.conn, &self.file)?;
+        with_retries(file, "updating metadata", || {
+            let tx = Transaction::begin(conn, file)?;
             tx.patch_metadata(source_id, patch)?;
             tx.commit()
         })
     }
 
     /// Appends one event to the source's `events` key.
-    pub(super) fn append_event(&mut self, source_id: i64, event: &Event) -> Result<()> {
-        self.require_open(source_id)?;
-        let file = self.file.clone();
-        with_retries(&file, "appending an event", || {
-            let tx = Transaction::begin(&self.conn, &file)?;
-            let metadata = metadata_of(&tx, &file, source_id)?;
+    pub fn append_event(
+        &self,
+        conn: &Connection,
+        file: &str,
+        source_id: i64,
+        event: &Event,
+    ) -> Result<()> {
+        self.require(file, source_id)?;
+        with_retries(file, "appending an event", || {
+            let tx = Transaction::begin(conn, file)?;
+            let metadata = metadata_of(&tx, file, source_id)?;
             let events =
                 events_with(metadata.get(keys::EVENTS), event).map_err(|why| Error::Invalid {
-                    file: file.clone(),
+                    file: file.to_string(),
                     message: format!(
                         "source {source_id}: its `events` key cannot be appended to: {why}"
                     ),
@@ -340,25 +507,33 @@ impl WriterThread {
     }
 
     /// Stores rows in the caller's time-keyed store.
-    pub(super) fn caller_rows(
-        &mut self,
+    pub fn caller_rows(
+        &self,
+        conn: &Connection,
+        file: &str,
         source_id: i64,
         name: &str,
         rows: &[CallerRow],
     ) -> Result<()> {
-        self.require_open(source_id)?;
-        with_retries(&self.file, "storing caller rows", || {
-            let tx = Transaction::begin(&self.conn, &self.file)?;
+        self.require(file, source_id)?;
+        with_retries(file, "storing caller rows", || {
+            let tx = Transaction::begin(conn, file)?;
             tx.insert_caller_rows(source_id, name, rows)?;
             tx.commit()
         })
     }
 
     /// Records one clock observation; the first at a timestamp wins.
-    pub(super) fn clock_offset(&mut self, source_id: i64, offset: ClockOffset) -> Result<()> {
-        self.require_open(source_id)?;
-        with_retries(&self.file, "recording a clock offset", || {
-            let tx = Transaction::begin(&self.conn, &self.file)?;
+    pub fn clock_offset(
+        &self,
+        conn: &Connection,
+        file: &str,
+        source_id: i64,
+        offset: ClockOffset,
+    ) -> Result<()> {
+        self.require(file, source_id)?;
+        with_retries(file, "recording a clock offset", || {
+            let tx = Transaction::begin(conn, file)?;
             tx.insert_clock_offset(source_id, offset.ts, offset.offset_ns)?;
             tx.commit()
         })

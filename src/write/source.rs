@@ -6,44 +6,15 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::Instant;
 
-use super::retention::Floors;
-use super::{request, Adopted, Event, EvictRequest, Evicted, Msg, SealPolicy, Shared, TickRows};
+use super::append::TickRows;
+use super::channel::{request, Msg, Shared};
+use super::policy::SealPolicy;
+use super::retention::{EvictRequest, Evicted, Floors};
+use super::seal::Adopted;
+use super::session::{Event, Opened, SourceRef};
 use crate::catalog::{CallerRow, ClockOffset};
 use crate::error::Result;
 use crate::segment::Segment;
-
-/// Names a source to resume: its file-local id or its uuid.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceRef {
-    /// The `sources.id` in this file.
-    Id(i64),
-    /// The source's uuid, the identity every copy carries.
-    Uuid(String),
-}
-
-impl From<i64> for SourceRef {
-    fn from(id: i64) -> Self {
-        SourceRef::Id(id)
-    }
-}
-
-impl From<&str> for SourceRef {
-    fn from(uuid: &str) -> Self {
-        SourceRef::Uuid(uuid.to_string())
-    }
-}
-
-impl From<String> for SourceRef {
-    fn from(uuid: String) -> Self {
-        SourceRef::Uuid(uuid)
-    }
-}
-
-impl From<&String> for SourceRef {
-    fn from(uuid: &String) -> Self {
-        SourceRef::Uuid(uuid.clone())
-    }
-}
 
 /// A source's timeline (format §5): timestamps count monotonic time from the
 /// wall clock read once when the session started, so they keep increasing
@@ -88,20 +59,20 @@ impl SourceClock {
 /// Dropping the handle without [`SourceWriter::finalize`] leaves the source
 /// `complete = 0`: what an unclean stop looks like, and resumable.
 pub struct SourceWriter {
-    pub(super) tx: SyncSender<Msg>,
-    pub(super) shared: Arc<Shared>,
-    pub(super) source_id: i64,
-    pub(super) uuid: String,
-    pub(super) clock: SourceClock,
-    pub(super) floor: Option<i64>,
-    pub(super) dropped: Arc<AtomicU64>,
-    pub(super) released: bool,
+    tx: SyncSender<Msg>,
+    shared: Arc<Shared>,
+    source_id: i64,
+    uuid: String,
+    clock: SourceClock,
+    floor: Option<i64>,
+    dropped: Arc<AtomicU64>,
+    released: bool,
 }
 
 impl std::fmt::Debug for SourceWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("SourceWriter")
-            .field("file", &self.shared.file)
+            .field("file", &self.shared.file())
             .field("source_id", &self.source_id)
             .field("uuid", &self.uuid)
             .finish_non_exhaustive()
@@ -109,6 +80,25 @@ impl std::fmt::Debug for SourceWriter {
 }
 
 impl SourceWriter {
+    /// The handle onto a source the writer thread has just opened.
+    pub(super) fn new(
+        tx: SyncSender<Msg>,
+        shared: Arc<Shared>,
+        opened: Opened,
+        clock: SourceClock,
+    ) -> SourceWriter {
+        SourceWriter {
+            tx,
+            shared,
+            source_id: opened.source_id,
+            uuid: opened.uuid,
+            clock,
+            floor: opened.floor,
+            dropped: opened.dropped,
+            released: false,
+        }
+    }
+
     /// The source's id in this file.
     pub fn id(&self) -> i64 {
         self.source_id

@@ -129,11 +129,11 @@ impl StreamCache {
             .flat_map(|(id, s)| s.iter().map(move |(name, st)| (*id, name, st)))
     }
 
-    /// Every stream, to change.
-    pub fn all_mut(&mut self) -> impl Iterator<Item = (i64, &String, &mut StreamState)> {
-        self.sources
-            .iter_mut()
-            .flat_map(|(id, s)| s.iter_mut().map(move |(name, st)| (*id, name, st)))
+    /// Applies `change` to every stream of one source.
+    pub fn for_source_mut(&mut self, source_id: i64, mut change: impl FnMut(&mut StreamState)) {
+        if let Some(streams) = self.sources.get_mut(&source_id) {
+            streams.values_mut().for_each(&mut change);
+        }
     }
 
     /// Covered rows waiting for a prune, across the archive.

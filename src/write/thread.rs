@@ -1,8 +1,12 @@
 //! The writer thread: owns the only writing connection and serves the
 //! channel, one message at a time, in the order the callers sent them.
+//!
+//! It holds the writer's parts privately and lends each the connection and
+//! the stream table for one call: the [`Sessions`] of open sources, the
+//! [`Sealer`] and its encoder thread, the [`Pruner`], the append path's
+//! [`Drops`]. What needs more than one part (a tick, a finalize, a close)
+//! is put together here.
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::AtomicU64;
 use std::sync::mpsc::{Receiver, RecvTimeoutError};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -10,10 +14,18 @@ use std::time::{Duration, Instant};
 use log::warn;
 use rusqlite::Connection;
 
-use super::pages::PageTracker;
-use super::seal::{SealPolicy, Sealer};
+use super::append::{self, Drops, Part, TickRows};
+use super::channel::{Msg, Shared};
+use super::checkpoint;
+use super::options::WriterOptions;
+use super::prune::Pruner;
+use super::retention;
+use super::retry::{is_transient, with_retries};
+use super::seal::{self, Sealer};
+use super::session::Sessions;
 use super::streams::StreamCache;
-use super::{Msg, Shared, WriterOptions};
+use crate::catalog::ClockOffset;
+use crate::container::Transaction;
 use crate::error::{Error, Result};
 use crate::segment::SegmentEncoder;
 
@@ -26,83 +38,53 @@ const IDLE_PRUNE_AFTER: Duration = Duration::from_secs(1);
 /// source ticking once a second does not leave it waiting.
 const SEAL_RIDE_WAIT: Duration = Duration::from_millis(2);
 
-/// A source this writer is appending to.
-pub(super) struct SourceState {
-    pub policy: SealPolicy,
-    /// Resumed by this writer: rows the rules would drop are refused instead.
-    pub resumed: bool,
-    /// On a resumed source: the newest row the previous session left. Every
-    /// row of this session must be later.
-    pub floor: Option<i64>,
-    /// Rows dropped as out of order, shared with the source's handle.
-    pub dropped: Arc<AtomicU64>,
-}
-
 /// Everything the writer thread owns.
-pub(crate) struct WriterThread {
-    pub(super) conn: Connection,
-    pub(super) file: String,
-    pub(super) encoder: Arc<dyn SegmentEncoder>,
-    pub(super) options: WriterOptions,
-    pub(super) streams: StreamCache,
-    pub(super) sources: HashMap<i64, SourceState>,
-    pub(super) sealer: Sealer,
-    pub(super) consecutive_drops: u32,
-    pub(super) warned_collisions: HashSet<i64>,
-    /// Sources opened and finalized in this session: a close reclaims free
-    /// pages only when every one it opened was finalized.
-    pub(super) opened: usize,
-    /// Every source added or resumed in this session, finalized or not: a
-    /// clean close deletes their covered rows. Others keep their file as
-    /// it was.
-    pub(super) written: HashSet<i64>,
-    pub(super) finalized: usize,
-    /// Which rows share table pages, for the prune (see `prune.rs`).
-    pub(super) pages: PageTracker,
-    /// Rows of fully covered pages, to delete in the next transaction.
-    pub(super) pending_prune: Vec<(i64, String, i64)>,
-    pub(super) appends_since_prune: u32,
+pub(super) struct WriterThread {
+    conn: Connection,
+    file: String,
+    encoder: Arc<dyn SegmentEncoder>,
+    checkpoint_interval: Duration,
+    streams: StreamCache,
+    sessions: Sessions,
+    sealer: Sealer,
+    pruner: Pruner,
+    drops: Drops,
     last_checkpoint: Instant,
     last_activity: Instant,
     shared: Arc<Shared>,
 }
 
 impl WriterThread {
-    pub(super) fn new(
+    /// The thread's state over `conn`, its stream table seeded from the file.
+    pub fn new(
         conn: Connection,
         file: String,
         encoder: Arc<dyn SegmentEncoder>,
         options: WriterOptions,
-        streams: StreamCache,
         sealer: Sealer,
         shared: Arc<Shared>,
-    ) -> WriterThread {
-        WriterThread {
+    ) -> Result<WriterThread> {
+        let streams = StreamCache::seed(&conn, &file)?;
+        Ok(WriterThread {
             conn,
             file,
             encoder,
-            options,
+            checkpoint_interval: options.checkpoint_interval,
             streams,
-            sources: HashMap::new(),
+            sessions: Sessions::new(options.seal_policy),
             sealer,
-            consecutive_drops: 0,
-            warned_collisions: HashSet::new(),
-            opened: 0,
-            written: HashSet::new(),
-            finalized: 0,
-            pages: PageTracker::default(),
-            pending_prune: Vec::new(),
-            appends_since_prune: 0,
+            pruner: Pruner::new(options.prune_batch_rows, options.prune_every),
+            drops: Drops::default(),
             last_checkpoint: Instant::now(),
             last_activity: Instant::now(),
             shared,
-        }
+        })
     }
 
     /// The thread's body. Records how it ended where the handles can read
     /// it, then closes the connection (SQLite checkpoints and removes the
     /// sidecars when it was the last one).
-    pub(super) fn run(mut self, rx: Receiver<Msg>) -> Result<()> {
+    pub fn run(mut self, rx: Receiver<Msg>) -> Result<()> {
         let outcome = self.serve(&rx);
         let failure = outcome.as_ref().err().map(|e| e.to_string());
         if let Some(message) = &failure {
@@ -126,18 +108,16 @@ impl WriterThread {
                 }
                 Err(RecvTimeoutError::Timeout) => self.idle()?,
             }
-            self.collect_seals()?;
+            self.sealer.collect(&mut self.streams)?;
             self.checkpoint_if_due();
         }
     }
 
     /// How long the loop may wait for a message before it has work of its own.
     fn next_wakeup(&self) -> Duration {
-        let checkpoint = self
-            .options
+        let mut wait = self
             .checkpoint_interval
             .saturating_sub(self.last_checkpoint.elapsed());
-        let mut wait = checkpoint;
         if self.sealer.has_sealed() {
             wait = wait.min(SEAL_RIDE_WAIT.saturating_sub(self.last_activity.elapsed()));
         }
@@ -149,10 +129,14 @@ impl WriterThread {
 
     fn idle(&mut self) -> Result<()> {
         if self.sealer.has_sealed() && self.last_activity.elapsed() >= SEAL_RIDE_WAIT {
-            self.commit_sealed()?;
+            self.sealer
+                .commit_ready(&self.conn, &mut self.streams, &mut self.pruner)?;
         }
         if self.last_activity.elapsed() >= IDLE_PRUNE_AFTER && !self.sealer.busy() {
-            if let Err(e) = self.prune_now() {
+            if let Err(e) = self
+                .pruner
+                .prune_now(&self.conn, &self.file, &mut self.streams)
+            {
                 warn!(
                     "{}: pruning sealed rows while idle failed ({e}); will retry",
                     self.file
@@ -166,70 +150,229 @@ impl WriterThread {
     /// old snapshot can stop it moving pages, and that is no reason to stop
     /// recording.
     fn checkpoint_if_due(&mut self) {
-        if self.last_checkpoint.elapsed() < self.options.checkpoint_interval {
+        if self.last_checkpoint.elapsed() < self.checkpoint_interval {
             return;
         }
-        if let Err(e) = super::checkpoint::passive(&self.conn, &self.file) {
+        if let Err(e) = checkpoint::passive(&self.conn, &self.file) {
             warn!("{}: the periodic checkpoint failed ({e})", self.file);
         }
         self.last_checkpoint = Instant::now();
     }
 
-    /// Deletes the covered rows of every source this session wrote, in one
-    /// transaction, by watermark rather than by the prune's counts.
-    fn prune_written(&mut self) -> Result<()> {
-        let mut sources: Vec<i64> = self.written.iter().copied().collect();
-        sources.sort_unstable();
-        super::append::with_retries(&self.file, "pruning sealed rows", || {
-            let tx = crate::container::Transaction::begin(&self.conn, &self.file)?;
-            for &source_id in &sources {
-                self.prune_source_in(tx.sql(), source_id)
-                    .map_err(|e| Error::sqlite(&self.file, "cannot prune sealed rows", e))?;
-            }
-            tx.commit()
-        })?;
-        for source_id in sources {
-            self.source_pruned(source_id);
-        }
-        Ok(())
+    /// Every seal in flight lands: the barrier before anything that must
+    /// see sealed state settled.
+    fn drain_seals(&mut self) -> Result<()> {
+        self.sealer
+            .drain(&self.conn, &mut self.streams, &mut self.pruner)
     }
 
-    /// A clean stop: every seal in flight lands, covered rows are pruned, and
-    /// when every source this session opened was finalized, free pages go
-    /// back to the filesystem (bounded in time).
+    /// A clean stop: every seal in flight lands, the covered rows of every
+    /// source this session wrote are deleted, and when every source it
+    /// opened was finalized, free pages go back to the filesystem (bounded
+    /// in time).
     fn close(&mut self) -> Result<()> {
         self.drain_seals()?;
         if let Err(e) = self.prune_written() {
             warn!("{}: pruning sealed rows at close failed ({e})", self.file);
         }
-        if self.opened > 0 && self.finalized == self.opened {
-            if let Err(e) = super::checkpoint::reclaim_at_close(&self.conn, &self.file) {
+        if self.sessions.all_finalized() {
+            if let Err(e) = checkpoint::reclaim_at_close(&self.conn, &self.file) {
                 warn!("{}: reclaiming free pages at close failed ({e})", self.file);
             }
         }
         Ok(())
     }
 
-    pub(super) fn not_open(&self, source_id: i64) -> Error {
-        Error::Invalid {
-            file: self.file.clone(),
-            message: format!("source {source_id} is not open for writing in this writer"),
+    /// Deletes the covered rows of every source this session wrote, in one
+    /// transaction, by watermark rather than by the prune's counts.
+    fn prune_written(&mut self) -> Result<()> {
+        let sources = self.sessions.written();
+        let (conn, file, streams, pruner) = (&self.conn, &self.file, &self.streams, &self.pruner);
+        with_retries(file, "pruning sealed rows", || {
+            let tx = Transaction::begin(conn, file)?;
+            for &source_id in &sources {
+                pruner
+                    .source_in(tx.sql(), streams, source_id)
+                    .map_err(|e| Error::sqlite(file, "cannot prune sealed rows", e))?;
+            }
+            tx.commit()
+        })?;
+        for source_id in sources {
+            self.pruner.source_committed(&mut self.streams, source_id);
         }
+        Ok(())
     }
 
-    /// Fails unless `source_id` is being written by this writer.
-    pub(super) fn require_open(&self, source_id: i64) -> Result<()> {
-        if self.sources.contains_key(&source_id) {
-            Ok(())
-        } else {
-            Err(self.not_open(source_id))
+    /// Commits one tick for one or more sources. The outer `Err` is fatal to
+    /// the writer; each source's own outcome is in the returned list.
+    fn commit_tick(&mut self, ticks: Vec<(i64, TickRows)>) -> Result<Vec<Result<()>>> {
+        let mut outcomes: Vec<Result<()>> = (0..ticks.len()).map(|_| Ok(())).collect();
+        let parts: Vec<Part> = ticks
+            .into_iter()
+            .enumerate()
+            .map(|(i, (source_id, rows))| (i, source_id, rows))
+            .collect();
+        let mut parts = self.screen(parts, &mut outcomes);
+        if parts.is_empty() {
+            return Ok(outcomes);
         }
+        let mut sealing = false;
+        for (_, source_id, rows) in &parts {
+            sealing |= self.seal_due_by_time(*source_id, rows)?;
+        }
+        if sealing {
+            // The seal just handed to the encoder moved its streams'
+            // watermarks: a row of this tick at or below one would be
+            // hidden by the segment without being in it. Judge it again.
+            parts = self.screen(parts, &mut outcomes);
+            if parts.is_empty() {
+                return Ok(outcomes);
+            }
+        }
+        let prune = self.pruner.due(&self.streams);
+        let inserted = with_retries(&self.file, "committing a tick", || {
+            append::insert_tick(
+                &self.conn,
+                &self.file,
+                &parts,
+                &self.streams,
+                &self.sealer,
+                &self.pruner,
+                prune,
+            )
+        });
+        let inserted = match inserted {
+            Ok(inserted) => inserted,
+            Err(e) if is_transient(&e) => {
+                self.drops.dropped(&self.file, &e)?;
+                for (i, source_id, _) in &parts {
+                    outcomes[*i] = Err(Error::TickDropped {
+                        file: self.file.clone(),
+                        source_id: *source_id,
+                        cause: e.to_string(),
+                    });
+                }
+                return Ok(outcomes);
+            }
+            Err(e) => return Err(e),
+        };
+        self.drops.committed();
+        self.pruner.tick_committed();
+        if inserted.sealed {
+            self.sealer
+                .ready_committed(&mut self.streams, &mut self.pruner);
+        }
+        self.pruner
+            .committed(&mut self.streams, inserted.prune, &inserted.pruned);
+        for ((i, source_id, rows), collision) in parts.iter().zip(inserted.collisions) {
+            if let Some(err) = collision {
+                self.drops.collision(*source_id, &err);
+                outcomes[*i] = Err(err);
+                continue;
+            }
+            let policy = self
+                .sessions
+                .get(*source_id)
+                .map(|s| s.policy().clone())
+                .unwrap_or_default();
+            let mut due: Vec<String> = Vec::new();
+            for (stream, row) in rows {
+                self.pruner
+                    .appended(*source_id, stream, row.ts, row.wall_offset, row.row.len());
+                let st = self.streams.get_mut(*source_id, stream);
+                st.committed(row.ts, row.wall_offset, row.row.len());
+                if policy.due_by_size(st.unsealed_rows, st.unsealed_bytes) && !due.contains(stream)
+                {
+                    due.push(stream.clone());
+                }
+            }
+            if !due.is_empty() {
+                self.dispatch_seal(*source_id, &due)?;
+            }
+        }
+        Ok(outcomes)
+    }
+
+    /// Screens each part (see [`append::screen`]), recording refusals in
+    /// `outcomes` and keeping the parts with rows left.
+    fn screen(&mut self, parts: Vec<Part>, outcomes: &mut [Result<()>]) -> Vec<Part> {
+        let mut kept = Vec::with_capacity(parts.len());
+        for (i, source_id, rows) in parts {
+            match append::screen(
+                &self.file,
+                &self.sessions,
+                &mut self.streams,
+                source_id,
+                rows,
+            ) {
+                Ok(rows) if rows.is_empty() => {}
+                Ok(rows) => kept.push((i, source_id, rows)),
+                Err(e) => outcomes[i] = Err(e),
+            }
+        }
+        kept
+    }
+
+    /// Seals the source's streams whose unsealed rows this tick would make
+    /// too old, or would carry across an alignment boundary. Whether it
+    /// handed any to the encoder.
+    fn seal_due_by_time(&mut self, source_id: i64, rows: &TickRows) -> Result<bool> {
+        let Some(policy) = self.sessions.get(source_id).map(|s| s.policy()) else {
+            return Ok(false);
+        };
+        if !policy.has_time_limit() {
+            return Ok(false);
+        }
+        let Some((now_ts, now_wall)) = rows
+            .iter()
+            .map(|(_, r)| (r.ts, r.ts.saturating_add(r.wall_offset)))
+            .max()
+        else {
+            return Ok(false);
+        };
+        let due: Vec<String> = self
+            .streams
+            .of_source(source_id)
+            .filter(|(_, st)| policy.due_by_time(st.first_unsealed, now_ts, now_wall))
+            .map(|(name, _)| name.clone())
+            .collect();
+        if due.is_empty() {
+            return Ok(false);
+        }
+        self.dispatch_seal(source_id, &due)?;
+        Ok(true)
+    }
+
+    fn dispatch_seal(&mut self, source_id: i64, names: &[String]) -> Result<()> {
+        self.sealer.dispatch(
+            &self.conn,
+            &mut self.streams,
+            &mut self.pruner,
+            source_id,
+            names,
+        )
+    }
+
+    fn finalize(&mut self, source_id: i64, last: ClockOffset) -> Result<()> {
+        self.sessions.finalize(
+            &self.conn,
+            &self.file,
+            &mut self.streams,
+            &mut self.pruner,
+            source_id,
+            last,
+        )
     }
 
     fn handle(&mut self, msg: Msg) -> Result<()> {
+        let (conn, file) = (&self.conn, self.file.as_str());
         match msg {
             Msg::AddSource { source, reply } => {
-                let _ = reply.send(self.add_source(source));
+                let _ =
+                    reply.send(
+                        self.sessions
+                            .add_source(conn, file, self.encoder.as_ref(), source),
+                    );
             }
             Msg::Resume {
                 source,
@@ -237,27 +380,28 @@ impl WriterThread {
                 reply,
             } => {
                 self.drain_seals()?;
-                let _ = reply.send(self.resume(source, anchor));
+                let opened = self.sessions.resume(
+                    &self.conn,
+                    &self.file,
+                    self.encoder.as_ref(),
+                    &mut self.streams,
+                    source,
+                    anchor,
+                );
+                let _ = reply.send(opened);
             }
             Msg::Wal { ticks, reply } => {
                 let outcomes = self.commit_tick(ticks)?;
                 let _ = reply.send(Ok(outcomes));
             }
             Msg::Seal { source_id, streams } => {
-                if self.sources.contains_key(&source_id) {
+                if self.sessions.get(source_id).is_some() {
                     self.dispatch_seal(source_id, &streams)?;
                 } else {
-                    warn!(
-                        "{}: a seal for source {source_id}, which is not open, was ignored",
-                        self.file
-                    );
+                    warn!("{file}: a seal for source {source_id}, which is not open, was ignored");
                 }
             }
-            Msg::SetPolicy { source_id, policy } => {
-                if let Some(source) = self.sources.get_mut(&source_id) {
-                    source.policy = policy;
-                }
-            }
+            Msg::SetPolicy { source_id, policy } => self.sessions.set_policy(source_id, policy),
             Msg::Finalize {
                 source_id,
                 last,
@@ -267,22 +411,22 @@ impl WriterThread {
                 let _ = reply.send(self.finalize(source_id, last));
             }
             Msg::Release { source_id } => {
-                self.sources.remove(&source_id);
-                self.pages.stop_waiting(source_id, None, i64::MAX);
+                self.sessions.release(source_id);
+                self.pruner.stop_waiting(source_id, None, i64::MAX);
             }
             Msg::UpdateMetadata {
                 source_id,
                 patch,
                 reply,
             } => {
-                let _ = reply.send(self.update_metadata(source_id, &patch));
+                let _ = reply.send(self.sessions.update_metadata(conn, file, source_id, &patch));
             }
             Msg::AppendEvent {
                 source_id,
                 event,
                 reply,
             } => {
-                let _ = reply.send(self.append_event(source_id, &event));
+                let _ = reply.send(self.sessions.append_event(conn, file, source_id, &event));
             }
             Msg::CallerRows {
                 source_id,
@@ -290,14 +434,17 @@ impl WriterThread {
                 rows,
                 reply,
             } => {
-                let _ = reply.send(self.caller_rows(source_id, &name, &rows));
+                let _ = reply.send(
+                    self.sessions
+                        .caller_rows(conn, file, source_id, &name, &rows),
+                );
             }
             Msg::ClockOffset {
                 source_id,
                 offset,
                 reply,
             } => {
-                let _ = reply.send(self.clock_offset(source_id, offset));
+                let _ = reply.send(self.sessions.clock_offset(conn, file, source_id, offset));
             }
             Msg::Adopt {
                 source_id,
@@ -306,7 +453,21 @@ impl WriterThread {
                 reply,
             } => {
                 self.drain_seals()?;
-                let _ = reply.send(self.adopt(source_id, &stream, segment));
+                let adopted = self
+                    .sessions
+                    .require(&self.file, source_id)
+                    .map(|_| ())
+                    .and_then(|()| {
+                        seal::adopt(
+                            &self.conn,
+                            &self.file,
+                            &mut self.streams,
+                            source_id,
+                            &stream,
+                            segment,
+                        )
+                    });
+                let _ = reply.send(adopted);
             }
             Msg::Evict {
                 source_id,
@@ -314,20 +475,34 @@ impl WriterThread {
                 reply,
             } => {
                 self.drain_seals()?;
-                let _ = reply.send(self.evict(source_id, request));
+                let evicted = self
+                    .sessions
+                    .require(&self.file, source_id)
+                    .map(|_| ())
+                    .and_then(|()| {
+                        retention::evict(
+                            &self.conn,
+                            &self.file,
+                            &mut self.streams,
+                            &mut self.pruner,
+                            source_id,
+                            request,
+                        )
+                    });
+                let _ = reply.send(evicted);
             }
             Msg::SegmentSizes { source_id, reply } => {
-                let _ = reply.send(self.segment_sizes(source_id));
+                let _ = reply.send(retention::segment_sizes(conn, file, source_id));
             }
             Msg::ArchiveBytes { reply } => {
-                let _ = reply.send(super::checkpoint::archive_bytes(&self.conn, &self.file));
+                let _ = reply.send(checkpoint::archive_bytes(conn, file));
             }
             Msg::Sync { reply } => {
                 self.drain_seals()?;
                 let _ = reply.send(Ok(()));
             }
             Msg::Checkpoint { reply } => {
-                let report = super::checkpoint::passive(&self.conn, &self.file);
+                let report = checkpoint::passive(conn, file);
                 self.last_checkpoint = Instant::now();
                 let _ = reply.send(report);
             }

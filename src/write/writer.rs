@@ -8,15 +8,17 @@ use std::thread::JoinHandle;
 
 use log::warn;
 
+use super::append::TickRows;
+use super::channel::{request, Msg, Shared};
+use super::checkpoint::CheckpointReport;
+use super::options::WriterOptions;
 use super::seal::Sealer;
-use super::streams::StreamCache;
+use super::session::{Opened, SourceRef};
+use super::source::{SourceClock, SourceWriter};
 use super::thread::WriterThread;
-use super::{
-    request, wall_clock_ns, CheckpointReport, Msg, NewSource, Opened, Shared, SourceClock,
-    SourceRef, SourceWriter, TickRows, WriterOptions,
-};
+use super::wall_clock_ns;
 use crate::catalog::Labels;
-use crate::container::{create_file, open_streaming};
+use crate::container::{create_file, open_streaming, NewSource};
 use crate::error::{Error, Result};
 use crate::segment::SegmentEncoder;
 
@@ -104,19 +106,23 @@ impl Writer {
         // copy instead of a temporary file's writes.
         conn.execute_batch("PRAGMA temp_store = MEMORY")
             .map_err(|e| Error::sqlite(&file, "cannot configure the write connection", e))?;
-        let streams = StreamCache::seed(&conn, &file)?;
         let (tx, rx) = sync_channel(1);
         let shared = Arc::new(Shared::new(file.clone()));
-        let sealer = Sealer::start(&file, Arc::clone(&encoder), tx.clone())?;
+        // A finished seal knocks on the writer's channel so an idle writer
+        // commits it promptly. The knock never blocks: if the slot is
+        // taken, the writer is about to wake anyway and will look.
+        let knock = tx.clone();
+        let sealer = Sealer::start(&file, Arc::clone(&encoder), move || {
+            let _ = knock.try_send(Msg::Wake);
+        })?;
         let state = WriterThread::new(
             conn,
             file.clone(),
             encoder,
             options,
-            streams,
             sealer,
             Arc::clone(&shared),
-        );
+        )?;
         let thread = std::thread::Builder::new()
             .name("dendro-writer".into())
             .spawn(move || {
@@ -144,16 +150,12 @@ impl Writer {
     }
 
     fn handle(&self, opened: Opened, clock: SourceClock) -> Result<SourceWriter> {
-        Ok(SourceWriter {
-            tx: self.sender()?.clone(),
-            shared: Arc::clone(&self.shared),
-            source_id: opened.source_id,
-            uuid: opened.uuid,
+        Ok(SourceWriter::new(
+            self.sender()?.clone(),
+            Arc::clone(&self.shared),
+            opened,
             clock,
-            floor: opened.floor,
-            dropped: opened.dropped,
-            released: false,
-        })
+        ))
     }
 
     /// Adds a source anchored at the wall clock now. Its metadata gains
@@ -223,10 +225,8 @@ impl Writer {
     /// however many sources). Each source's outcome is reported separately:
     /// one source's duplicate or refused row costs only its own part.
     pub fn wal_tick(&self, ticks: Vec<(&SourceWriter, TickRows)>) -> Result<Vec<Result<()>>> {
-        let ticks: Vec<(i64, TickRows)> = ticks
-            .into_iter()
-            .map(|(w, rows)| (w.source_id, rows))
-            .collect();
+        let ticks: Vec<(i64, TickRows)> =
+            ticks.into_iter().map(|(w, rows)| (w.id(), rows)).collect();
         request(self.sender()?, &self.shared, |reply| Msg::Wal {
             ticks,
             reply,
@@ -266,7 +266,7 @@ impl Writer {
         match self.thread.take() {
             Some(thread) => thread.join().unwrap_or_else(|_| {
                 Err(Error::WriterStopped {
-                    file: self.shared.file.clone(),
+                    file: self.shared.file().to_string(),
                     message: "the writer thread panicked".into(),
                 })
             }),

@@ -2,7 +2,8 @@
 //! appends, seals, sessions, retention, the files on disk, crashes, and a
 //! reader in another process beside the writer. `child` is this binary
 //! started again as that other process.
-#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
+// The crash and live-reader tests write the demo encoding.
+#![cfg(all(feature = "write", feature = "demo", not(target_arch = "wasm32")))]
 
 #[path = "../common/mod.rs"]
 mod common;
