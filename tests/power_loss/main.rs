@@ -14,6 +14,7 @@ mod common;
 
 mod check;
 mod cuts;
+mod disk_full;
 mod shim;
 mod support;
 mod vfs;

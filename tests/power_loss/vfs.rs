@@ -7,12 +7,15 @@
 //! last successful `xSync`, plus the writes and truncations made since, in
 //! order. Those pending operations are what a power cut may lose.
 //!
-//! The switch: a cut at the k-th write, sync or truncation of those files.
-//! That operation and every later write, sync, truncation or delete fails
-//! with an I/O error, so nothing more is acknowledged. [`restore`] then
-//! puts each file back as a reboot would find it and deletes `-shm` (the
-//! wal-index, which SQLite rebuilds from the log; what a reboot leaves of
-//! it is whatever the kernel last wrote back).
+//! Two switches:
+//! - a cut at the k-th write, sync or truncation of those files: that
+//!   operation and every later write, sync, truncation or delete fails
+//!   with an I/O error, so nothing more is acknowledged. [`restore`] then
+//!   puts each file back as a reboot would find it and deletes `-shm`
+//!   (the wal-index, which SQLite rebuilds from the log; what a reboot
+//!   leaves of it is whatever the kernel last wrote back);
+//! - a full disk: while it is on, every write fails with `SQLITE_FULL`,
+//!   which is what the `unix` VFS answers on `ENOSPC`.
 //!
 //! Registering a VFS as the default affects every connection in the
 //! process, so the state is global and one test at a time holds it
@@ -119,6 +122,8 @@ pub struct Cut {
 pub struct Counters {
     /// Writes, syncs and truncations of tracked files since the last reset.
     pub ops: u64,
+    /// Writes refused as a full disk.
+    pub full_refusals: u64,
     /// Seal batches the test's encoder finished (told by the test).
     pub seals_encoded: u64,
     /// `-wal` commits that carried a Parquet segment.
@@ -133,6 +138,7 @@ struct State {
     counters: Counters,
     cut_at: Option<u64>,
     cut: Option<Cut>,
+    full: bool,
     phase: &'static str,
     pragma: Option<String>,
     wal_writes: u64,
@@ -156,7 +162,7 @@ fn state() -> MutexGuard<'static, State> {
 /// Serialises the tests of this binary: the shim's state is global.
 static EXCLUSIVE: Mutex<()> = Mutex::new(());
 
-/// One test's hold on the shim: installed, reset, power on.
+/// One test's hold on the shim: installed, reset, power on, disk not full.
 /// Dropping it puts the power back on even if the test panicked, so the
 /// next test does not inherit a dead disk.
 pub struct Session {
@@ -168,6 +174,7 @@ impl Drop for Session {
         let mut s = state();
         s.cut_at = None;
         s.cut = None;
+        s.full = false;
     }
 }
 
@@ -215,6 +222,11 @@ pub fn power_is_off() -> bool {
 
 pub fn counters() -> Counters {
     state().counters.clone()
+}
+
+/// Fills (or frees) the disk.
+pub fn set_full(full: bool) {
+    state().full = full;
 }
 
 /// Labels what the test is doing, for the cut's report.
@@ -782,6 +794,10 @@ unsafe extern "C" fn f_write(
                 return ffi::SQLITE_IOERR_WRITE;
             }
         }
+        if s.full {
+            s.counters.full_refusals += 1;
+            return ffi::SQLITE_FULL;
+        }
         let rc = methods
             .xWrite
             .map_or(ffi::SQLITE_IOERR_WRITE, |f| f(real, buf, amount, offset));
@@ -822,6 +838,7 @@ unsafe extern "C" fn f_truncate(file: *mut ffi::sqlite3_file, size: ffi::sqlite3
                 return ffi::SQLITE_IOERR_TRUNCATE;
             }
         }
+        // Shrinking needs no space: a full disk does not refuse it.
         let rc = methods
             .xTruncate
             .map_or(ffi::SQLITE_IOERR_TRUNCATE, |f| f(real, size));
