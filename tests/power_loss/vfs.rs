@@ -103,6 +103,8 @@ pub enum Op {
 pub struct Cut {
     pub index: u64,
     pub op: Op,
+    /// Where in the file a write starts, or the size a truncation leaves.
+    pub offset: u64,
     pub kind: Kind,
     /// The test's own label for the call in progress.
     pub phase: &'static str,
@@ -245,9 +247,13 @@ pub enum Unsynced<'a> {
     Lost,
     /// Each write independently is lost, lands whole, or lands torn (a
     /// prefix of its 512-byte sectors: a disk that writes a sector whole
-    /// or not at all). Each truncation lands or not. `next(n)` draws each
-    /// choice below `n`.
-    Torn { next: &'a mut dyn FnMut(u64) -> u64 },
+    /// or not at all); with `garbage`, it may also land as garbage over
+    /// its own range (a sector caught mid-write). Each truncation lands or
+    /// not. `next(n)` draws each choice below `n`.
+    Torn {
+        next: &'a mut dyn FnMut(u64) -> u64,
+        garbage: bool,
+    },
 }
 
 /// What [`restore`] put back.
@@ -279,13 +285,13 @@ pub fn restore(mut unsynced: Unsynced<'_>) -> Restored {
                 out.pending_dropped += image.pending.len();
                 image.durable
             }
-            Unsynced::Torn { next } => {
+            Unsynced::Torn { next, garbage } => {
                 // A file never synced has no durable directory entry
                 // either: it may or may not be there after the reboot.
                 let exists = image.durable.is_some() || (!image.pending.is_empty() && next(2) == 0);
                 let mut bytes = image.durable.unwrap_or_default();
                 for op in image.pending {
-                    let landed = land(&mut bytes, op, &mut **next);
+                    let landed = land(&mut bytes, op, &mut **next, *garbage);
                     if landed {
                         out.pending_landed += 1;
                     } else {
@@ -313,7 +319,7 @@ pub fn restore(mut unsynced: Unsynced<'_>) -> Restored {
 
 /// Applies one unsynced operation the way a power cut might have left it.
 /// Returns whether any of it landed.
-fn land(bytes: &mut Vec<u8>, op: Pending, next: &mut dyn FnMut(u64) -> u64) -> bool {
+fn land(bytes: &mut Vec<u8>, op: Pending, next: &mut dyn FnMut(u64) -> u64, garbage: bool) -> bool {
     match op {
         Pending::Truncate(size) => {
             if next(2) == 0 {
@@ -323,10 +329,10 @@ fn land(bytes: &mut Vec<u8>, op: Pending, next: &mut dyn FnMut(u64) -> u64) -> b
             true
         }
         Pending::Write { offset, mut data } => {
-            match next(3) {
+            match next(if garbage { 4 } else { 3 }) {
                 0 => return false,
                 1 => {}
-                _ => {
+                2 => {
                     // Torn at a 512-byte sector boundary inside the write:
                     // the sectors before it made it, the rest did not. A
                     // write within one sector lands whole or not at all.
@@ -338,6 +344,13 @@ fn land(bytes: &mut Vec<u8>, op: Pending, next: &mut dyn FnMut(u64) -> u64) -> b
                     }
                     let at = (first + next(boundaries)) * 512;
                     data.truncate((at - start) as usize);
+                }
+                _ => {
+                    // Garbage over the write's own range: the unix VFS
+                    // promises powersafe overwrite, so nothing outside it.
+                    for b in data.iter_mut() {
+                        *b = next(256) as u8;
+                    }
                 }
             }
             let end = offset as usize + data.len();
@@ -715,29 +728,30 @@ unsafe fn tracked<'a>(file: *mut ffi::sqlite3_file) -> Option<(&'a Path, Kind)> 
 
 /// Counts one write, sync or truncation of a tracked file and decides
 /// whether the power goes out on it. Returns false when it must fail.
-fn counted(s: &mut State, op: Op, kind: Kind) -> bool {
+fn counted(s: &mut State, op: Op, kind: Kind, offset: u64) -> bool {
     if s.cut.is_some() {
         return false;
     }
     s.counters.ops += 1;
     if s.trace.is_some() {
-        let here = here(s, op, kind);
+        let here = here(s, op, kind, offset);
         if let Some(trace) = s.trace.as_mut() {
             trace.push(here);
         }
     }
     if s.cut_at == Some(s.counters.ops) {
-        s.cut = Some(here(s, op, kind));
+        s.cut = Some(here(s, op, kind, offset));
         return false;
     }
     true
 }
 
 /// The operation about to be made, described.
-fn here(s: &State, op: Op, kind: Kind) -> Cut {
+fn here(s: &State, op: Op, kind: Kind, offset: u64) -> Cut {
     Cut {
         index: s.counters.ops,
         op,
+        offset,
         kind,
         phase: s.phase,
         pragma: s.pragma.clone(),
@@ -790,7 +804,7 @@ unsafe extern "C" fn f_write(
             return ffi::SQLITE_IOERR_WRITE;
         }
         if let Some((_, kind)) = tracked {
-            if !counted(&mut s, Op::Write, kind) {
+            if !counted(&mut s, Op::Write, kind, offset as u64) {
                 return ffi::SQLITE_IOERR_WRITE;
             }
         }
@@ -834,7 +848,7 @@ unsafe extern "C" fn f_truncate(file: *mut ffi::sqlite3_file, size: ffi::sqlite3
             return ffi::SQLITE_IOERR_TRUNCATE;
         }
         if let Some((_, kind)) = tracked {
-            if !counted(&mut s, Op::Truncate, kind) {
+            if !counted(&mut s, Op::Truncate, kind, size as u64) {
                 return ffi::SQLITE_IOERR_TRUNCATE;
             }
         }
@@ -860,7 +874,7 @@ unsafe extern "C" fn f_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int
             return ffi::SQLITE_IOERR_FSYNC;
         }
         if let Some((_, kind)) = tracked {
-            if !counted(&mut s, Op::Sync, kind) {
+            if !counted(&mut s, Op::Sync, kind, 0) {
                 return ffi::SQLITE_IOERR_FSYNC;
             }
         }
