@@ -21,41 +21,15 @@
 //! process, so the state is global and one test at a time holds it
 //! ([`exclusive`]).
 //!
-//! Ownership, in short: SQLite allocates `szOsFile` bytes for each file
-//! object and frees them after `xClose`. We lay out a [`ShimFile`] header
-//! at the front of that block and let the `unix` VFS build its own file
-//! object right after it; the header points at it. The only thing we
-//! allocate ourselves is the boxed [`FileInfo`], freed in `xClose`.
+//! This file is the disk model: what is durable, what a cut or a full
+//! disk does, and the reboot. `wrap` is the C side, the VFS SQLite calls,
+//! which forwards to `unix` and reports each operation here.
+
+mod wrap;
 
 use std::collections::{BTreeMap, HashMap};
-use std::ffi::{c_char, c_int, c_void, CStr, OsStr};
-use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
-use std::ptr;
 use std::sync::{Mutex, MutexGuard, OnceLock};
-
-use rusqlite::ffi;
-
-/// What SQLite calls the shim. It is registered as the default, so no
-/// connection names it.
-const NAME: &CStr = c"dendro-powercut";
-
-/// The header SQLite sees as a `sqlite3_file`. `base` must come first:
-/// SQLite reads `pMethods` through a pointer to the whole block.
-#[repr(C)]
-struct ShimFile {
-    base: ffi::sqlite3_file,
-    /// The wrapped `unix` file object, in the same allocation right after
-    /// this header; valid from a successful `xOpen` until `xClose`.
-    real: *mut ffi::sqlite3_file,
-    /// Our own record of the file, boxed; freed in `xClose`.
-    info: *mut FileInfo,
-}
-
-// The wrapped file starts right after the header. SQLite hands out blocks
-// aligned to 8 bytes, and the `unix` file object needs that alignment, so
-// the header's size must keep it.
-const _: () = assert!(std::mem::size_of::<ShimFile>().is_multiple_of(8));
 
 /// Which files the shim keeps durable images of.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,11 +38,6 @@ pub enum Kind {
     Wal,
     /// Temporary files, journals of attached databases: passed through.
     Other,
-}
-
-struct FileInfo {
-    path: Option<PathBuf>,
-    kind: Kind,
 }
 
 /// One operation not yet made durable by a sync.
@@ -183,7 +152,7 @@ impl Drop for Session {
 /// Installs the shim (once per process) and takes it for one test.
 pub fn exclusive() -> Session {
     let guard = EXCLUSIVE.lock().unwrap_or_else(|e| e.into_inner());
-    install();
+    wrap::install();
     reset();
     Session { _guard: guard }
 }
@@ -353,11 +322,7 @@ fn land(bytes: &mut Vec<u8>, op: Pending, next: &mut dyn FnMut(u64) -> u64, garb
                     }
                 }
             }
-            let end = offset as usize + data.len();
-            if bytes.len() < end {
-                bytes.resize(end, 0);
-            }
-            bytes[offset as usize..end].copy_from_slice(&data);
+            put(bytes, offset, &data);
             true
         }
     }
@@ -369,369 +334,152 @@ pub fn sidecar(path: &Path, suffix: &str) -> PathBuf {
     PathBuf::from(name)
 }
 
-// ---------------------------------------------------------------------------
-// Registration
-
-fn install() {
-    static INSTALLED: OnceLock<()> = OnceLock::new();
-    INSTALLED.get_or_init(|| unsafe {
-        // The default VFS before ours: `unix` on Linux. Finding it also
-        // initialises SQLite.
-        let real = ffi::sqlite3_vfs_find(ptr::null());
-        assert!(!real.is_null(), "SQLite has no default VFS");
-        assert!(
-            (*real).iVersion >= 3,
-            "the default VFS is version {}",
-            (*real).iVersion
-        );
-        // Leaked: SQLite keeps a pointer to a registered VFS for the life
-        // of the process.
-        let vfs = Box::leak(Box::new(ffi::sqlite3_vfs {
-            iVersion: 3,
-            // Our header, then room for the wrapped VFS's own file object.
-            szOsFile: std::mem::size_of::<ShimFile>() as c_int + (*real).szOsFile,
-            mxPathname: (*real).mxPathname,
-            pNext: ptr::null_mut(),
-            zName: NAME.as_ptr(),
-            // The wrapped VFS: every forwarding function finds it here.
-            pAppData: real.cast(),
-            xOpen: Some(x_open),
-            xDelete: Some(x_delete),
-            xAccess: Some(x_access),
-            xFullPathname: Some(x_full_pathname),
-            xDlOpen: Some(x_dl_open),
-            xDlError: Some(x_dl_error),
-            xDlSym: Some(x_dl_sym),
-            xDlClose: Some(x_dl_close),
-            xRandomness: Some(x_randomness),
-            xSleep: Some(x_sleep),
-            xCurrentTime: Some(x_current_time),
-            xGetLastError: Some(x_get_last_error),
-            xCurrentTimeInt64: Some(x_current_time_int64),
-            xSetSystemCall: Some(x_set_system_call),
-            xGetSystemCall: Some(x_get_system_call),
-            xNextSystemCall: Some(x_next_system_call),
-        }));
-        let rc = ffi::sqlite3_vfs_register(vfs, 1);
-        assert_eq!(rc, ffi::SQLITE_OK, "cannot register the shim VFS");
-    });
+/// What the C side must do with a write, sync or truncation.
+pub(super) enum Verdict {
+    /// Pass it to the disk.
+    Go,
+    /// Fail it: the power is out.
+    PowerOff,
+    /// Fail it: the disk is full.
+    Full,
 }
 
-/// The wrapped VFS, stored in our VFS's `pAppData` at registration.
-unsafe fn real_vfs(vfs: *mut ffi::sqlite3_vfs) -> *mut ffi::sqlite3_vfs {
-    unsafe { (*vfs).pAppData.cast() }
-}
-
-// ---------------------------------------------------------------------------
-// VFS methods
-
-unsafe extern "C" fn x_open(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: ffi::sqlite3_filename,
-    file: *mut ffi::sqlite3_file,
-    flags: c_int,
-    out_flags: *mut c_int,
-) -> c_int {
-    unsafe {
-        let real_vfs = real_vfs(vfs);
-        let shim = file.cast::<ShimFile>();
-        let real = file
-            .cast::<u8>()
-            .add(std::mem::size_of::<ShimFile>())
-            .cast::<ffi::sqlite3_file>();
-        // Until the open succeeds, pMethods stays null: SQLite then does
-        // not call xClose on this block.
-        ptr::write(
-            shim,
-            ShimFile {
-                base: ffi::sqlite3_file {
-                    pMethods: ptr::null(),
-                },
-                real,
-                info: ptr::null_mut(),
-            },
-        );
-        let kind = if flags & ffi::SQLITE_OPEN_MAIN_DB != 0 {
-            Kind::MainDb
-        } else if flags & ffi::SQLITE_OPEN_WAL != 0 {
-            Kind::Wal
-        } else {
-            Kind::Other
-        };
-        // A null name is a temporary file SQLite names itself.
-        let path = (!name.is_null())
-            .then(|| PathBuf::from(OsStr::from_bytes(CStr::from_ptr(name).to_bytes())));
-        // Held across the real open so that the image taken from disk and
-        // the handle's registration cannot interleave with another thread.
-        let mut s = state();
-        let first_sight = match (&path, kind) {
-            (Some(p), Kind::MainDb | Kind::Wal) if !s.files.contains_key(p) => {
-                // Tracking starts here: whatever is on disk now is durable
-                // (a reset only happens with every file closed).
+impl State {
+    /// A file is being opened. For a main database or `-wal` the shim has
+    /// not seen since the last reset, its image starts from what is on
+    /// disk now (a reset only happens with every file closed, so all of
+    /// it is durable); `None` for any other file.
+    pub(super) fn first_sight(&self, path: Option<&Path>, kind: Kind) -> Option<Option<Vec<u8>>> {
+        match (path, kind) {
+            (Some(p), Kind::MainDb | Kind::Wal) if !self.files.contains_key(p) => {
                 Some(std::fs::read(p).ok())
             }
             _ => None,
-        };
-        let rc = match (*real_vfs).xOpen {
-            Some(open) => open(real_vfs, name, real, flags, out_flags),
-            None => ffi::SQLITE_CANTOPEN,
-        };
-        if rc != ffi::SQLITE_OK {
-            // The unix VFS leaves its own pMethods null on failure and
-            // has released what it took.
-            return rc;
         }
-        if let (Some(p), Some(durable)) = (&path, first_sight) {
-            s.files.insert(
-                p.clone(),
-                Image {
-                    kind,
-                    durable,
-                    pending: Vec::new(),
-                },
-            );
-        }
-        s.open += 1;
-        (*shim).info = Box::into_raw(Box::new(FileInfo { path, kind }));
-        (*shim).base.pMethods = &METHODS;
-        ffi::SQLITE_OK
     }
-}
 
-unsafe extern "C" fn x_delete(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    sync_dir: c_int,
-) -> c_int {
-    unsafe {
-        let real_vfs = real_vfs(vfs);
-        let mut s = state();
-        if s.cut.is_some() {
-            return ffi::SQLITE_IOERR_DELETE;
+    /// A file opened; with `first_sight`, tracking of it starts.
+    pub(super) fn opened(
+        &mut self,
+        path: Option<&Path>,
+        kind: Kind,
+        first: Option<Option<Vec<u8>>>,
+    ) {
+        if let (Some(p), Some(durable)) = (path, first) {
+            let image = Image {
+                kind,
+                durable,
+                pending: Vec::new(),
+            };
+            self.files.insert(p.to_path_buf(), image);
         }
-        let rc = match (*real_vfs).xDelete {
-            Some(delete) => delete(real_vfs, name, sync_dir),
-            None => ffi::SQLITE_IOERR_DELETE,
-        };
-        if rc == ffi::SQLITE_OK && !name.is_null() {
-            let path = Path::new(OsStr::from_bytes(CStr::from_ptr(name).to_bytes()));
-            // SQLite deletes a `-wal` only after checkpointing it into a
-            // synced main file, so whether the unlink itself survives a
-            // cut does not matter to what a reader finds; taken as durable.
-            if let Some(image) = s.files.get_mut(path) {
-                image.durable = None;
-                image.pending.clear();
+        self.open += 1;
+    }
+
+    pub(super) fn closed(&mut self) {
+        self.open = self.open.saturating_sub(1);
+    }
+
+    /// Decides a write, sync or truncation before it is made: counts it
+    /// (on a tracked file) and cuts the power if it is the chosen one.
+    pub(super) fn admit(&mut self, op: Op, tracked: Option<Kind>, offset: u64) -> Verdict {
+        if self.cut.is_some() {
+            return Verdict::PowerOff;
+        }
+        if let Some(kind) = tracked {
+            if !counted(self, op, kind, offset) {
+                return Verdict::PowerOff;
             }
         }
-        rc
+        // Shrinking or syncing needs no space.
+        if self.full && op == Op::Write {
+            self.counters.full_refusals += 1;
+            return Verdict::Full;
+        }
+        Verdict::Go
     }
-}
 
-unsafe extern "C" fn x_access(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    flags: c_int,
-    out: *mut c_int,
-) -> c_int {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real)
-            .xAccess
-            .map_or(ffi::SQLITE_ERROR, |f| f(real, name, flags, out))
+    /// A write to a tracked file reached the disk's cache.
+    pub(super) fn wrote(&mut self, path: &Path, kind: Kind, offset: u64, data: &[u8]) {
+        if kind == Kind::Wal {
+            // A new transaction's first frame ends any checkpoint label.
+            if self.pragma.as_deref() == Some("wal_checkpoint") {
+                self.pragma = None;
+            }
+            self.wal_writes += 1;
+            self.wal_tx_parquet |= data.windows(4).any(|w| w == b"PAR1");
+        }
+        if let Some(image) = self.files.get_mut(path) {
+            image.pending.push(Pending::Write {
+                offset,
+                data: data.to_vec(),
+            });
+        }
     }
-}
 
-unsafe extern "C" fn x_full_pathname(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    n_out: c_int,
-    out: *mut c_char,
-) -> c_int {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real)
-            .xFullPathname
-            .map_or(ffi::SQLITE_ERROR, |f| f(real, name, n_out, out))
+    pub(super) fn truncated(&mut self, path: &Path, size: u64) {
+        if let Some(image) = self.files.get_mut(path) {
+            image.pending.push(Pending::Truncate(size));
+        }
     }
-}
 
-unsafe extern "C" fn x_dl_open(vfs: *mut ffi::sqlite3_vfs, name: *const c_char) -> *mut c_void {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real).xDlOpen.map_or(ptr::null_mut(), |f| f(real, name))
+    /// A sync of a tracked file succeeded: what was pending is durable.
+    /// (The unix VFS also syncs the directory after the first sync of a
+    /// new `-wal`, so the file's existence is durable too.)
+    pub(super) fn synced(&mut self, path: &Path, kind: Kind) {
+        if let Some(image) = self.files.get_mut(path) {
+            let mut bytes = image.durable.take().unwrap_or_default();
+            for op in image.pending.drain(..) {
+                match op {
+                    Pending::Write { offset, data } => put(&mut bytes, offset, &data),
+                    Pending::Truncate(size) => bytes.resize(size as usize, 0),
+                }
+            }
+            image.durable = Some(bytes);
+        }
+        if kind == Kind::Wal && self.wal_writes > 0 {
+            // A commit (or a restarted log's header) reached the disk.
+            if self.wal_tx_parquet {
+                self.counters.seals_committed += 1;
+                self.prune_due = true;
+            } else if self.phase == "append" {
+                self.prune_due = false;
+            }
+            self.wal_writes = 0;
+            self.wal_tx_parquet = false;
+        }
     }
-}
 
-unsafe extern "C" fn x_dl_error(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) {
-    unsafe {
-        let real = real_vfs(vfs);
-        if let Some(f) = (*real).xDlError {
-            f(real, n, out)
+    /// SQLite deleted a file. It deletes a `-wal` only after checkpointing
+    /// it into a synced main file, so whether the unlink itself would
+    /// survive a cut does not change what a reader finds: taken as durable.
+    pub(super) fn deleted(&mut self, path: &Path) {
+        if let Some(image) = self.files.get_mut(path) {
+            image.durable = None;
+            image.pending.clear();
+        }
+    }
+
+    /// SQLite announced a `PRAGMA` (`SQLITE_FCNTL_PRAGMA`), for the labels.
+    pub(super) fn saw_pragma(&mut self, name: String) {
+        if !name.starts_with("experimental") {
+            self.pragma = Some(name);
         }
     }
 }
 
-type DlSym = unsafe extern "C" fn(*mut ffi::sqlite3_vfs, *mut c_void, *const c_char);
-
-unsafe extern "C" fn x_dl_sym(
-    vfs: *mut ffi::sqlite3_vfs,
-    handle: *mut c_void,
-    symbol: *const c_char,
-) -> Option<DlSym> {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real).xDlSym.and_then(|f| f(real, handle, symbol))
+/// Writes `data` at `offset`, growing the image if it reaches past the end.
+fn put(bytes: &mut Vec<u8>, offset: u64, data: &[u8]) {
+    let end = offset as usize + data.len();
+    if bytes.len() < end {
+        bytes.resize(end, 0);
     }
-}
-
-unsafe extern "C" fn x_dl_close(vfs: *mut ffi::sqlite3_vfs, handle: *mut c_void) {
-    unsafe {
-        let real = real_vfs(vfs);
-        if let Some(f) = (*real).xDlClose {
-            f(real, handle)
-        }
-    }
-}
-
-unsafe extern "C" fn x_randomness(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real).xRandomness.map_or(0, |f| f(real, n, out))
-    }
-}
-
-unsafe extern "C" fn x_sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real).xSleep.map_or(0, |f| f(real, micros))
-    }
-}
-
-unsafe extern "C" fn x_current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real)
-            .xCurrentTime
-            .map_or(ffi::SQLITE_ERROR, |f| f(real, out))
-    }
-}
-
-unsafe extern "C" fn x_get_last_error(
-    vfs: *mut ffi::sqlite3_vfs,
-    n: c_int,
-    out: *mut c_char,
-) -> c_int {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real).xGetLastError.map_or(0, |f| f(real, n, out))
-    }
-}
-
-unsafe extern "C" fn x_current_time_int64(
-    vfs: *mut ffi::sqlite3_vfs,
-    out: *mut ffi::sqlite3_int64,
-) -> c_int {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real)
-            .xCurrentTimeInt64
-            .map_or(ffi::SQLITE_ERROR, |f| f(real, out))
-    }
-}
-
-unsafe extern "C" fn x_set_system_call(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    call: ffi::sqlite3_syscall_ptr,
-) -> c_int {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real)
-            .xSetSystemCall
-            .map_or(ffi::SQLITE_NOTFOUND, |f| f(real, name, call))
-    }
-}
-
-unsafe extern "C" fn x_get_system_call(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-) -> ffi::sqlite3_syscall_ptr {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real).xGetSystemCall.and_then(|f| f(real, name))
-    }
-}
-
-unsafe extern "C" fn x_next_system_call(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-) -> *const c_char {
-    unsafe {
-        let real = real_vfs(vfs);
-        (*real)
-            .xNextSystemCall
-            .map_or(ptr::null(), |f| f(real, name))
-    }
-}
-
-// ---------------------------------------------------------------------------
-// File methods
-
-/// Version 3: shared memory (2) and memory-mapped reads (3) are forwarded
-/// to the wrapped file, which the unix VFS opens at version 3 too; a
-/// wrapped file of a lower version gets the documented fallbacks.
-static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
-    iVersion: 3,
-    xClose: Some(f_close),
-    xRead: Some(f_read),
-    xWrite: Some(f_write),
-    xTruncate: Some(f_truncate),
-    xSync: Some(f_sync),
-    xFileSize: Some(f_file_size),
-    xLock: Some(f_lock),
-    xUnlock: Some(f_unlock),
-    xCheckReservedLock: Some(f_check_reserved_lock),
-    xFileControl: Some(f_file_control),
-    xSectorSize: Some(f_sector_size),
-    xDeviceCharacteristics: Some(f_device_characteristics),
-    xShmMap: Some(f_shm_map),
-    xShmLock: Some(f_shm_lock),
-    xShmBarrier: Some(f_shm_barrier),
-    xShmUnmap: Some(f_shm_unmap),
-    xFetch: Some(f_fetch),
-    xUnfetch: Some(f_unfetch),
-};
-
-/// The wrapped file and its methods. Valid while SQLite holds the file
-/// open, which is the only time it calls these methods.
-unsafe fn parts(
-    file: *mut ffi::sqlite3_file,
-) -> (*mut ffi::sqlite3_file, &'static ffi::sqlite3_io_methods) {
-    unsafe {
-        let real = (*file.cast::<ShimFile>()).real;
-        (real, &*(*real).pMethods)
-    }
-}
-
-unsafe fn info<'a>(file: *mut ffi::sqlite3_file) -> &'a FileInfo {
-    unsafe { &*(*file.cast::<ShimFile>()).info }
-}
-
-/// The tracked path of a file, if the shim keeps an image of it.
-unsafe fn tracked<'a>(file: *mut ffi::sqlite3_file) -> Option<(&'a Path, Kind)> {
-    let info = unsafe { info(file) };
-    match (&info.path, info.kind) {
-        (Some(p), Kind::MainDb | Kind::Wal) => Some((p.as_path(), info.kind)),
-        _ => None,
-    }
+    bytes[offset as usize..end].copy_from_slice(data);
 }
 
 /// Counts one write, sync or truncation of a tracked file and decides
 /// whether the power goes out on it. Returns false when it must fail.
 fn counted(s: &mut State, op: Op, kind: Kind, offset: u64) -> bool {
-    if s.cut.is_some() {
-        return false;
-    }
     s.counters.ops += 1;
     if s.trace.is_some() {
         let here = here(s, op, kind, offset);
@@ -758,327 +506,5 @@ fn here(s: &State, op: Op, kind: Kind, offset: u64) -> Cut {
         wal_writes: s.wal_writes,
         seal_waiting: s.counters.seals_encoded > s.counters.seals_committed,
         prune_due: s.prune_due,
-    }
-}
-
-unsafe extern "C" fn f_close(file: *mut ffi::sqlite3_file) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        let rc = methods.xClose.map_or(ffi::SQLITE_OK, |f| f(real));
-        // SQLite frees the block after this returns, whatever we answer;
-        // our boxed record goes with it.
-        let shim = file.cast::<ShimFile>();
-        drop(Box::from_raw((*shim).info));
-        (*shim).info = ptr::null_mut();
-        let mut s = state();
-        s.open = s.open.saturating_sub(1);
-        rc
-    }
-}
-
-unsafe extern "C" fn f_read(
-    file: *mut ffi::sqlite3_file,
-    buf: *mut c_void,
-    amount: c_int,
-    offset: ffi::sqlite3_int64,
-) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        methods
-            .xRead
-            .map_or(ffi::SQLITE_IOERR_READ, |f| f(real, buf, amount, offset))
-    }
-}
-
-unsafe extern "C" fn f_write(
-    file: *mut ffi::sqlite3_file,
-    buf: *const c_void,
-    amount: c_int,
-    offset: ffi::sqlite3_int64,
-) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        let tracked = tracked(file);
-        let mut s = state();
-        if s.cut.is_some() {
-            return ffi::SQLITE_IOERR_WRITE;
-        }
-        if let Some((_, kind)) = tracked {
-            if !counted(&mut s, Op::Write, kind, offset as u64) {
-                return ffi::SQLITE_IOERR_WRITE;
-            }
-        }
-        if s.full {
-            s.counters.full_refusals += 1;
-            return ffi::SQLITE_FULL;
-        }
-        let rc = methods
-            .xWrite
-            .map_or(ffi::SQLITE_IOERR_WRITE, |f| f(real, buf, amount, offset));
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
-        if let Some((path, kind)) = tracked {
-            let data = std::slice::from_raw_parts(buf.cast::<u8>(), amount.max(0) as usize);
-            if kind == Kind::Wal {
-                // A new transaction's first frame ends any checkpoint label.
-                if s.pragma.as_deref() == Some("wal_checkpoint") {
-                    s.pragma = None;
-                }
-                s.wal_writes += 1;
-                s.wal_tx_parquet |= data.windows(4).any(|w| w == b"PAR1");
-            }
-            if let Some(image) = s.files.get_mut(path) {
-                image.pending.push(Pending::Write {
-                    offset: offset as u64,
-                    data: data.to_vec(),
-                });
-            }
-        }
-        rc
-    }
-}
-
-unsafe extern "C" fn f_truncate(file: *mut ffi::sqlite3_file, size: ffi::sqlite3_int64) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        let tracked = tracked(file);
-        let mut s = state();
-        if s.cut.is_some() {
-            return ffi::SQLITE_IOERR_TRUNCATE;
-        }
-        if let Some((_, kind)) = tracked {
-            if !counted(&mut s, Op::Truncate, kind, size as u64) {
-                return ffi::SQLITE_IOERR_TRUNCATE;
-            }
-        }
-        // Shrinking needs no space: a full disk does not refuse it.
-        let rc = methods
-            .xTruncate
-            .map_or(ffi::SQLITE_IOERR_TRUNCATE, |f| f(real, size));
-        if rc == ffi::SQLITE_OK {
-            if let Some(image) = tracked.and_then(|(p, _)| s.files.get_mut(p)) {
-                image.pending.push(Pending::Truncate(size as u64));
-            }
-        }
-        rc
-    }
-}
-
-unsafe extern "C" fn f_sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        let tracked = tracked(file);
-        let mut s = state();
-        if s.cut.is_some() {
-            return ffi::SQLITE_IOERR_FSYNC;
-        }
-        if let Some((_, kind)) = tracked {
-            if !counted(&mut s, Op::Sync, kind, 0) {
-                return ffi::SQLITE_IOERR_FSYNC;
-            }
-        }
-        // The unix VFS also syncs the directory after the first sync of a
-        // new `-wal`, so a synced file's existence is durable too.
-        let rc = methods
-            .xSync
-            .map_or(ffi::SQLITE_IOERR_FSYNC, |f| f(real, flags));
-        if rc != ffi::SQLITE_OK {
-            return rc;
-        }
-        if let Some((path, kind)) = tracked {
-            if let Some(image) = s.files.get_mut(path) {
-                let mut bytes = image.durable.take().unwrap_or_default();
-                for op in image.pending.drain(..) {
-                    match op {
-                        Pending::Write { offset, data } => {
-                            let end = offset as usize + data.len();
-                            if bytes.len() < end {
-                                bytes.resize(end, 0);
-                            }
-                            bytes[offset as usize..end].copy_from_slice(&data);
-                        }
-                        Pending::Truncate(size) => bytes.resize(size as usize, 0),
-                    }
-                }
-                image.durable = Some(bytes);
-            }
-            if kind == Kind::Wal && s.wal_writes > 0 {
-                // A commit (or a restarted log's header) reached the disk.
-                if s.wal_tx_parquet {
-                    s.counters.seals_committed += 1;
-                    s.prune_due = true;
-                } else if s.phase == "append" {
-                    s.prune_due = false;
-                }
-                s.wal_writes = 0;
-                s.wal_tx_parquet = false;
-            }
-        }
-        rc
-    }
-}
-
-unsafe extern "C" fn f_file_size(
-    file: *mut ffi::sqlite3_file,
-    size: *mut ffi::sqlite3_int64,
-) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        methods
-            .xFileSize
-            .map_or(ffi::SQLITE_IOERR_FSTAT, |f| f(real, size))
-    }
-}
-
-unsafe extern "C" fn f_lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        methods
-            .xLock
-            .map_or(ffi::SQLITE_IOERR_LOCK, |f| f(real, level))
-    }
-}
-
-unsafe extern "C" fn f_unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        methods
-            .xUnlock
-            .map_or(ffi::SQLITE_IOERR_UNLOCK, |f| f(real, level))
-    }
-}
-
-unsafe extern "C" fn f_check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        methods
-            .xCheckReservedLock
-            .map_or(ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, |f| f(real, out))
-    }
-}
-
-unsafe extern "C" fn f_file_control(
-    file: *mut ffi::sqlite3_file,
-    op: c_int,
-    arg: *mut c_void,
-) -> c_int {
-    unsafe {
-        // Watched, never changed: what SQLite is about to do, for the report.
-        match op {
-            ffi::SQLITE_FCNTL_PRAGMA if !arg.is_null() => {
-                // An array of strings: [0] an error out-param, [1] the
-                // pragma's name, [2] its argument.
-                let name = *arg.cast::<*const c_char>().add(1);
-                if !name.is_null() {
-                    let name = CStr::from_ptr(name).to_string_lossy().to_lowercase();
-                    if !name.starts_with("experimental") {
-                        state().pragma = Some(name);
-                    }
-                }
-            }
-            _ => {}
-        }
-        let (real, methods) = parts(file);
-        methods
-            .xFileControl
-            .map_or(ffi::SQLITE_NOTFOUND, |f| f(real, op, arg))
-    }
-}
-
-unsafe extern "C" fn f_sector_size(file: *mut ffi::sqlite3_file) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        methods.xSectorSize.map_or(4096, |f| f(real))
-    }
-}
-
-unsafe extern "C" fn f_device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        methods.xDeviceCharacteristics.map_or(0, |f| f(real))
-    }
-}
-
-unsafe extern "C" fn f_shm_map(
-    file: *mut ffi::sqlite3_file,
-    page: c_int,
-    page_size: c_int,
-    extend: c_int,
-    out: *mut *mut c_void,
-) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        match methods.xShmMap {
-            Some(f) if methods.iVersion >= 2 => f(real, page, page_size, extend, out),
-            _ => ffi::SQLITE_IOERR_SHMMAP,
-        }
-    }
-}
-
-unsafe extern "C" fn f_shm_lock(
-    file: *mut ffi::sqlite3_file,
-    offset: c_int,
-    n: c_int,
-    flags: c_int,
-) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        match methods.xShmLock {
-            Some(f) if methods.iVersion >= 2 => f(real, offset, n, flags),
-            _ => ffi::SQLITE_IOERR_SHMLOCK,
-        }
-    }
-}
-
-unsafe extern "C" fn f_shm_barrier(file: *mut ffi::sqlite3_file) {
-    unsafe {
-        let (real, methods) = parts(file);
-        if let Some(f) = methods.xShmBarrier.filter(|_| methods.iVersion >= 2) {
-            f(real)
-        }
-    }
-}
-
-unsafe extern "C" fn f_shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        match methods.xShmUnmap {
-            Some(f) if methods.iVersion >= 2 => f(real, delete),
-            _ => ffi::SQLITE_OK,
-        }
-    }
-}
-
-unsafe extern "C" fn f_fetch(
-    file: *mut ffi::sqlite3_file,
-    offset: ffi::sqlite3_int64,
-    amount: c_int,
-    out: *mut *mut c_void,
-) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        match methods.xFetch {
-            Some(f) if methods.iVersion >= 3 => f(real, offset, amount, out),
-            // No mapping: SQLite falls back to xRead.
-            _ => {
-                *out = ptr::null_mut();
-                ffi::SQLITE_OK
-            }
-        }
-    }
-}
-
-unsafe extern "C" fn f_unfetch(
-    file: *mut ffi::sqlite3_file,
-    offset: ffi::sqlite3_int64,
-    p: *mut c_void,
-) -> c_int {
-    unsafe {
-        let (real, methods) = parts(file);
-        match methods.xUnfetch {
-            Some(f) if methods.iVersion >= 3 => f(real, offset, p),
-            _ => ffi::SQLITE_OK,
-        }
     }
 }
