@@ -520,3 +520,35 @@ fn verify_answers_from_one_snapshot_while_a_writer_seals_and_evicts() {
     drop(source);
     writer.join().unwrap();
 }
+
+#[test]
+fn a_sidecar_beside_a_foreign_file_does_not_get_it_read_as_an_archive() {
+    // The fallback that reads the stamp through the log (for a header a
+    // power cut garbled) must not open the door to any file with a -wal.
+    let dir = tempfile::tempdir().unwrap();
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, b"not a database at all, just words").unwrap();
+    std::fs::write(dir.path().join("notes.txt-wal"), vec![7u8; 4096]).unwrap();
+    let err = Archive::open(&text).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            Error::NotAnArchive {
+                cause: NotArchive::NotSqlite,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    let foreign = dir.path().join("other.sqlite");
+    stamped_sqlite(&foreign, 0x1234_5678, 4);
+    std::fs::write(dir.path().join("other.sqlite-wal"), vec![7u8; 4096]).unwrap();
+    assert!(matches!(
+        Archive::open(&foreign).unwrap_err(),
+        Error::NotAnArchive {
+            cause: NotArchive::ForeignApplication(0x1234_5678),
+            ..
+        }
+    ));
+    assert!(ArchiveMut::open(&foreign).is_err());
+}

@@ -40,7 +40,7 @@ impl Archive {
     pub fn open(path: impl AsRef<Path>) -> Result<Archive> {
         let path = path.as_ref();
         let file = path.display().to_string();
-        super::sniff(path)?.require_readable(&file)?;
+        super::sniff::require_readable_file(path, &file)?;
         let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
@@ -210,19 +210,9 @@ impl Archive {
     /// surfaces a damaged file.
     fn check_opened(&mut self) -> Result<()> {
         let file = &self.file;
-        let (app, version): (i64, i64) = self
-            .conn
-            .query_row(
-                "SELECT application_id, user_version FROM pragma_application_id, pragma_user_version",
-                [],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
-            .map_err(|e| classify_open_error(file, e))?;
-        let mut header = [0u8; HEADER_BYTES];
-        header[..16].copy_from_slice(super::SQLITE_MAGIC);
-        header[60..64].copy_from_slice(&(version as u32).to_be_bytes());
-        header[68..72].copy_from_slice(&(app as u32).to_be_bytes());
-        sniff_bytes(&header).require_readable(file)?;
+        super::sniff::stamp_of(&self.conn)
+            .map_err(|e| classify_open_error(file, e))?
+            .require_readable(file)?;
         let present: Vec<String> = {
             let mut stmt = self
                 .conn
@@ -350,7 +340,7 @@ impl ArchiveMut {
     pub fn open(path: impl AsRef<Path>) -> Result<ArchiveMut> {
         let path = path.as_ref();
         let file = path.display().to_string();
-        super::sniff(path)?.require_readable(&file)?;
+        super::sniff::require_readable_file(path, &file)?;
         ArchiveMut::take(path, file)
     }
 
@@ -396,7 +386,7 @@ impl ArchiveMut {
 #[cfg(feature = "write")]
 pub(crate) fn open_streaming(path: &Path) -> Result<(Connection, WriterLock)> {
     let file = path.display().to_string();
-    super::sniff(path)?.require_readable(&file)?;
+    super::sniff::require_readable_file(path, &file)?;
     let (conn, lock) = open_writable(path, &file)?;
     let mut archive = Archive {
         conn,

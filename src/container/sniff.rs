@@ -107,6 +107,58 @@ pub fn sniff(path: impl AsRef<std::path::Path>) -> Result<FileKind> {
     Ok(sniff_bytes(&header))
 }
 
+/// The check every open of a file on disk makes before SQLite may act on
+/// it: the header must be a readable archive's. One exception: when the
+/// header says otherwise but a non-empty `-wal` sidecar lies beside it, the
+/// stamp is read again the way SQLite sees the file, log included. A power
+/// cut during a checkpoint can leave page 1 of the main file garbled while
+/// the log still holds it whole, and SQLite recovers such a file; refusing
+/// it would lose an intact archive. Only the stamp SQLite reads decides,
+/// and the first refusal stands when SQLite cannot read one.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) fn require_readable_file(path: &std::path::Path, file: &str) -> Result<()> {
+    let refusal = match sniff(path)?.require_readable(file) {
+        Ok(()) => return Ok(()),
+        Err(refusal) => refusal,
+    };
+    let sidecar = super::handle::sidecar_path(path, "-wal");
+    if !std::fs::metadata(&sidecar).is_ok_and(|m| m.len() > 0) {
+        return Err(refusal);
+    }
+    match stamp_through_log(path) {
+        Some(kind) if kind.is_readable() => Ok(()),
+        _ => Err(refusal),
+    }
+}
+
+/// The stamp as SQLite reads it through a read-only connection, which
+/// replays the `-wal` sidecar; `None` when SQLite cannot read one.
+#[cfg(not(target_arch = "wasm32"))]
+fn stamp_through_log(path: &std::path::Path) -> Option<FileKind> {
+    use rusqlite::OpenFlags;
+    let conn = rusqlite::Connection::open_with_flags(
+        path,
+        OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )
+    .ok()?;
+    stamp_of(&conn).ok()
+}
+
+/// The stamp of the database `conn` has open, as SQLite reads it (through
+/// the log, for a file in WAL mode), classified like a header.
+pub(crate) fn stamp_of(conn: &rusqlite::Connection) -> rusqlite::Result<FileKind> {
+    let (app, version): (i64, i64) = conn.query_row(
+        "SELECT application_id, user_version FROM pragma_application_id, pragma_user_version",
+        [],
+        |r| Ok((r.get(0)?, r.get(1)?)),
+    )?;
+    let mut header = [0u8; HEADER_BYTES];
+    header[..16].copy_from_slice(SQLITE_MAGIC);
+    header[60..64].copy_from_slice(&(version as u32).to_be_bytes());
+    header[68..72].copy_from_slice(&(app as u32).to_be_bytes());
+    Ok(sniff_bytes(&header))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

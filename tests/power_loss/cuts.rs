@@ -355,8 +355,6 @@ fn a_power_cut_that_lands_part_of_the_unsynced_writes_keeps_every_acknowledged_t
 /// SQLite also survives (the unix VFS claims powersafe overwrite: nothing
 /// outside the write's own range changes).
 #[test]
-#[ignore = "dendro reads the main file's header before SQLite replays the log \
-            (src/container/sniff.rs): garbage there from a cut checkpoint refuses an intact archive"]
 fn a_power_cut_that_leaves_garbage_in_unsynced_writes_keeps_every_acknowledged_tick() {
     let _shim = vfs::exclusive();
     let report = run("power cut, unsynced writes garbled", 8, 1, Reboot::Garbage);
@@ -368,8 +366,6 @@ fn a_power_cut_that_leaves_garbage_in_unsynced_writes_keeps_every_acknowledged_t
 /// and the copy of page 1 lands as garbage. The log still holds every page
 /// (SQLite opens the file and finds it whole); dendro must too.
 #[test]
-#[ignore = "dendro reads the main file's header before SQLite replays the log \
-            (src/container/sniff.rs): garbage there from a cut checkpoint refuses an intact archive"]
 fn an_archive_whose_header_page_a_cut_checkpoint_garbled_still_opens() {
     let _shim = vfs::exclusive();
     let plan = Plan {

@@ -343,7 +343,6 @@ fn a_full_disk_at_close_keeps_every_committed_row() {
 }
 
 #[test]
-#[ignore = "needs the writer to survive long disk-full episodes (main)"]
 fn a_disk_full_episode_longer_than_thirty_ticks_drops_each_tick_and_the_writer_carries_on() {
     let _shim = vfs::exclusive();
     let (_dir, path) = fresh_dir();

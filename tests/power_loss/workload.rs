@@ -203,6 +203,9 @@ pub enum Step {
     Evict,
     /// Finalize, close the writer, reopen the file and resume the source.
     Session,
+    /// The same without finalizing: the handle is dropped, so the close
+    /// itself prunes what the source's segments cover.
+    Restart,
 }
 
 /// A workload: writer options and the steps, ending with a finalize and a
@@ -288,11 +291,18 @@ pub fn plans() -> Vec<Plan> {
             steps: ticks_with(24, &[(6, Step::Evict), (4, Step::Checkpoint)]),
         },
         Plan {
-            // Writer sessions: finalize, close, reopen and resume twice,
+            // Writer sessions: finalize (or not), close, reopen and resume,
             // with policy seals and checkpoints between.
             name: "sessions",
             options: options(SealPolicy::never().rows(5), hour, 16_384),
-            steps: ticks_with(21, &[(8, Step::Session), (3, Step::Checkpoint)]),
+            steps: ticks_with(
+                27,
+                &[
+                    (8, Step::Session),
+                    (13, Step::Restart),
+                    (3, Step::Checkpoint),
+                ],
+            ),
         },
     ]
 }
@@ -449,7 +459,8 @@ impl Driver<'_> {
                     self.ledger.call(done, |_| {}).is_some()
                 }
                 Step::Evict => self.evict(),
-                Step::Session => self.session(),
+                Step::Session => self.session(true),
+                Step::Restart => self.session(false),
             };
             if !ok || vfs::power_is_off() {
                 return;
@@ -574,9 +585,13 @@ impl Driver<'_> {
             .is_some()
     }
 
-    fn session(&mut self) -> bool {
-        if !self.finalize() || vfs::power_is_off() {
-            return false;
+    fn session(&mut self, finalize: bool) -> bool {
+        if finalize {
+            if !self.finalize() || vfs::power_is_off() {
+                return false;
+            }
+        } else {
+            drop(self.source.take());
         }
         vfs::phase("close");
         let writer = self.writer.take().expect("open");
