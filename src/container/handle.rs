@@ -416,8 +416,11 @@ pub(crate) fn open_streaming(path: &Path) -> Result<(Connection, WriterLock)> {
 /// as a handle may write. SQLite's own locks are POSIX record locks, which
 /// Linux keeps apart from `flock`, so readers and SQLite never see this one;
 /// it exists so that a second writer (another `Writer`, or a `Writer` beside
-/// an `ArchiveMut`) is refused at once as [`Error::InUse`] instead of
-/// fighting over SQLite's write lock and dropping ticks.
+/// an `ArchiveMut`) is refused as [`Error::InUse`] instead of fighting over
+/// SQLite's write lock and dropping ticks. A process forked from this one
+/// shares the lock until it execs or exits (a fork that never execs keeps
+/// the file locked for as long as it lives); an open waits out the usual
+/// fork-then-exec moment before refusing.
 #[cfg(feature = "write")]
 pub(crate) struct WriterLock {
     _file: std::fs::File,
@@ -440,14 +443,32 @@ fn lock_for_writing(path: &Path, file: &str) -> Result<WriterLock> {
             }
             _ => Error::io(file, "cannot open for writing", e),
         })?;
-    match handle.try_lock() {
-        Ok(()) => Ok(WriterLock { _file: handle }),
-        Err(std::fs::TryLockError::WouldBlock) => Err(Error::InUse {
-            file: file.to_string(),
-        }),
-        Err(std::fs::TryLockError::Error(e)) => Err(Error::io(file, "cannot lock for writing", e)),
+    // A lock held a moment ago may still be held by a copy of its file
+    // descriptor: a process forked in this process (by any thread) shares
+    // the lock until it execs, which closes the copy. So a refusal is only
+    // believed after a few short waits, about a third of a second in all.
+    let mut waits = LOCK_RETRY_MS.iter();
+    loop {
+        match handle.try_lock() {
+            Ok(()) => return Ok(WriterLock { _file: handle }),
+            Err(std::fs::TryLockError::WouldBlock) => match waits.next() {
+                Some(ms) => std::thread::sleep(std::time::Duration::from_millis(*ms)),
+                None => {
+                    return Err(Error::InUse {
+                        file: file.to_string(),
+                    })
+                }
+            },
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(Error::io(file, "cannot lock for writing", e))
+            }
+        }
     }
 }
+
+/// Waits before a busy writers' lock is reported [`Error::InUse`].
+#[cfg(feature = "write")]
+const LOCK_RETRY_MS: [u64; 6] = [5, 10, 20, 40, 80, 160];
 
 /// Opens a read-write connection holding the writers' lock.
 #[cfg(feature = "write")]

@@ -46,6 +46,35 @@ fn a_second_writer_on_the_same_file_is_refused_until_the_first_is_done() {
 }
 
 #[test]
+fn a_closed_writer_lets_the_next_one_in_while_the_process_spawns_children() {
+    // A child forked while a writer held the lock shares it until it
+    // execs; a writer opened right after the first closed must not be
+    // refused for that. (Before the open waited it out, about 2 in 5 were.)
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let spawner = {
+        let stop = std::sync::Arc::clone(&stop);
+        std::thread::spawn(move || {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                std::process::Command::new("true").status().unwrap();
+            }
+        })
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut refused = Vec::new();
+    for i in 0..60 {
+        let path = dir.path().join(format!("{i}.dendro"));
+        writer(&path).join().unwrap();
+        match Writer::open(&path, FixtureEncoder::default()) {
+            Ok(w) => w.join().unwrap(),
+            Err(e) => refused.push(e.to_string()),
+        }
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    spawner.join().unwrap();
+    assert!(refused.is_empty(), "{refused:?}");
+}
+
+#[test]
 fn create_refuses_an_existing_archive() {
     let (_dir, path) = fresh("a.dendro");
     writer(&path).join().unwrap();
@@ -128,6 +157,11 @@ fn a_clean_close_leaves_one_file() {
 fn the_writer_and_encoder_threads_are_named() {
     let (_dir, path) = fresh("a.dendro");
     let w = writer(&path);
+    // A thread names itself once it runs: a seal waited for has run both.
+    let s = w.add_source(Labels::new(), Labels::new()).unwrap();
+    s.wal(tick(&[("a", 1)])).unwrap();
+    s.seal(["a"]).unwrap();
+    s.sync().unwrap();
     let names: Vec<String> = std::fs::read_dir("/proc/self/task")
         .unwrap()
         .flatten()
@@ -136,6 +170,7 @@ fn the_writer_and_encoder_threads_are_named() {
         .collect();
     assert!(names.iter().any(|n| n == "dendro-writer"), "{names:?}");
     assert!(names.iter().any(|n| n == "dendro-encoder"), "{names:?}");
+    drop(s);
     w.join().unwrap();
 }
 
