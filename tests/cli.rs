@@ -147,3 +147,60 @@ fn demo_writes_a_sound_archive_with_sealed_segments_and_a_live_tail() {
     // It refuses to overwrite.
     assert_eq!(dendro(&["demo", out]).status.code(), Some(2));
 }
+
+#[test]
+fn describe_on_a_huge_catalog_lists_the_first_few_and_says_what_it_left_out() {
+    // 150 sources, the first with a 1 MB label, 3,000 streams and a stream
+    // of 20,000 segments: the listing stays short and says so.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("huge.dendro");
+    let payload = dendro::Segment {
+        bytes: b"PAR1\0\0\0\0\0\0\0\0PAR1".to_vec(),
+        rows: 1,
+        first_ts: 0,
+        last_ts: 0,
+        caller_index: None,
+    };
+    let mut archive = dendro::ArchiveMut::create(&path).unwrap();
+    let tx = archive.transaction().unwrap();
+    for s in 0..150 {
+        let mut labels = dendro::Labels::from([("host".to_string(), format!("h{s}"))]);
+        if s == 0 {
+            labels.insert("note".to_string(), "x".repeat(1 << 20));
+        }
+        let id = tx
+            .insert_source(&labels, &dendro::Labels::new(), 0)
+            .unwrap();
+        let streams = if s == 0 { 3_000 } else { 1 };
+        for k in 0..streams {
+            tx.insert_segment(id, &format!("s{k:05}"), 0, &payload)
+                .unwrap();
+        }
+        if s == 0 {
+            for q in 1..20_000 {
+                let mut seg = payload.clone();
+                seg.first_ts = q;
+                seg.last_ts = q;
+                tx.insert_segment(id, "s00000", q, &seg).unwrap();
+            }
+        }
+    }
+    tx.commit().unwrap();
+    drop(archive);
+    let out = dendro(&["describe", path.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("150 source(s), 3149 stream(s)"),
+        "{}",
+        &text[..200]
+    );
+    assert!(text.contains("stream \"s00000\": 20000 segment(s)"));
+    assert!(text.contains("… 2900 more stream(s) not shown"));
+    assert!(text.contains("… 50 more source(s) not shown"));
+    assert!(text.contains("x… (1048576 bytes)"), "a 1 MB label is cut");
+    assert!(text.len() < 100_000, "{} bytes of listing", text.len());
+    let all = dendro(&["describe", path.to_str().unwrap(), "--all"]);
+    let all = String::from_utf8(all.stdout).unwrap();
+    assert!(all.contains("stream \"s02999\"") && !all.contains("not shown"));
+}

@@ -33,9 +33,13 @@ enum Command {
     Describe {
         /// The archive.
         file: PathBuf,
-        /// Print the stable JSON shape other tools parse.
+        /// Print the stable JSON shape other tools parse (always complete).
         #[arg(long)]
         json: bool,
+        /// List every source, stream and metadata key instead of the first
+        /// few of each.
+        #[arg(long)]
+        all: bool,
     },
     /// Check an archive and report every problem (exit 1 if any).
     Verify {
@@ -135,7 +139,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let outcome = match cli.command {
         Command::Sniff { file } => run_sniff(&file),
-        Command::Describe { file, json } => run_describe(&file, json),
+        Command::Describe { file, json, all } => run_describe(&file, json, all),
         Command::Verify { file, json } => run_verify(&file, json),
         Command::Cat {
             file,
@@ -179,7 +183,7 @@ fn run_sniff(file: &PathBuf) -> Result<(), Failure> {
     Err(Failure::Refused)
 }
 
-fn run_describe(file: &PathBuf, json: bool) -> Result<(), Failure> {
+fn run_describe(file: &PathBuf, json: bool, all: bool) -> Result<(), Failure> {
     let archive = Archive::open(file)?;
     let description = read::describe(&archive)?;
     let mut out = std::io::stdout().lock();
@@ -187,13 +191,53 @@ fn run_describe(file: &PathBuf, json: bool) -> Result<(), Failure> {
         serde_json::to_writer(&mut out, &description).map_err(|e| Failure::Error(e.to_string()))?;
         writeln!(out).ok();
     } else {
-        print_description(&mut out, &file.display().to_string(), &description)
+        let limits = if all { Limits::NONE } else { Limits::TERMINAL };
+        print_description(&mut out, &file.display().to_string(), &description, limits)
             .map_err(|e| Failure::Error(e.to_string()))?;
     }
     Ok(())
 }
 
-fn print_description(out: &mut impl Write, file: &str, d: &Description) -> std::io::Result<()> {
+/// How much of a catalog a terminal listing shows before it says what it
+/// left out: a recording has a handful of sources and streams, a hostile or
+/// unusual file can have a hundred thousand.
+#[derive(Clone, Copy)]
+struct Limits {
+    sources: usize,
+    streams: usize,
+    metadata: usize,
+}
+
+impl Limits {
+    const TERMINAL: Limits = Limits {
+        sources: 100,
+        streams: 100,
+        metadata: 40,
+    };
+    const NONE: Limits = Limits {
+        sources: usize::MAX,
+        streams: usize::MAX,
+        metadata: usize::MAX,
+    };
+}
+
+/// Says how many of `what` a listing left out, if any.
+fn omitted(out: &mut impl Write, indent: &str, left: usize, what: &str) -> std::io::Result<()> {
+    if left > 0 {
+        writeln!(
+            out,
+            "{indent}… {left} more {what} not shown (--all lists everything, --json prints it)"
+        )?;
+    }
+    Ok(())
+}
+
+fn print_description(
+    out: &mut impl Write,
+    file: &str,
+    d: &Description,
+    limits: Limits,
+) -> std::io::Result<()> {
     let streams: usize = d.sources.iter().map(|s| s.streams.len()).sum();
     writeln!(
         out,
@@ -205,18 +249,25 @@ fn print_description(out: &mut impl Write, file: &str, d: &Description) -> std::
     if let Some((a, b)) = d.span() {
         writeln!(out, "span: {} .. {}", timefmt(a), timefmt(b))?;
     }
-    for source in &d.sources {
+    for source in d.sources.iter().take(limits.sources) {
         let labels: Vec<String> = source
             .labels
             .iter()
+            .take(limits.metadata)
             .map(|(k, v)| format!("{}={}", ellipsize(k, 60), ellipsize(v, 60)))
             .collect();
+        let more_labels = source.labels.len().saturating_sub(labels.len());
         writeln!(
             out,
-            "\nsource {} {} [{}]{}",
+            "\nsource {} {} [{}{}]{}",
             source.id,
             source.uuid.as_deref().unwrap_or("(no uuid)"),
             labels.join(", "),
+            if more_labels > 0 {
+                format!(", … {more_labels} more")
+            } else {
+                String::new()
+            },
             if source.complete {
                 ""
             } else {
@@ -228,14 +279,20 @@ fn print_description(out: &mut impl Write, file: &str, d: &Description) -> std::
             "  clock anchor: {}",
             timefmt(source.clock_anchor_wall_ns)
         )?;
-        for (key, value) in &source.metadata {
+        for (key, value) in source.metadata.iter().take(limits.metadata) {
             writeln!(out, "  {}: {}", ellipsize(key, 60), ellipsize(value, 120))?;
         }
-        for stream in &source.streams {
+        omitted(
+            out,
+            "  ",
+            source.metadata.len().saturating_sub(limits.metadata),
+            "metadata key(s)",
+        )?;
+        for stream in source.streams.iter().take(limits.streams) {
             write!(
                 out,
-                "  stream {:?}: {} segment(s), {} sealed row(s), {} bytes",
-                stream.name,
+                "  stream {}: {} segment(s), {} sealed row(s), {} bytes",
+                ellipsize(&format!("{:?}", stream.name), 80),
                 stream.segments.len(),
                 stream.sealed_rows,
                 stream.sealed_bytes()
@@ -254,10 +311,32 @@ fn print_description(out: &mut impl Write, file: &str, d: &Description) -> std::
             }
             writeln!(out)?;
         }
-        for name in &source.caller_row_names {
-            writeln!(out, "  caller rows under {name:?} (not a stream)")?;
+        omitted(
+            out,
+            "  ",
+            source.streams.len().saturating_sub(limits.streams),
+            "stream(s)",
+        )?;
+        for name in source.caller_row_names.iter().take(limits.streams) {
+            writeln!(
+                out,
+                "  caller rows under {} (not a stream)",
+                ellipsize(&format!("{name:?}"), 80)
+            )?;
         }
+        omitted(
+            out,
+            "  ",
+            source.caller_row_names.len().saturating_sub(limits.streams),
+            "caller-row name(s)",
+        )?;
     }
+    omitted(
+        out,
+        "",
+        d.sources.len().saturating_sub(limits.sources),
+        "source(s)",
+    )?;
     Ok(())
 }
 
