@@ -282,3 +282,100 @@ impl Drop for Writer {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc::TrySendError;
+    use std::sync::{Condvar, Mutex};
+
+    use super::*;
+    use crate::catalog::WalRow;
+    use crate::segment::Segment;
+
+    /// An encoder that waits at a gate until the test opens it, having
+    /// said that it arrived.
+    #[derive(Default)]
+    struct Gated {
+        state: Mutex<(bool, bool)>,
+        changed: Condvar,
+    }
+
+    impl Gated {
+        fn wait_for(&self, done: impl Fn(&(bool, bool)) -> bool) {
+            let mut state = self.state.lock().unwrap();
+            while !done(&state) {
+                state = self.changed.wait(state).unwrap();
+            }
+        }
+
+        fn set(&self, change: impl FnOnce(&mut (bool, bool))) {
+            change(&mut self.state.lock().unwrap());
+            self.changed.notify_all();
+        }
+    }
+
+    struct GatedEncoder(Arc<Gated>);
+
+    impl SegmentEncoder for GatedEncoder {
+        fn encode(
+            &self,
+            _: &str,
+            rows: &[WalRow],
+        ) -> std::result::Result<Option<Segment>, String> {
+            self.0.set(|s| s.0 = true);
+            self.0.wait_for(|s| s.1);
+            Ok(Some(Segment {
+                bytes: b"PAR1\0\0\0\0\0\0\0\0PAR1".to_vec(),
+                rows: rows.len() as i64,
+                first_ts: rows[0].ts,
+                last_ts: rows[rows.len() - 1].ts,
+                caller_index: None,
+            }))
+        }
+    }
+
+    #[test]
+    fn a_stalled_writer_holds_one_message_and_takes_no_more_until_it_moves() {
+        // The single slot is the backpressure: callers wait on a slow disk
+        // or encoder instead of growing a queue that a kill would lose.
+        let dir = tempfile::tempdir().unwrap();
+        let gate = Arc::new(Gated::default());
+        let writer = Writer::create_with(
+            dir.path().join("a.dendro"),
+            Arc::new(GatedEncoder(Arc::clone(&gate))),
+            WriterOptions::default(),
+        )
+        .unwrap();
+        let source = writer.add_source(Labels::new(), Labels::new()).unwrap();
+        let row = |ts| WalRow {
+            ts,
+            wall_offset: 0,
+            row: vec![],
+        };
+        source.wal(vec![("a".into(), row(1))]).unwrap();
+        source.seal(["a"]).unwrap();
+        gate.wait_for(|s| s.0);
+        let tx = writer.sender().unwrap().clone();
+        // A sync makes the writer wait for the gated seal.
+        let (reply, answer) = std::sync::mpsc::sync_channel(1);
+        tx.send(Msg::Sync { reply }).unwrap();
+        // Once the writer has taken the sync, the slot takes one message...
+        loop {
+            match tx.try_send(Msg::Wake) {
+                Ok(()) => break,
+                Err(TrySendError::Full(_)) => std::thread::yield_now(),
+                Err(e) => panic!("{e}"),
+            }
+        }
+        // ...and no other, for as long as the seal is stalled.
+        for _ in 0..1000 {
+            assert!(matches!(tx.try_send(Msg::Wake), Err(TrySendError::Full(_))));
+        }
+        assert!(answer.try_recv().is_err(), "the sync waits for the seal");
+        gate.set(|s| s.1 = true);
+        answer.recv().unwrap().unwrap();
+        drop(tx);
+        drop(source);
+        writer.join().unwrap();
+    }
+}

@@ -109,13 +109,23 @@ fn the_periodic_checkpoint_bounds_how_stale_a_plain_copy_is() {
     for ts in 0..20 {
         s.wal(tick(&[("a", ts)])).unwrap();
     }
-    // Nothing else happens; the writer checkpoints on its own.
-    std::thread::sleep(Duration::from_millis(400));
-    let copy = dir.path().join("copy.dendro");
-    std::fs::copy(&path, &copy).unwrap();
-    let a = Archive::open(&copy).unwrap();
+    // Nothing else happens; the writer checkpoints on its own. Wait for a
+    // copy of the main file alone to hold every row (the deadline guards
+    // against a hang; it measures nothing).
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let mut attempt = 0;
+    let copied = loop {
+        attempt += 1;
+        let copy = dir.path().join(format!("copy-{attempt}.dendro"));
+        std::fs::copy(&path, &copy).unwrap();
+        let rows = stream_ts(&Archive::open(&copy).unwrap(), 1, "a");
+        if rows.len() == 20 || std::time::Instant::now() > deadline {
+            break rows;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(
-        stream_ts(&a, 1, "a"),
+        copied,
         (0..20).collect::<Vec<_>>(),
         "a copy of the main file holds every row"
     );
@@ -279,7 +289,7 @@ fn the_live_demo_keeps_appending_until_told_to_stop() {
         std::thread::sleep(Duration::from_millis(20));
     };
     let rows = |a: &Archive| stream_ts(a, 1, "cpu").len();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while rows(&reader) < 61 && std::time::Instant::now() < deadline {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -321,7 +331,8 @@ fn opening_a_writer_and_closing_it_changes_no_source() {
     };
     let rows = wal_rows(&path);
     let w = Writer::open(&path, FixtureEncoder::default()).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    w.sync().unwrap();
+    w.checkpoint().unwrap();
     w.join().unwrap();
     let after = dendro::read::describe(&Archive::open(&path).unwrap()).unwrap();
     assert_eq!(before.sources, after.sources);
