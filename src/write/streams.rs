@@ -11,27 +11,36 @@ use rusqlite::{params, Connection, OptionalExtension};
 use crate::catalog::{live_floor, Snapshot, LIVE_WAL_RANGE};
 use crate::error::{Result, SqlContext};
 
-/// One stream's cached state.
+/// One stream's cached state: the table the writer's parts share. Each
+/// field says which parts move it; `refresh` re-reads all of them from the
+/// file after retention or on a resume.
 #[derive(Debug, Default, Clone)]
 pub(crate) struct StreamState {
-    /// The seq the next segment gets: `MAX(seq) + 1`, or 0.
+    /// The seq the next segment gets: `MAX(seq) + 1`, or 0. Moved by a
+    /// committed seal and by an adopted segment.
     pub next_seq: i64,
     /// The newest sealed row (`MAX(last_ts)`); `None` with no segment.
+    /// Moved by a committed seal and by an adopted segment.
     pub watermark: Option<i64>,
     /// The newest row handed to the encoder and not yet committed as a
-    /// segment. At most one seal per stream is in flight.
+    /// segment. At most one seal per stream is in flight. The sealer's.
     pub in_flight: Option<i64>,
-    /// The newest row in the WAL.
+    /// The newest row in the WAL. Moved by a committed tick and by an
+    /// adopted segment.
     pub newest: Option<i64>,
-    /// Rows committed and not yet handed to the encoder.
+    /// Rows committed and not yet handed to the encoder: grown by a
+    /// committed tick, emptied by a seal's dispatch, given back by a seal
+    /// that produced nothing or could not commit.
     pub unsealed_rows: u64,
-    /// Their payload bytes.
+    /// Their payload bytes (moved with `unsealed_rows`).
     pub unsealed_bytes: u64,
-    /// The oldest of them, as `(ts, wall clock)`.
+    /// The oldest of them, as `(ts, wall clock)` (moved with `unsealed_rows`).
     pub first_unsealed: Option<(i64, i64)>,
-    /// Rows a segment covers that are still in the `wal` table.
+    /// Rows a segment covers that are still in the `wal` table: grown by a
+    /// committed seal, shrunk by the pruner.
     pub covered_rows: u64,
-    /// Whether an out-of-order drop on this stream has been logged.
+    /// Whether an out-of-order drop on this stream has been logged (the
+    /// append path's).
     pub warned_out_of_order: bool,
 }
 
