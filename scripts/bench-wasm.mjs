@@ -13,7 +13,7 @@
 //   bundle            dendro_bg.wasm raw and gzipped
 //
 // The inputs and the native figures come from `cargo bench --bench decode`
-// (benches/decode.rs), run first. Needs scripts/build-wasm.sh.
+// (benches/decode.rs), run first. Needs `scripts/build-wasm.sh --test-hooks`.
 //
 //   node scripts/bench-wasm.mjs [--json] [--runs N] [--wasm PATH]
 //

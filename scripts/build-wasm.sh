@@ -4,17 +4,23 @@
 # scripts/setup.sh has installed what a fresh machine lacks.
 # Idempotent; a second run with nothing changed takes seconds.
 #
-#   scripts/build-wasm.sh          release build, size-tuned, wasm-opt -Oz
-#   scripts/build-wasm.sh --dev    debug build, no wasm-opt (fast, for tests)
+#   scripts/build-wasm.sh               release build, size-tuned, wasm-opt -Oz
+#   scripts/build-wasm.sh --dev         debug build, no wasm-opt (fast)
+#   scripts/build-wasm.sh --test-hooks  with the hooks the engine's tests and
+#                                       benchmarks call (trap on purpose, a
+#                                       bare decode); never what a user is served
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 profile=wasm
-case "${1:-}" in
-  --dev) profile=dev ;;
-  "") ;;
-  *) echo "usage: $0 [--dev]" >&2; exit 2 ;;
-esac
+features=()
+for arg in "$@"; do
+  case "$arg" in
+    --dev) profile=dev ;;
+    --test-hooks) features=(--features test-hooks) ;;
+    *) echo "usage: $0 [--dev] [--test-hooks]" >&2; exit 2 ;;
+  esac
+done
 
 say() { printf 'build-wasm: %s\n' "$*" >&2; }
 export PATH="$HOME/.cargo/bin:$PATH"
@@ -35,10 +41,10 @@ export SQLITE_WASM_RS_FLAGS="-USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE
 # wasm-opt on PATH, and Debian's (binaryen 108) emits a module that fails
 # to load. The npm binaryen package's wasm-opt runs below instead.
 if [ "$profile" = dev ]; then
-  wasm-pack build --target web --out-dir www/pkg --out-name dendro --dev --no-opt . --no-default-features
+  wasm-pack build --target web --out-dir www/pkg --out-name dendro --dev --no-opt . --no-default-features "${features[@]}"
   exit 0
 fi
-wasm-pack build --target web --out-dir www/pkg --out-name dendro --profile wasm --no-opt . --no-default-features
+wasm-pack build --target web --out-dir www/pkg --out-name dendro --profile wasm --no-opt . --no-default-features "${features[@]}"
 
 wasm=www/pkg/dendro_bg.wasm
 wasm_opt=node_modules/.bin/wasm-opt

@@ -59,6 +59,25 @@ await test("open transfers the buffer and describe has BigInt timestamps", async
   engine.terminate();
 });
 
+await test("reserved metadata arrives parsed, timestamps exact, and verify counts covered rows", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine();
+  const h = await engine.open(await (await fetch("/fixtures/b_multi_source.dendro")).arrayBuffer(), "b.dendro");
+  const d = await h.describe();
+  for (const s of d.sources) {
+    const ws = s.reserved.writer_sessions;
+    check(ws && ws.ok && ws.value.length >= 1, `source ${s.id} has parsed writer sessions`);
+    const first = ws.value[0];
+    check(typeof first.clock_anchor_wall_ns === "bigint", "a session's anchor is a bigint");
+    check(first.clock_anchor_wall_ns === BigInt(JSON.parse(s.metadata.writer_sessions.replace(/(\d{16,})/g, '"$1"'))[0].clock_anchor_wall_ns), "the anchor is exact");
+    check(typeof first.resumed === "boolean" && typeof first.dendro === "string", "session fields");
+    check(!("events" in s.reserved) || s.metadata.events !== undefined, "a key is parsed only when present");
+  }
+  const v = await h.verify();
+  check(typeof v.covered_wal_rows === "number" && (v.note === null || typeof v.note === "string"), "verify's covered rows and note");
+  engine.terminate();
+});
+
 await test("schema, readSegment and readRange return the contract's shapes", async () => {
   const check = (ok, what) => { if (!ok) throw new Error(what); };
   const engine = window.createEngine();

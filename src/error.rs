@@ -59,10 +59,31 @@ impl fmt::Display for NotArchive {
 }
 
 impl NotArchive {
+    /// Every value [`NotArchive::detail`] can take, with what it means, in
+    /// the order the engine's contract lists them.
+    pub const DETAILS: [(&'static str, &'static str); 7] = [
+        ("empty", "zero bytes"),
+        ("too_short", "shorter than a SQLite header"),
+        ("not_sqlite", "no SQLite magic"),
+        (
+            "unstamped",
+            "SQLite with application_id 0: an ordinary database",
+        ),
+        (
+            "foreign_app",
+            "SQLite stamped by another application (see application_id)",
+        ),
+        ("no_catalog", "stamped as an archive but without its tables"),
+        (
+            "incomplete_catalog",
+            "its tables lack a column, key or index reading relies on",
+        ),
+    ];
+
     /// A stable machine-readable name for what the file is instead, as the
-    /// wasm API's `detail` property: `empty`, `too_short`, `not_sqlite`,
-    /// `unstamped`, `foreign_app`, `no_catalog` or `incomplete_catalog`. A page chooses its own
-    /// words from it instead of matching phrases in the message.
+    /// wasm API's `detail` property (one of [`NotArchive::DETAILS`]). A page
+    /// chooses its own words from it instead of matching phrases in the
+    /// message.
     pub fn detail(&self) -> &'static str {
         match self {
             NotArchive::Empty => "empty",
@@ -72,6 +93,85 @@ impl NotArchive {
             NotArchive::ForeignApplication(_) => "foreign_app",
             NotArchive::NoCatalog => "no_catalog",
             NotArchive::IncompleteCatalog(_) => "incomplete_catalog",
+        }
+    }
+}
+
+/// The kinds of failure the browser engine reports to a page: a closed set,
+/// so a page chooses its own words per kind rather than matching phrases.
+/// [`Error::engine_kind`] maps every crate error into it; `Crashed` and
+/// `Cancelled` are the engine worker's own (a trapped instance, a request
+/// withdrawn). The TypeScript side is generated from [`EngineKind::ALL`]
+/// (`www/src/engine/contract.ts`, checked by `tests/contract.rs`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EngineKind {
+    /// Not SQLite, SQLite of another application, or no usable catalog.
+    NotAnArchive,
+    /// A dendro archive of a schema version this build does not read.
+    UnsupportedSchema,
+    /// SQLite or Parquet found damaged bytes.
+    Corrupt,
+    /// The file does not fit the engine's memory.
+    TooLarge,
+    /// No such source, stream or segment.
+    NotFound,
+    /// One segment could not be decoded; the archive is otherwise usable.
+    Segment,
+    /// The worker's WebAssembly instance trapped; it was restarted.
+    Crashed,
+    /// The caller withdrew the request before its answer came.
+    Cancelled,
+    /// Anything else: a fault in the engine, not in the file.
+    Internal,
+}
+
+impl EngineKind {
+    /// Every kind, in the order the contract lists them.
+    pub const ALL: [EngineKind; 9] = [
+        EngineKind::NotAnArchive,
+        EngineKind::UnsupportedSchema,
+        EngineKind::Corrupt,
+        EngineKind::TooLarge,
+        EngineKind::NotFound,
+        EngineKind::Segment,
+        EngineKind::Crashed,
+        EngineKind::Cancelled,
+        EngineKind::Internal,
+    ];
+
+    /// What the kind means, in a few words (the contract's comment).
+    pub fn meaning(self) -> &'static str {
+        match self {
+            EngineKind::NotAnArchive => {
+                "not SQLite, SQLite of another application, or no usable catalog"
+            }
+            EngineKind::UnsupportedSchema => {
+                "a dendro archive of a schema version this build does not read"
+            }
+            EngineKind::Corrupt => "SQLite or Parquet found damaged bytes",
+            EngineKind::TooLarge => "the file does not fit the engine's memory",
+            EngineKind::NotFound => "no such source, stream or segment",
+            EngineKind::Segment => {
+                "one segment could not be decoded; the archive is otherwise usable"
+            }
+            EngineKind::Crashed => "the worker's instance trapped; it was restarted",
+            EngineKind::Cancelled => "the caller withdrew the request before its answer came",
+            EngineKind::Internal => "a fault in the engine, not in the file",
+        }
+    }
+
+    /// The name a page sees as the error's `kind`.
+    pub fn name(self) -> &'static str {
+        match self {
+            EngineKind::NotAnArchive => "NotAnArchive",
+            EngineKind::UnsupportedSchema => "UnsupportedSchema",
+            EngineKind::Corrupt => "Corrupt",
+            EngineKind::TooLarge => "TooLarge",
+            EngineKind::NotFound => "NotFound",
+            EngineKind::Segment => "Segment",
+            EngineKind::Crashed => "Crashed",
+            EngineKind::Cancelled => "Cancelled",
+            EngineKind::Internal => "Internal",
         }
     }
 }
@@ -259,6 +359,21 @@ pub enum Error {
         /// The repeated timestamp.
         ts: i64,
     },
+    /// An archive opened from memory is larger than one SQLite allocation
+    /// can hold (`container::MAX_IN_MEMORY_BYTES`).
+    #[error(
+        "{file}: the file is {} MB; an archive opened in memory can be at most {} MB",
+        bytes >> 20,
+        limit >> 20
+    )]
+    TooLarge {
+        /// The file.
+        file: String,
+        /// Its size.
+        bytes: u64,
+        /// The most this reader holds in memory.
+        limit: u64,
+    },
     /// A condition that usually clears by itself (a lock held elsewhere, a
     /// full disk) outlasted the writer's retries, so the tick was dropped.
     /// The writer carries on with the next one.
@@ -294,6 +409,25 @@ impl Error {
             Error::WriterStopped { .. } => "WriterStopped",
             Error::DuplicateRow { .. } => "DuplicateRow",
             Error::TickDropped { .. } => "TickDropped",
+            Error::TooLarge { .. } => "TooLarge",
+        }
+    }
+
+    /// The error's kind in the browser engine's closed set.
+    pub fn engine_kind(&self) -> EngineKind {
+        match self {
+            Error::Sqlite { source, .. }
+                if source.sqlite_error_code() == Some(rusqlite::ErrorCode::OutOfMemory) =>
+            {
+                EngineKind::TooLarge
+            }
+            Error::TooLarge { .. } => EngineKind::TooLarge,
+            Error::NotAnArchive { .. } => EngineKind::NotAnArchive,
+            Error::UnsupportedSchema { .. } => EngineKind::UnsupportedSchema,
+            Error::Corrupt { .. } => EngineKind::Corrupt,
+            Error::NotFound { .. } | Error::Invalid { .. } => EngineKind::NotFound,
+            Error::Segment { .. } => EngineKind::Segment,
+            _ => EngineKind::Internal,
         }
     }
 
@@ -342,26 +476,18 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_refusal_has_its_own_detail_name() {
+    fn every_refusal_has_its_own_detail_name_listed_once() {
         let all = [
             NotArchive::Empty,
             NotArchive::TooShort(3),
             NotArchive::NotSqlite,
             NotArchive::UnstampedSqlite,
-            NotArchive::ForeignApplication(0x1234_5678),
+            NotArchive::ForeignApplication(7),
             NotArchive::NoCatalog,
+            NotArchive::IncompleteCatalog(String::new()),
         ];
-        let names: Vec<&str> = all.iter().map(NotArchive::detail).collect();
-        assert_eq!(
-            names,
-            [
-                "empty",
-                "too_short",
-                "not_sqlite",
-                "unstamped",
-                "foreign_app",
-                "no_catalog"
-            ]
-        );
+        let listed: Vec<&str> = NotArchive::DETAILS.iter().map(|(d, _)| *d).collect();
+        let given: Vec<&str> = all.iter().map(NotArchive::detail).collect();
+        assert_eq!(listed, given);
     }
 }

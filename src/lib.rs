@@ -12,7 +12,8 @@
 //! - [`segment`]: the encoder boundary and Parquet settings.
 //! - [`read`]: describing an archive and reading streams.
 //! - [`verify`]: the soundness check.
-//! - [`keys`]: reserved metadata keys.
+//! - [`keys`] and [`reserved`]: reserved metadata keys, and the JSON some
+//!   of them hold, parsed.
 //! - `write` (feature `write`): the streaming writer, sealing, retention.
 //!
 //! With the default `write` feature off, the crate is a reader with no
@@ -24,6 +25,7 @@ pub mod container;
 pub mod error;
 pub mod keys;
 pub mod read;
+pub mod reserved;
 pub mod segment;
 pub mod verify;
 #[cfg(target_arch = "wasm32")]
@@ -35,7 +37,7 @@ pub use catalog::{CallerRow, ClockOffset, Labels, SegmentRecord, SourceRecord, S
 pub use container::Archive;
 #[cfg(feature = "write")]
 pub use container::{ArchiveMut, Transaction};
-pub use error::{Error, NotArchive, ReadOnly, Result};
+pub use error::{EngineKind, Error, NotArchive, ReadOnly, Result};
 pub use segment::{Segment, SegmentEncoder};
 #[cfg(feature = "write")]
 pub use write::{Evicted, SealPolicy, SourceWriter, Writer, WriterOptions};

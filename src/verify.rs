@@ -30,6 +30,28 @@ pub enum ProblemKind {
     Catalog,
 }
 
+impl ProblemKind {
+    /// Every kind, in declaration order.
+    pub const ALL: [ProblemKind; 5] = [
+        ProblemKind::Integrity,
+        ProblemKind::DanglingReference,
+        ProblemKind::Segment,
+        ProblemKind::UnreachableWal,
+        ProblemKind::Catalog,
+    ];
+
+    /// The name reports use (`snake_case`, as the JSON shape has it).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProblemKind::Integrity => "integrity",
+            ProblemKind::DanglingReference => "dangling_reference",
+            ProblemKind::Segment => "segment",
+            ProblemKind::UnreachableWal => "unreachable_wal",
+            ProblemKind::Catalog => "catalog",
+        }
+    }
+}
+
 /// One problem, in words.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Problem {
@@ -389,5 +411,17 @@ impl Counts {
             segments,
             wal_rows,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn problem_kind_names_are_the_json_shapes() {
+        for kind in ProblemKind::ALL {
+            assert_eq!(serde_json::to_value(kind).unwrap(), kind.name());
+        }
     }
 }

@@ -1,8 +1,8 @@
-//! The wasm engine in a browser:
-//! `wasm-pack test --headless --chrome -- --test web_browser`.
+//! The wasm engine in a browser: `wasm-pack test --headless --chrome --
+//! --no-default-features --features test-hooks --test web_browser`.
 //! Without `run_in_browser`, wasm-bindgen-test would skip every test here
 //! and still exit 0.
-#![cfg(target_arch = "wasm32")]
+#![cfg(all(target_arch = "wasm32", feature = "test-hooks"))]
 
 wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 

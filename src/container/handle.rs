@@ -84,9 +84,18 @@ impl Archive {
     /// Opens an archive held in memory, such as a file dropped into a web
     /// page. `len` bytes are read from `bytes` straight into SQLite's own
     /// buffer, so the archive exists once in memory, and the database is
-    /// opened read-only: nothing can write to it.
+    /// opened read-only: nothing can write to it. An archive larger than
+    /// [`super::MAX_IN_MEMORY_BYTES`] is refused as [`Error::TooLarge`]
+    /// before anything is read.
     pub fn from_reader(name: &str, mut bytes: impl std::io::Read, len: usize) -> Result<Archive> {
         let file = name.to_string();
+        if len as u64 > super::MAX_IN_MEMORY_BYTES {
+            return Err(Error::TooLarge {
+                file,
+                bytes: len as u64,
+                limit: super::MAX_IN_MEMORY_BYTES,
+            });
+        }
         let mut header = vec![0u8; HEADER_BYTES.min(len)];
         bytes
             .read_exact(&mut header)

@@ -28,5 +28,9 @@ pub use transaction::{NewSource, Transaction};
 pub const APPLICATION_ID: u32 = 0x6465_6e64;
 /// The catalog schema version this build reads and writes (`user_version`).
 pub const SCHEMA_VERSION: u32 = 4;
+/// The largest archive [`Archive::from_reader`] opens: SQLite's ceiling for
+/// one allocation (`SQLITE_MAX_ALLOCATION_SIZE`), which must hold the whole
+/// file.
+pub const MAX_IN_MEMORY_BYTES: u64 = 2_147_483_391;
 /// Page size fixed at creation; the cheapest per-append sidecar traffic.
 pub const PAGE_SIZE: u32 = 4096;

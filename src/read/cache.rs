@@ -1,4 +1,5 @@
-//! A bounded least-recently-used cache of decoded segments.
+//! A bounded least-recently-used cache of decoded segments, and the
+//! reader's cache built on it for every archive a viewer holds open.
 //!
 //! Segments are immutable (format §3.2), so a decoded segment never goes
 //! stale while its archive is open. A viewer that pans and zooms asks for
@@ -10,6 +11,153 @@ use std::hash::Hash;
 use std::sync::Arc;
 
 use arrow_array::RecordBatch;
+
+use super::envelope::Stats;
+
+/// The decoded-segment budget when nobody chose one: a quarter of the bytes
+/// of the archives open, between 16 and 256 MiB. Memory a wasm instance
+/// grows into is never given back, so a fixed 256 MiB on a 100 MB archive
+/// left the engine at 2.5 times the file after some panning.
+pub fn default_budget(open_bytes: u64) -> usize {
+    const MIN: u64 = 16 << 20;
+    const MAX: u64 = 256 << 20;
+    (open_bytes / 4).clamp(MIN, MAX) as usize
+}
+
+/// Footer summaries kept at most: a few hundred bytes each.
+const MAX_STATS_ENTRIES: usize = 1 << 16;
+
+/// Which decode a cache entry holds: segment `seq` of a stream of archive
+/// `archive` (an id its holder assigns), with `columns` as asked for and,
+/// for a range read, the time axis.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct DecodeKey {
+    /// The holder's id for the archive.
+    pub archive: u32,
+    /// The source.
+    pub source_id: i64,
+    /// The stream.
+    pub stream: String,
+    /// The segment.
+    pub seq: i64,
+    /// The columns kept (`None`: all), sorted.
+    pub columns: Option<Vec<String>>,
+    /// Whether the time axis was added to them.
+    pub with_time_axis: bool,
+}
+
+/// A segment, for the footer-summary cache: its summary does not depend on
+/// which columns are asked for.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct SegmentKey {
+    /// The holder's id for the archive.
+    pub archive: u32,
+    /// The source.
+    pub source_id: i64,
+    /// The stream.
+    pub stream: String,
+    /// The segment.
+    pub seq: i64,
+}
+
+/// The reader's caches over every open archive: decoded segments under one
+/// byte budget, and footer summaries (`None`: the footer says nothing
+/// exact). The budget follows the open archives' sizes
+/// ([`default_budget`]) until a holder chooses one.
+pub struct ReaderCache {
+    decoded: SegmentCache<DecodeKey>,
+    stats: HashMap<SegmentKey, Option<Stats>>,
+    open: HashMap<u32, u64>,
+    chosen: Option<usize>,
+}
+
+impl Default for ReaderCache {
+    fn default() -> Self {
+        ReaderCache {
+            decoded: SegmentCache::new(default_budget(0)),
+            stats: HashMap::new(),
+            open: HashMap::new(),
+            chosen: None,
+        }
+    }
+}
+
+impl ReaderCache {
+    /// An archive of `bytes` was opened under `archive`.
+    pub fn opened(&mut self, archive: u32, bytes: u64) {
+        self.open.insert(archive, bytes);
+        self.resize();
+    }
+
+    /// Archive `archive` was closed: its entries go.
+    pub fn closed(&mut self, archive: u32) {
+        self.open.remove(&archive);
+        self.decoded.remove_where(|k| k.archive == archive);
+        self.stats.retain(|k, _| k.archive != archive);
+        self.resize();
+    }
+
+    /// Chooses the budget, overriding the default for good; 0 turns both
+    /// caches off.
+    pub fn choose_budget(&mut self, bytes: usize) {
+        self.chosen = Some(bytes);
+        if bytes == 0 {
+            self.stats.clear();
+        }
+        self.resize();
+    }
+
+    fn resize(&mut self) {
+        let budget = self
+            .chosen
+            .unwrap_or_else(|| default_budget(self.open.values().sum()));
+        self.decoded.set_budget(budget);
+    }
+
+    fn enabled(&self) -> bool {
+        self.chosen != Some(0)
+    }
+
+    /// The decoded batches for `key`, if cached.
+    pub fn decoded(&mut self, key: &DecodeKey) -> Option<Batches> {
+        self.decoded.get(key)
+    }
+
+    /// Keeps decoded batches (when caching is on).
+    pub fn keep_decoded(&mut self, key: DecodeKey, batches: Batches) {
+        if self.enabled() {
+            self.decoded.insert(key, batches);
+        }
+    }
+
+    /// The footer summary for `key`, if cached (`Some(None)`: cached as
+    /// saying nothing exact).
+    pub fn stats(&self, key: &SegmentKey) -> Option<Option<Stats>> {
+        self.stats.get(key).cloned()
+    }
+
+    /// Keeps a footer summary (when caching is on), forgetting them all
+    /// when there are too many to hold.
+    pub fn keep_stats(&mut self, key: SegmentKey, summary: Option<Stats>) {
+        if !self.enabled() {
+            return;
+        }
+        if self.stats.len() >= MAX_STATS_ENTRIES {
+            self.stats.clear();
+        }
+        self.stats.insert(key, summary);
+    }
+
+    /// Decoded entries held, and their bytes of Arrow memory.
+    pub fn usage(&self) -> (usize, usize) {
+        (self.decoded.len(), self.decoded.used())
+    }
+
+    /// The decoded-segment budget in force.
+    pub fn budget(&self) -> usize {
+        self.decoded.budget
+    }
+}
 
 /// Decoded batches of one segment, shared between the cache and readers.
 pub type Batches = Arc<Vec<RecordBatch>>;
@@ -203,6 +351,57 @@ mod tests {
         let failed: Result<Batches, &str> = cache.get_or_load(8, || Err("bad segment"));
         assert!(failed.is_err());
         assert!(cache.get(&8).is_none());
+    }
+
+    fn key(archive: u32, seq: i64) -> DecodeKey {
+        DecodeKey {
+            archive,
+            source_id: 1,
+            stream: "s".into(),
+            seq,
+            columns: None,
+            with_time_axis: false,
+        }
+    }
+
+    #[test]
+    fn the_default_budget_is_a_quarter_of_what_is_open_within_bounds() {
+        assert_eq!(default_budget(0), 16 << 20);
+        assert_eq!(default_budget(100 << 20), 25 << 20);
+        assert_eq!(default_budget(10 << 30), 256 << 20);
+        let mut cache = ReaderCache::default();
+        cache.opened(1, 100 << 20);
+        cache.opened(2, 200 << 20);
+        assert_eq!(cache.budget(), 75 << 20);
+        cache.closed(2);
+        assert_eq!(cache.budget(), 25 << 20);
+        cache.choose_budget(1 << 20);
+        cache.opened(3, 1 << 30);
+        assert_eq!(cache.budget(), 1 << 20, "a chosen budget stays chosen");
+    }
+
+    #[test]
+    fn a_closed_archive_takes_its_entries_with_it_and_zero_turns_caching_off() {
+        let mut cache = ReaderCache::default();
+        cache.opened(1, 0);
+        cache.opened(2, 0);
+        cache.keep_decoded(key(1, 0), batches(10));
+        cache.keep_decoded(key(2, 0), batches(10));
+        let seg = |archive| SegmentKey {
+            archive,
+            source_id: 1,
+            stream: "s".into(),
+            seq: 0,
+        };
+        cache.keep_stats(seg(1), None);
+        cache.closed(1);
+        assert!(cache.decoded(&key(1, 0)).is_none() && cache.decoded(&key(2, 0)).is_some());
+        assert_eq!(cache.stats(&seg(1)), None);
+        cache.choose_budget(0);
+        cache.keep_decoded(key(2, 1), batches(10));
+        cache.keep_stats(seg(2), None);
+        assert_eq!(cache.usage(), (0, 0));
+        assert_eq!(cache.stats(&seg(2)), None);
     }
 
     #[test]

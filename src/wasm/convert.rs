@@ -21,6 +21,7 @@ use super::js::{big, labels, num, record, Obj};
 use crate::read::columns::{display_value, time_values, ts_column, type_name};
 use crate::read::envelope::Envelope;
 use crate::read::{Description, SegmentDescription, SourceDescription, StreamDescription};
+use crate::reserved::{Event, ProducerEpoch, Reserved, WriterSession};
 use crate::verify::VerifyReport;
 
 fn array_of<T>(items: impl ExactSizeIterator<Item = T>, f: impl Fn(T) -> JsValue) -> JsValue {
@@ -66,6 +67,7 @@ fn source(s: &SourceDescription) -> JsValue {
         )
         .set("labels", labels(&s.labels))
         .set("metadata", labels(&s.metadata))
+        .set("reserved", reserved(&s.metadata))
         .set("complete", s.complete)
         .set("clock_anchor_wall_ns", big(s.clock_anchor_wall_ns))
         .set("streams", array_of(s.streams.iter(), stream))
@@ -233,12 +235,8 @@ pub(crate) fn envelope(e: &Envelope) -> JsValue {
 /// `VerifyReport` of types.ts, with the check's counts beside it.
 pub(crate) fn verify(r: &VerifyReport) -> JsValue {
     let problems = array_of(r.problems.iter(), |p| {
-        let kind = serde_json::to_value(p.kind)
-            .ok()
-            .and_then(|v| v.as_str().map(str::to_string))
-            .unwrap_or_default();
         Obj::new()
-            .set("kind", kind)
+            .set("kind", p.kind.name())
             .set("message", p.message.as_str())
             .build()
     });
@@ -250,5 +248,78 @@ pub(crate) fn verify(r: &VerifyReport) -> JsValue {
         .set("streams", num(r.streams))
         .set("segments", num(r.segments))
         .set("wal_rows", num(r.wal_rows))
+        .set("covered_wal_rows", num(r.covered_wal_rows))
+        .set(
+            "note",
+            r.note().map_or(JsValue::NULL, |n| JsValue::from_str(&n)),
+        )
         .build()
+}
+
+/// A reserved key as `Parsed<T>` of types.ts: `{ ok: true, value }` or
+/// `{ ok: false, why }`.
+fn parsed<T>(found: &Result<Vec<T>, String>, item: impl Fn(&T) -> JsValue) -> JsValue {
+    match found {
+        Ok(items) => Obj::new()
+            .set("ok", true)
+            .set("value", array_of(items.iter(), item))
+            .build(),
+        Err(why) => Obj::new().set("ok", false).set("why", why.as_str()).build(),
+    }
+}
+
+fn optional_big(v: Option<i64>) -> JsValue {
+    v.map_or(JsValue::NULL, big)
+}
+
+fn optional_text(v: &Option<String>) -> JsValue {
+    v.as_deref().map_or(JsValue::NULL, JsValue::from_str)
+}
+
+fn writer_session(s: &WriterSession) -> JsValue {
+    Obj::new()
+        .set("session", s.session.as_str())
+        .set("dendro", s.dendro.as_str())
+        .set("clock_anchor_wall_ns", optional_big(s.clock_anchor_wall_ns))
+        .set("resumed", s.resumed_after_ts.is_some())
+        .set(
+            "resumed_after_ts",
+            optional_big(s.resumed_after_ts.flatten()),
+        )
+        .set("extra", labels(&s.extra))
+        .build()
+}
+
+fn event(e: &Event) -> JsValue {
+    Obj::new()
+        .set("timestamp", big(e.timestamp))
+        .set("description", e.description.as_str())
+        .set("kind", optional_text(&e.kind))
+        .set("details", optional_text(&e.details))
+        .set("id", optional_text(&e.id))
+        .build()
+}
+
+fn epoch(e: &ProducerEpoch) -> JsValue {
+    Obj::new()
+        .set("epoch", e.epoch.as_str())
+        .set("from_ts", optional_big(e.from_ts))
+        .build()
+}
+
+/// The source's reserved keys, parsed (`Reserved` of types.ts): a key is
+/// present only when the metadata has it.
+fn reserved(metadata: &crate::catalog::Labels) -> JsValue {
+    let r = Reserved::of(metadata);
+    let mut out = Obj::new();
+    if let Some(found) = &r.writer_sessions {
+        out = out.set("writer_sessions", parsed(found, writer_session));
+    }
+    if let Some(found) = &r.events {
+        out = out.set("events", parsed(found, event));
+    }
+    if let Some(found) = &r.producer_epochs {
+        out = out.set("producer_epochs", parsed(found, epoch));
+    }
+    out.build()
 }

@@ -5,7 +5,7 @@ use js_sys::{BigInt, Object, Reflect};
 use wasm_bindgen::JsValue;
 
 use crate::catalog::Labels;
-use crate::error::{Error, NotArchive};
+use crate::error::{EngineKind, Error, NotArchive};
 
 /// A plain JS object under construction.
 pub(crate) struct Obj(Object);
@@ -65,39 +65,18 @@ pub(crate) fn error(kind: &str, message: &str) -> JsValue {
     err.into()
 }
 
-/// The API's name for what went wrong. The page knows a closed set of
-/// kinds; crate errors outside it are reported as `Internal` or, for a bad
-/// argument, `NotFound`, with the crate's own message either way.
-pub(crate) fn kind_of(err: &Error) -> &'static str {
-    match err {
-        Error::Sqlite { source, .. }
-            if source.sqlite_error_code() == Some(rusqlite::ErrorCode::OutOfMemory) =>
-        {
-            "TooLarge"
-        }
-        Error::NotAnArchive { .. } => "NotAnArchive",
-        Error::UnsupportedSchema { .. } => "UnsupportedSchema",
-        Error::Corrupt { .. } => "Corrupt",
-        Error::NotFound { .. } | Error::Invalid { .. } => "NotFound",
-        Error::Segment { .. } => "Segment",
-        _ => "Internal",
-    }
-}
-
 /// A crate error as a JS `Error`. A refused file also carries what it is
 /// instead as data: `detail` (and `application_id` for another
 /// application's database) for `NotAnArchive`, `version` and
 /// `supported_version` for `UnsupportedSchema`.
 pub(crate) fn from_error(err: &Error) -> JsValue {
-    let kind = kind_of(err);
-    let message = match kind {
-        "TooLarge" => format!(
-            "{}: the browser refused the memory to hold this archive ({err})",
-            err_file(err)
-        ),
+    let message = match err {
+        Error::Sqlite { file, .. } if err.engine_kind() == EngineKind::TooLarge => {
+            format!("{file}: the browser refused the memory to hold this archive ({err})")
+        }
         _ => err.to_string(),
     };
-    let js = error(kind, &message);
+    let js = error(err.engine_kind().name(), &message);
     let set = |key: &str, value: JsValue| {
         let _ = Reflect::set(&js, &JsValue::from_str(key), &value);
     };
@@ -118,11 +97,4 @@ pub(crate) fn from_error(err: &Error) -> JsValue {
         _ => {}
     }
     js
-}
-
-fn err_file(err: &Error) -> &str {
-    match err {
-        Error::Sqlite { file, .. } => file,
-        _ => "archive",
-    }
 }

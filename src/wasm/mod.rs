@@ -16,7 +16,6 @@ mod input;
 mod js;
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
@@ -26,47 +25,12 @@ use wasm_bindgen::prelude::*;
 use crate::catalog::SegmentRecord;
 use crate::container::Archive;
 use crate::error::Error;
-use crate::read::cache::{Batches, SegmentCache};
+use crate::read::cache::{Batches, DecodeKey, ReaderCache, SegmentKey};
 use crate::read::envelope::{decode_for_range, read_range_with, RangeReader, RangeRequest, Stats};
 
-/// The largest archive the engine accepts: SQLite's own ceiling for one
-/// allocation (`SQLITE_MAX_ALLOCATION_SIZE`), which holds the whole file.
-pub const MAX_ARCHIVE_BYTES: u64 = 2_147_483_391;
-
-/// Default budget of the decoded-segment cache, in bytes of Arrow memory.
-pub const DEFAULT_CACHE_BYTES: usize = 256 << 20;
-
-/// Which decode a cache entry holds: the columns as asked for
-/// (`readSegment`), or those plus the time axis (`readRange`).
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct Key {
-    archive: u32,
-    source_id: i64,
-    stream: String,
-    seq: i64,
-    columns: Option<Vec<String>>,
-    with_time_axis: bool,
-}
-
-/// A segment, for the footer-statistics cache: its summary does not
-/// depend on which columns are asked for.
-#[derive(Clone, PartialEq, Eq, Hash)]
-struct SegmentKey {
-    archive: u32,
-    source_id: i64,
-    stream: String,
-    seq: i64,
-}
-
-/// Footer summaries kept at most: a few hundred bytes each.
-const MAX_STATS_ENTRIES: usize = 1 << 16;
-
 thread_local! {
-    static CACHE: RefCell<SegmentCache<Key>> = RefCell::new(SegmentCache::new(DEFAULT_CACHE_BYTES));
-    /// Footer summaries by segment (`None`: the footer says nothing exact).
-    static STATS: RefCell<HashMap<SegmentKey, Option<Stats>>> = RefCell::new(HashMap::new());
-    /// Whether caching is on at all (`setCacheBytes(0)` turns both off).
-    static CACHING: Cell<bool> = const { Cell::new(true) };
+    /// Decoded segments and footer summaries of every open archive.
+    static CACHE: RefCell<ReaderCache> = RefCell::new(ReaderCache::default());
     static NEXT_ID: Cell<u32> = const { Cell::new(1) };
     /// The segment being decoded, if any. Read back after a trap (a
     /// panic aborts in wasm32), so the page can say which segment did it.
@@ -145,16 +109,6 @@ impl JsArchive {
     pub fn open(bytes: &Uint8Array, name: &str) -> JsResult<JsArchive> {
         console_error_panic_hook::set_once();
         let len = bytes.length() as u64;
-        if len > MAX_ARCHIVE_BYTES {
-            return Err(js::error(
-                "TooLarge",
-                &format!(
-                    "{name}: the file is {} MB; the engine holds archives up to {} MB in memory",
-                    len >> 20,
-                    MAX_ARCHIVE_BYTES >> 20
-                ),
-            ));
-        }
         let reader = input::JsBytes::new(bytes.clone());
         let archive = Archive::from_reader(name, reader, len as usize).map_err(fail)?;
         let id = NEXT_ID.with(|n| {
@@ -162,6 +116,7 @@ impl JsArchive {
             n.set(id.wrapping_add(1));
             id
         });
+        CACHE.with(|c| c.borrow_mut().opened(id, len));
         Ok(JsArchive {
             id,
             archive: Rc::new(archive),
@@ -224,7 +179,7 @@ impl JsArchive {
         let source = whole("source", file, source)?;
         let seq = whole("segment", file, seq)?;
         let columns = normalized(columns);
-        let key = Key {
+        let key = DecodeKey {
             archive: self.id,
             source_id: source,
             stream: stream.to_string(),
@@ -467,15 +422,13 @@ impl JsArchive {
 
 impl Drop for JsArchive {
     fn drop(&mut self) {
-        let id = self.id;
-        CACHE.with(|c| c.borrow_mut().remove_where(|k| k.archive == id));
-        STATS.with(|s| s.borrow_mut().retain(|k, _| k.archive != id));
+        CACHE.with(|c| c.borrow_mut().closed(self.id));
     }
 }
 
 /// The cache key of a segment decoded for an envelope.
-fn range_key(archive: u32, record: &SegmentRecord, columns: Option<&[String]>) -> Key {
-    Key {
+fn range_key(archive: u32, record: &SegmentRecord, columns: Option<&[String]>) -> DecodeKey {
+    DecodeKey {
         archive,
         source_id: record.source_id,
         stream: record.stream.clone(),
@@ -497,7 +450,7 @@ fn cached_stats(
         stream: record.stream.clone(),
         seq: record.seq,
     };
-    if let Some(hit) = STATS.with(|s| s.borrow().get(&key).cloned()) {
+    if let Some(hit) = CACHE.with(|c| c.borrow().stats(&key)) {
         return Ok(hit);
     }
     let summary = noting(
@@ -510,15 +463,7 @@ fn cached_stats(
         || crate::read::stats::segment_stats(archive, record),
     )?
     .map(Arc::new);
-    if CACHING.with(Cell::get) {
-        STATS.with(|s| {
-            let mut s = s.borrow_mut();
-            if s.len() >= MAX_STATS_ENTRIES {
-                s.clear();
-            }
-            s.insert(key, summary.clone());
-        });
-    }
+    CACHE.with(|c| c.borrow_mut().keep_stats(key, summary.clone()));
     Ok(summary)
 }
 
@@ -547,7 +492,7 @@ impl RangeJob {
         };
         while let Some((index, record)) = reader.next_to_decode() {
             let key = range_key(self.archive_id, &record, self.columns.as_deref());
-            if let Some(hit) = CACHE.with(|c| c.borrow_mut().get(&key)) {
+            if let Some(hit) = CACHE.with(|c| c.borrow_mut().decoded(&key)) {
                 reader.supply(index, hit);
                 continue;
             }
@@ -601,7 +546,7 @@ impl RangeJob {
             .map_err(|cause| self.segment_failure(&record, cause))?;
         let batches = Arc::new(batches);
         let key = range_key(self.archive_id, &record, self.columns.as_deref());
-        CACHE.with(|c| c.borrow_mut().insert(key, Arc::clone(&batches)));
+        CACHE.with(|c| c.borrow_mut().keep_decoded(key, Arc::clone(&batches)));
         if let Some(reader) = self.reader.as_mut() {
             reader.supply(index, batches);
         }
@@ -706,19 +651,20 @@ fn batch_value(batches: &[arrow_array::RecordBatch]) -> Result<JsValue, String> 
 /// Looks `key` up in the shared cache, decoding on a miss. The cache is
 /// not borrowed while `load` runs.
 fn cached(
-    key: Key,
+    key: DecodeKey,
     load: impl FnOnce() -> crate::error::Result<Batches>,
 ) -> crate::error::Result<Batches> {
-    if let Some(hit) = CACHE.with(|c| c.borrow_mut().get(&key)) {
+    if let Some(hit) = CACHE.with(|c| c.borrow_mut().decoded(&key)) {
         return Ok(hit);
     }
     let batches = load()?;
-    CACHE.with(|c| c.borrow_mut().insert(key, Arc::clone(&batches)));
+    CACHE.with(|c| c.borrow_mut().keep_decoded(key, Arc::clone(&batches)));
     Ok(batches)
 }
 
-/// Sets the decoded-segment cache's budget in bytes (default 256 MiB),
-/// evicting as needed; 0 turns caching off, footer summaries included.
+/// Chooses the decoded-segment cache's budget in bytes, evicting as needed
+/// and overriding the default ([`crate::read::cache::default_budget`] of
+/// what is open) for good; 0 turns caching off, footer summaries included.
 #[wasm_bindgen(js_name = setCacheBytes)]
 pub fn set_cache_bytes(bytes: f64) {
     let bytes = if bytes.is_finite() && bytes > 0.0 {
@@ -726,21 +672,19 @@ pub fn set_cache_bytes(bytes: f64) {
     } else {
         0
     };
-    CACHE.with(|c| c.borrow_mut().set_budget(bytes));
-    CACHING.with(|c| c.set(bytes > 0));
-    if bytes == 0 {
-        STATS.with(|s| s.borrow_mut().clear());
-    }
+    CACHE.with(|c| c.borrow_mut().choose_budget(bytes));
 }
 
-/// `{ entries, bytes }` held by the decoded-segment cache.
+/// `{ entries, bytes, budget }` of the decoded-segment cache.
 #[wasm_bindgen(js_name = cacheStats)]
 pub fn cache_stats() -> JsValue {
     CACHE.with(|c| {
         let c = c.borrow();
+        let (entries, bytes) = c.usage();
         js::Obj::new()
-            .set("entries", c.len() as u32)
-            .set("bytes", JsValue::from_f64(c.used() as f64))
+            .set("entries", entries as u32)
+            .set("bytes", JsValue::from_f64(bytes as f64))
+            .set("budget", JsValue::from_f64(c.budget() as f64))
             .build()
     })
 }
@@ -760,8 +704,8 @@ pub fn decoding_now() -> Option<String> {
 
 /// Traps the module as a hostile segment that got past validation would,
 /// noting `what` as the segment being decoded. For testing the worker's
-/// recovery only.
-#[doc(hidden)]
+/// recovery only (feature `test-hooks`).
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen(js_name = __crashForTests)]
 pub fn crash_for_tests(what: String) {
     DECODING.with(|d| d.set(Some(what)));
@@ -770,8 +714,9 @@ pub fn crash_for_tests(what: String) {
 
 /// Decodes one segment's Parquet bytes and counts its rows, with nothing
 /// around it (no SQLite, no JS conversion): the figure to compare with a
-/// native decode of the same bytes (`benches/decode.rs`).
-#[doc(hidden)]
+/// native decode of the same bytes (`benches/decode.rs`). Feature
+/// `test-hooks`.
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen(js_name = __decodeForBench)]
 pub fn decode_for_bench(bytes: &[u8]) -> JsResult<f64> {
     let batches = crate::segment::decode_segment(bytes.to_vec(), None)
@@ -781,8 +726,9 @@ pub fn decode_for_bench(bytes: &[u8]) -> JsResult<f64> {
 
 /// Unpacks what `decodePacked` returned, as `RangeJob.supply` does,
 /// counting the rows: with `__decodeForBench` and `decodePacked`, what
-/// decoding in a second instance adds (`scripts/bench-wasm.mjs`).
-#[doc(hidden)]
+/// decoding in a second instance adds (`scripts/bench-wasm.mjs`). Feature
+/// `test-hooks`.
+#[cfg(feature = "test-hooks")]
 #[wasm_bindgen(js_name = __unpackForBench)]
 pub fn unpack_for_bench(packed: js_sys::Array) -> JsResult<f64> {
     let mut rows = 0.0;
@@ -802,7 +748,8 @@ pub fn version() -> String {
 /// Reduces decoded batches to an envelope exactly as `readRange` does,
 /// returning the JS value `readRange` would. For tests that feed rows no
 /// archive in a test fixture holds (a million rows with one spike).
-#[doc(hidden)]
+/// Feature `test-hooks`.
+#[cfg(feature = "test-hooks")]
 pub fn envelope_of_batches(
     batches: &[arrow_array::RecordBatch],
     from: i64,

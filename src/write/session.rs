@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use log::warn;
 use rusqlite::Connection;
-use serde::{Deserialize, Serialize};
 
 use super::policy::SealPolicy;
 use super::prune::Pruner;
@@ -22,45 +21,15 @@ use crate::catalog::{CallerRow, ClockOffset, Labels, Snapshot};
 use crate::container::{NewSource, Transaction};
 use crate::error::{Error, Result};
 use crate::keys;
+pub use crate::reserved::Event;
+use crate::reserved::WriterSession;
 use crate::segment::SegmentEncoder;
 
 /// The crate version recorded in every `writer_sessions` entry.
 pub(super) const CRATE_VERSION: &str = env!("CARGO_PKG_VERSION");
 
-/// One entry of `writer_sessions`. Fields in byte order, which is the order
-/// they appear in the JSON.
-#[derive(Serialize)]
-struct SessionEntry<'a> {
-    clock_anchor_wall_ns: i64,
-    dendro: &'a str,
-    /// Only on a resume: the previous session's newest row, `null` if it
-    /// left none.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    resumed_after_ts: Option<Option<i64>>,
-    session: &'a str,
-}
-
-/// One entry of a source's `events` key (format §6). Appended, never
-/// replaced, by [`super::SourceWriter::append_event`] and by a resume.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Event {
-    /// What happened, for a person.
-    pub description: String,
-    /// More about it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub details: Option<String>,
-    /// A stable id, so a merge of two copies can de-duplicate.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub id: Option<String>,
-    /// A tag: `producer_epoch` for a counter reset, `writer_session` for a resume.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub kind: Option<String>,
-    /// When, on the source's timeline.
-    pub timestamp: i64,
-}
-
 /// `writer_sessions` with one more entry.
-fn sessions_with(file: &str, current: Option<&String>, entry: &SessionEntry<'_>) -> Result<String> {
+fn sessions_with(file: &str, current: Option<&String>, entry: &WriterSession) -> Result<String> {
     let mut sessions: Vec<serde_json::Value> = match current {
         None => Vec::new(),
         Some(text) => serde_json::from_str(text).map_err(|e| Error::Invalid {
@@ -297,11 +266,12 @@ impl Sessions {
         let (source_id, uuid) = with_retries(&file, "adding a source", || {
             let tx = Transaction::begin(conn, &file)?;
             let session = tx.mint_uuid()?;
-            let entry = SessionEntry {
-                clock_anchor_wall_ns: anchor,
-                dendro: CRATE_VERSION,
+            let entry = WriterSession {
+                clock_anchor_wall_ns: Some(anchor),
+                dendro: CRATE_VERSION.to_string(),
                 resumed_after_ts: None,
-                session: &session,
+                session: session.clone(),
+                extra: Labels::new(),
             };
             let mut row = source.clone();
             let sessions = sessions_with(&file, row.metadata.get(keys::WRITER_SESSIONS), &entry)?;
@@ -374,11 +344,12 @@ impl Sessions {
             let tx = Transaction::begin(conn, &file)?;
             let metadata = metadata_of(&tx, &file, source_id)?;
             let session = tx.mint_uuid()?;
-            let entry = SessionEntry {
-                clock_anchor_wall_ns: anchor,
-                dendro: CRATE_VERSION,
+            let entry = WriterSession {
+                clock_anchor_wall_ns: Some(anchor),
+                dendro: CRATE_VERSION.to_string(),
                 resumed_after_ts: Some(newest),
-                session: &session,
+                session: session.clone(),
+                extra: Labels::new(),
             };
             let mut patch = BTreeMap::new();
             patch.insert(

@@ -317,11 +317,7 @@ mod tests {
     struct GatedEncoder(Arc<Gated>);
 
     impl SegmentEncoder for GatedEncoder {
-        fn encode(
-            &self,
-            _: &str,
-            rows: &[WalRow],
-        ) -> std::result::Result<Option<Segment>, String> {
+        fn encode(&self, _: &str, rows: &[WalRow]) -> std::result::Result<Option<Segment>, String> {
             self.0.set(|s| s.0 = true);
             self.0.wait_for(|s| s.1);
             Ok(Some(Segment {

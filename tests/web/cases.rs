@@ -153,6 +153,58 @@ fn every_sound_fixture_opens_from_bytes_and_reads_back_its_manifest() {
     assert_eq!(checked, 6);
 }
 
+/// The `reserved` object `describe` gives a source, as JSON: the engine's
+/// parse of its reserved keys (`dendro::reserved`), in the shape of
+/// `Reserved` in types.ts.
+fn reserved_json(metadata: &dendro::Labels) -> Value {
+    use dendro::reserved::Reserved;
+    fn parsed<T>(found: &Result<Vec<T>, String>, item: impl Fn(&T) -> Value) -> Value {
+        match found {
+            Ok(items) => {
+                serde_json::json!({ "ok": true, "value": items.iter().map(item).collect::<Vec<_>>() })
+            }
+            Err(why) => serde_json::json!({ "ok": false, "why": why }),
+        }
+    }
+    let r = Reserved::of(metadata);
+    let mut out = serde_json::Map::new();
+    if let Some(found) = &r.writer_sessions {
+        out.insert(
+            "writer_sessions".into(),
+            parsed(found, |s| {
+                serde_json::json!({
+                    "session": s.session, "dendro": s.dendro,
+                    "clock_anchor_wall_ns": s.clock_anchor_wall_ns,
+                    "resumed": s.resumed_after_ts.is_some(),
+                    "resumed_after_ts": s.resumed_after_ts.flatten(),
+                    "extra": s.extra,
+                })
+            }),
+        );
+    }
+    if let Some(found) = &r.events {
+        out.insert(
+            "events".into(),
+            parsed(found, |e| {
+                serde_json::json!({
+                    "timestamp": e.timestamp, "description": e.description, "kind": e.kind,
+                    "details": e.details, "id": e.id,
+                })
+            }),
+        );
+    }
+    if let Some(found) = &r.producer_epochs {
+        out.insert(
+            "producer_epochs".into(),
+            parsed(
+                found,
+                |e| serde_json::json!({ "epoch": e.epoch, "from_ts": e.from_ts }),
+            ),
+        );
+    }
+    Value::Object(out)
+}
+
 #[wasm_bindgen_test]
 fn describe_in_js_is_the_describe_json_shape_with_bigint_timestamps() {
     for (f, m) in sound() {
@@ -174,6 +226,7 @@ fn describe_in_js_is_the_describe_json_shape_with_bigint_timestamps() {
                 .map(|(n, &c)| (n.clone(), Value::from(c)))
                 .collect();
             source["caller_row_counts"] = Value::Object(counts);
+            source["reserved"] = reserved_json(&ours.metadata);
         }
         assert_eq!(to_json(&js), expected, "{}", f.file);
         assert_eq!(

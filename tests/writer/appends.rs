@@ -217,7 +217,10 @@ fn lock_until(
 fn await_logged(path: &std::path::Path, needle: &str, n: usize) {
     let deadline = Instant::now() + Duration::from_secs(120);
     while logs().count(path, needle) < n {
-        assert!(Instant::now() < deadline, "never logged {needle:?} {n} times");
+        assert!(
+            Instant::now() < deadline,
+            "never logged {needle:?} {n} times"
+        );
         std::thread::sleep(Duration::from_millis(1));
     }
 }

@@ -1,4 +1,4 @@
-// Pure UI helpers (formatting, reserved-key parsing, axis ticks, URL state,
+// Pure UI helpers (formatting, axis ticks, URL state,
 // gap detection, escaping), bundled with esbuild and run under Node.
 
 import assert from "node:assert/strict";
@@ -14,12 +14,12 @@ const dir = mkdtempSync(join(tmpdir(), "dendro-units-"));
 const entry = join(dir, "entry.ts");
 writeFileSync(
   entry,
-  ["format", "reserved", "axis", "state", "model", "dom", "errors"]
+  ["format", "axis", "state", "model", "dom", "errors"]
     .map((m) => `export * as ${m} from ${JSON.stringify(join(WWW, "src/ui", m + ".ts"))};`)
     .join("\n"),
 );
 await esbuild.build({ entryPoints: [entry], bundle: true, format: "esm", platform: "neutral", outfile: join(dir, "out.mjs"), logLevel: "error" });
-const { format, reserved, axis, state, model, dom, errors } = await import(pathToFileURL(join(dir, "out.mjs")).href);
+const { format, axis, state, model, dom, errors } = await import(pathToFileURL(join(dir, "out.mjs")).href);
 
 const T0 = 1_700_000_000_000_000_000n;
 
@@ -58,34 +58,6 @@ describe("format", () => {
   it("floor division rounds toward negative infinity", () => {
     assert.equal(format.floorDiv(-1n, 1000n), -1n);
     assert.equal(format.floorMod(-1n, 1000n), 999n);
-  });
-});
-
-describe("reserved metadata keys", () => {
-  it("keeps nanosecond integers exact", () => {
-    const v = reserved.parseJsonExact('{"a":1699999999999998766,"b":"x\\"1699999999999998766","c":[-9223372036854775808]}');
-    assert.equal(v.a, "1699999999999998766");
-    assert.equal(v.b, 'x"1699999999999998766');
-    assert.equal(v.c[0], "-9223372036854775808");
-  });
-  it("reads writer_sessions", () => {
-    const p = reserved.parseWriterSessions('[{"clock_anchor_wall_ns":1699999999999998766,"dendro":"0.3.4","session":"e4c5","resumed_after_ts":1700000000000000005}]');
-    assert.ok(p.ok);
-    assert.equal(p.value[0].clock_anchor_wall_ns, 1699999999999998766n);
-    assert.equal(p.value[0].resumed_after_ts, 1700000000000000005n);
-    assert.equal(p.value[0].session, "e4c5");
-  });
-  it("reads events and epochs, and explains malformed values", () => {
-    const e = reserved.parseEvents('{"events":[{"timestamp":1700000000000000000,"description":"<b>deploy</b>","kind":"deploy","details":{"v":2},"id":"x"}]}');
-    assert.ok(e.ok);
-    assert.equal(e.value[0].timestamp, T0);
-    assert.equal(e.value[0].description, "<b>deploy</b>");
-    assert.deepEqual(e.value[0].details, { v: 2 });
-    const ep = reserved.parseProducerEpochs('[{"epoch":3,"from_ts":1700000000000000000}]');
-    assert.ok(ep.ok);
-    assert.equal(ep.value[0].from_ts, T0);
-    assert.equal(reserved.parseEvents("not json").ok, false);
-    assert.equal(reserved.parseWriterSessions('{"a":1}').ok, false);
   });
 });
 

@@ -7,7 +7,8 @@
 // this instance is lost: it says so, and the engine worker starts another
 // while every archive stays open.
 
-import init, { __crashForTests, decodeBatch, decodePacked } from "../../pkg/dendro.js";
+import init, * as module from "../../pkg/dendro.js";
+import { decodeBatch, decodePacked } from "../../pkg/dendro.js";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 
 interface DecoderScope {
@@ -15,6 +16,9 @@ interface DecoderScope {
   onmessage: ((e: MessageEvent<DecoderRequest>) => void) | null;
 }
 const scope = self as unknown as DecoderScope;
+
+/** The module's test hooks, present only in a build with `--test-hooks`. */
+const hooks = module as unknown as { __crashForTests?: (what: string) => void };
 
 const ready: Promise<string | null> = init({ module_or_path: new URL("./dendro_bg.wasm", import.meta.url) }).then(
   () => null,
@@ -57,7 +61,8 @@ function decode(req: DecoderRequest): unknown {
     case "batch":
       return decodeBatch(new Uint8Array(req.bytes), req.columns ?? undefined);
     case "crash":
-      __crashForTests(req.what);
+      if (!hooks.__crashForTests) throw new Error("this decoder was built without test hooks");
+      hooks.__crashForTests(req.what);
       return null;
   }
 }

@@ -5,27 +5,9 @@
 // Nanosecond timestamps exceed 2^53, so every timestamp is a `bigint`;
 // counts and byte sizes are plain numbers.
 
-/** Why the engine refused a file or a request. Machine-readable. */
-export type EngineErrorKind =
-  | "NotAnArchive" // not SQLite, or SQLite of another application, or no catalog
-  | "UnsupportedSchema" // a dendro archive of a schema version this build does not read
-  | "Corrupt" // SQLite or Parquet found damaged bytes
-  | "TooLarge" // the file does not fit the engine's memory
-  | "NotFound" // no such source, stream or segment
-  | "Segment" // one segment could not be decoded (the archive is otherwise usable)
-  | "Crashed" // the worker died; it was restarted
-  | "Cancelled" // the caller's AbortSignal fired before the answer came
-  | "Internal";
+import type { EngineErrorKind, ProblemKind, RefusalDetail } from "./contract";
 
-/** What a file refused as "NotAnArchive" is instead. */
-export type RefusalDetail =
-  | "empty" // zero bytes
-  | "too_short" // shorter than a SQLite header
-  | "not_sqlite" // no SQLite magic
-  | "unstamped" // SQLite with application_id 0: an ordinary database
-  | "foreign_app" // SQLite stamped by another application (see application_id)
-  | "no_catalog" // stamped as an archive but without its tables
-  | "incomplete_catalog"; // its tables lack a column, key or index reading relies on
+export type { EngineErrorKind, ProblemKind, RefusalDetail } from "./contract";
 
 export interface EngineError {
   kind: EngineErrorKind;
@@ -64,12 +46,52 @@ export interface StreamInfo {
   caller_rows: number;
 }
 
+/** A reserved key's value as the engine parsed it, or why it could not. */
+export type Parsed<T> = { ok: true; value: T } | { ok: false; why: string };
+
+/** One writer session that appended to the source (`writer_sessions`). */
+export interface WriterSession {
+  session: string;
+  /** The crate version that appended. */
+  dendro: string;
+  clock_anchor_wall_ns: bigint | null;
+  /** Whether this session resumed the source. */
+  resumed: boolean;
+  /** On a resume: the newest row the previous session left (null: it left none). */
+  resumed_after_ts: bigint | null;
+  /** Keys this engine does not know, as JSON text. */
+  extra: Record<string, string>;
+}
+
+/** One entry of `events`. Non-string values arrive as their JSON text. */
+export interface ArchiveEvent {
+  timestamp: bigint;
+  description: string;
+  kind: string | null;
+  details: string | null;
+  id: string | null;
+}
+
+/** One entry of `producer_epochs`. */
+export interface ProducerEpoch {
+  epoch: string;
+  from_ts: bigint | null;
+}
+
+/** The reserved keys holding JSON, parsed by the engine; a key is present only when the metadata has it. */
+export interface Reserved {
+  writer_sessions?: Parsed<WriterSession[]>;
+  events?: Parsed<ArchiveEvent[]>;
+  producer_epochs?: Parsed<ProducerEpoch[]>;
+}
+
 export interface SourceInfo {
   id: number;
   uuid: string | null;
   labels: Record<string, string>;
-  /** Verbatim strings; reserved keys (writer_sessions, events, producer_epochs) hold JSON text. */
+  /** Verbatim strings, reserved keys included (their parsed form is `reserved`). */
   metadata: Record<string, string>;
+  reserved: Reserved;
   /** false: data after the last row may be missing. */
   complete: boolean;
   clock_anchor_wall_ns: bigint;
@@ -179,14 +201,17 @@ export interface CallerRow {
 }
 
 export interface VerifyProblem {
-  /** "integrity" | "dangling_reference" | "segment" | "unreachable_wal" | ... */
-  kind: string;
+  kind: ProblemKind;
   message: string;
 }
 
 export interface VerifyReport {
   sound: boolean;
   problems: VerifyProblem[];
+  /** Rows segments cover that a prune has not deleted: information, not a problem. */
+  covered_wal_rows: number;
+  /** A line about what is not a problem (covered rows), or null. */
+  note: string | null;
 }
 
 /**

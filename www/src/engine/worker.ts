@@ -21,10 +21,15 @@
 // "cancel" sent while a long request ran is seen before the requests
 // queued behind it start: those are answered "Cancelled" without running.
 
-import init, { Archive, __crashForTests, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
+import init, * as module from "../../pkg/dendro.js";
+import { Archive, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
+import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
+
+/** The module's test hooks, present only in a build with `--test-hooks`. */
+const hooks = module as unknown as { __crashForTests?: (what: string) => void };
 
 interface WorkerScope {
   postMessage(message: WorkerMessage, transfer: Transferable[]): void;
@@ -32,47 +37,14 @@ interface WorkerScope {
 }
 const scope = self as unknown as WorkerScope;
 
-/** SQLite's ceiling for one allocation, which must hold the whole file. */
-const MAX_ARCHIVE_BYTES = 2_147_483_391;
-
-const KINDS: readonly EngineErrorKind[] = [
-  "NotAnArchive",
-  "UnsupportedSchema",
-  "Corrupt",
-  "TooLarge",
-  "NotFound",
-  "Segment",
-  "Crashed",
-  "Cancelled",
-  "Internal",
-];
-
 const archives = new Map<number, Archive>();
-/** Bytes of each open archive, for sizing the decoded-segment cache. */
-const archiveBytes = new Map<number, number>();
 let nextHandle = 1;
-/** A budget the embedder chose (`createEngine({ cacheBytes })`) wins over the default. */
-let cacheChosen = false;
-
-/**
- * The default decoded-segment cache: a quarter of what is open, between
- * 16 and 256 MiB. wasm memory never shrinks, so a fixed 256 MiB cache on a
- * 100 MB archive left the worker at 2.5 times the file after some panning.
- */
-function sizeCache(): void {
-  if (cacheChosen) return;
-  let open = 0;
-  for (const n of archiveBytes.values()) open += n;
-  setCacheBytes(Math.min(256 << 20, Math.max(16 << 20, Math.floor(open / 4))));
-}
 /** Set after a trap: the instance must not be called again. */
 let crashed: EngineError | null = null;
 
 function engineError(kind: EngineErrorKind, message: string): EngineError {
   return { kind, message };
 }
-
-const DETAILS: readonly RefusalDetail[] = ["empty", "too_short", "not_sqlite", "unstamped", "foreign_app", "no_catalog", "incomplete_catalog"];
 
 /** A whole number in [0, 2^32), or undefined. */
 function u32(v: unknown): number | undefined {
@@ -86,9 +58,9 @@ function u32(v: unknown): number | undefined {
 function asEngineError(e: unknown): EngineError {
   if (e instanceof Error) {
     const x = e as Error & { kind?: unknown; detail?: unknown; application_id?: unknown; version?: unknown; supported_version?: unknown };
-    if (typeof x.kind === "string" && (KINDS as readonly string[]).includes(x.kind)) {
+    if (typeof x.kind === "string" && (ERROR_KINDS as readonly string[]).includes(x.kind)) {
       const out = engineError(x.kind as EngineErrorKind, e.message);
-      if (typeof x.detail === "string" && (DETAILS as readonly string[]).includes(x.detail)) out.detail = x.detail as RefusalDetail;
+      if (typeof x.detail === "string" && (REFUSAL_DETAILS as readonly string[]).includes(x.detail)) out.detail = x.detail as RefusalDetail;
       const id = u32(x.application_id);
       if (id !== undefined) out.application_id = id;
       const version = u32(x.version);
@@ -121,36 +93,23 @@ function archive(handle: number): Archive {
   return a;
 }
 
+/** What each method of an open archive runs: one typed entry per method of `Calls`. */
+const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"] } = {
+  describe: (a) => a.describe(),
+  schema: (a, source, stream) => a.schema(source, stream),
+  readSegment: (a, source, stream, seq, columns) => a.readSegment(source, stream, seq, columns ?? undefined),
+  readRange: (a, source, stream, from, to, columns, maxPoints) =>
+    a.readRange(source, stream, from, to, columns ?? undefined, maxPoints ?? undefined),
+  liveTail: (a, source, stream) => a.liveTail(source, stream),
+  callerIndex: (a, source, stream, seq) => a.callerIndex(source, stream, seq) ?? null,
+  callerRows: (a, source, name, from, to) => a.callerRows(source, name, from, to),
+  verify: (a) => a.verify(),
+};
+
 function call<M extends Method>(a: Archive, method: M, args: Calls[M]["args"]): Calls[M]["result"] {
-  // Each case narrows args by hand: a correlated union is not narrowed by
-  // the switch on `method` alone.
-  const x = args as unknown[];
-  switch (method) {
-    case "describe":
-      return a.describe();
-    case "schema":
-      return a.schema(x[0] as number, x[1] as string);
-    case "readSegment":
-      return a.readSegment(x[0] as number, x[1] as string, x[2] as number, x[3] as string[] | null);
-    case "readRange":
-      return a.readRange(
-        x[0] as number,
-        x[1] as string,
-        x[2] as bigint,
-        x[3] as bigint,
-        x[4] as string[] | null,
-        x[5] as number | null,
-      );
-    case "liveTail":
-      return a.liveTail(x[0] as number, x[1] as string);
-    case "callerIndex":
-      return (a.callerIndex(x[0] as number, x[1] as string, x[2] as number) ?? null) as Calls[M]["result"];
-    case "callerRows":
-      return a.callerRows(x[0] as number, x[1] as string, x[2] as bigint, x[3] as bigint);
-    case "verify":
-      return a.verify();
-  }
-  throw Object.assign(new Error(`unknown engine method ${String(method)}`), { kind: "Internal" });
+  const run = methods[method] as ((a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"]) | undefined;
+  if (!run) throw Object.assign(new Error(`unknown engine method ${String(method)}`), { kind: "Internal" });
+  return run(a, ...args);
 }
 
 type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K> : never;
@@ -253,15 +212,9 @@ interface Need {
 }
 
 /** readRange, decoding in the decoder worker: see RangeJob in src/wasm/mod.rs. */
-async function readRangeVia(a: Archive, x: unknown[]): Promise<unknown> {
-  const job = a.beginRange(
-    x[0] as number,
-    x[1] as string,
-    x[2] as bigint,
-    x[3] as bigint,
-    (x[4] as string[] | null) ?? undefined,
-    (x[5] as number | null) ?? undefined,
-  );
+async function readRangeVia(a: Archive, ...args: Calls["readRange"]["args"]): Promise<Calls["readRange"]["result"]> {
+  const [source, stream, from, to, columnsAsked, maxPoints] = args;
+  const job = a.beginRange(source, stream, from, to, columnsAsked ?? undefined, maxPoints ?? undefined);
   try {
     const columns = job.columns ?? null;
     const inflight: { needs: Need[]; reply: Promise<DecoderReply> }[] = [];
@@ -310,12 +263,12 @@ async function readRangeVia(a: Archive, x: unknown[]): Promise<unknown> {
 }
 
 /** readSegment, decoding in the decoder worker. */
-async function readSegmentVia(a: Archive, x: unknown[]): Promise<unknown> {
-  const [source, stream, seq] = [x[0] as number, x[1] as string, x[2] as number];
+async function readSegmentVia(a: Archive, ...args: Calls["readSegment"]["args"]): Promise<Calls["readSegment"]["result"]> {
+  const [source, stream, seq, columns] = args;
   const bytes = a.segmentBytes(source, stream, seq).buffer as ArrayBuffer;
   const what = a.describeSegment(source, stream, seq);
-  const reply = await decoder.call({ op: "batch", bytes, columns: (x[3] as string[] | null) ?? null }, [bytes]);
-  if (reply.ok) return reply.value;
+  const reply = await decoder.call({ op: "batch", bytes, columns }, [bytes]);
+  if (reply.ok) return reply.value as Calls["readSegment"]["result"];
   if (reply.trapped) throw decoderCrash(what, reply.cause);
   throw a.segmentError(source, stream, seq, reply.cause);
 }
@@ -325,7 +278,7 @@ async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unkno
   const a = archive(req.handle);
   if (useDecoder && (req.method === "readRange" || req.method === "readSegment")) {
     try {
-      return await (req.method === "readRange" ? readRangeVia(a, req.args) : readSegmentVia(a, req.args));
+      return await (req.method === "readRange" ? readRangeVia(a, ...req.args) : readSegmentVia(a, ...req.args));
     } catch (e) {
       if (!(e instanceof DecoderUnavailable)) throw e;
     }
@@ -336,17 +289,11 @@ async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unkno
 function run(req: Request): unknown {
   switch (req.op) {
     case "open": {
-      if (req.bytes.byteLength > MAX_ARCHIVE_BYTES) {
-        const mb = (n: number) => Math.floor(n / 1048576);
-        throw Object.assign(
-          new Error(`${req.name}: the file is ${mb(req.bytes.byteLength)} MB; the engine holds archives up to ${mb(MAX_ARCHIVE_BYTES)} MB in memory`),
-          { kind: "TooLarge" },
-        );
-      }
-      // Copied once, straight into SQLite's buffer. The transferred file
-      // is then detached at once rather than left for a garbage collection:
-      // until then it would double the memory an open archive costs.
-      const size = req.bytes.byteLength;
+      // Copied once, straight into SQLite's buffer (the engine refuses a
+      // file too large for it first). The transferred file is then
+      // detached at once rather than left for a garbage collection: until
+      // then it would double the memory an open archive costs. The engine
+      // sizes its decoded-segment cache by what is open.
       let a: Archive;
       try {
         a = Archive.open(new Uint8Array(req.bytes), req.name);
@@ -356,26 +303,20 @@ function run(req: Request): unknown {
       if (useDecoder) decoder.warm();
       const handle = nextHandle++;
       archives.set(handle, a);
-      archiveBytes.set(handle, size);
-      sizeCache();
       return handle;
     }
     case "close": {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);
-      archiveBytes.delete(req.handle);
-      sizeCache();
       return null;
     }
     case "config":
-      if (req.cacheBytes !== undefined) {
-        cacheChosen = true;
-        setCacheBytes(req.cacheBytes);
-      }
+      if (req.cacheBytes !== undefined) setCacheBytes(req.cacheBytes);
       if (req.decoder !== undefined) useDecoder = req.decoder;
       return null;
     case "crash":
-      __crashForTests(req.what);
+      if (!hooks.__crashForTests) throw Object.assign(new Error("this engine was built without test hooks"), { kind: "Internal" });
+      hooks.__crashForTests(req.what);
       return null;
     case "busy": {
       const until = performance.now() + req.ms;

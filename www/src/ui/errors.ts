@@ -1,5 +1,6 @@
 // Turning refusals and failures into sentences a person understands.
 
+import { ERROR_KINDS } from "../engine/contract";
 import type { EngineError, EngineErrorKind } from "../engine/types.ts";
 
 export type ProblemKind = EngineErrorKind | "LoadFailed";
@@ -14,24 +15,12 @@ export interface Explained {
   message: string;
 }
 
-const KINDS: readonly string[] = [
-  "NotAnArchive",
-  "UnsupportedSchema",
-  "Corrupt",
-  "TooLarge",
-  "NotFound",
-  "Segment",
-  "Crashed",
-  "Cancelled",
-  "Internal",
-];
-
 export function isEngineError(e: unknown): e is EngineError {
   return (
     typeof e === "object" &&
     e !== null &&
     typeof (e as { kind?: unknown }).kind === "string" &&
-    KINDS.includes((e as { kind: string }).kind) &&
+    (ERROR_KINDS as readonly string[]).includes((e as { kind: string }).kind) &&
     typeof (e as { message?: unknown }).message === "string"
   );
 }

@@ -2,21 +2,21 @@
 // per source (labels, uuid, completeness, clock anchor, streams, metadata
 // with the reserved keys rendered for people).
 
-import type { ArchiveHandle, Description, SourceInfo, VerifyReport } from "../engine/types";
+import type {
+  ArchiveEvent,
+  ArchiveHandle,
+  Description,
+  ProducerEpoch,
+  Reserved,
+  SourceInfo,
+  VerifyReport,
+  WriterSession,
+} from "../engine/types";
 import { type Child, copyButton, fileText, h, replace } from "./dom";
 import { explain } from "./errors";
 import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode } from "./format";
 import { archiveSpan, sourceSpan, streamSpan, totals } from "./model";
 import type { Dialog } from "./overlay";
-import {
-  type ArchiveEvent,
-  type ProducerEpoch,
-  type WriterSession,
-  jsonText,
-  parseEvents,
-  parseProducerEpochs,
-  parseWriterSessions,
-} from "./reserved";
 import { callerRowsTable } from "./stream";
 
 export interface OverviewHost {
@@ -138,10 +138,7 @@ export interface ParsedMarks {
 }
 
 export function marksOf(src: SourceInfo): ParsedMarks {
-  const m = src.metadata;
-  const ev = m["events"] !== undefined ? parseEvents(m["events"]) : null;
-  const ep = m["producer_epochs"] !== undefined ? parseProducerEpochs(m["producer_epochs"]) : null;
-  const ws = m["writer_sessions"] !== undefined ? parseWriterSessions(m["writer_sessions"]) : null;
+  const { events: ev, producer_epochs: ep, writer_sessions: ws } = src.reserved;
   return {
     events: ev?.ok ? ev.value : [],
     epochs: ep?.ok ? ep.value : [],
@@ -264,7 +261,7 @@ function metadataTable(host: OverviewHost, src: SourceInfo): HTMLElement {
         "tr",
         { data: { key: k.length <= 64 ? k : "" } },
         h("th", { class: "dv-meta-key" }, fileText(k, { max: 48, what: "metadata key" })),
-        h("td", null, reservedValue(k, v, tz) ?? plainValue(k, v)),
+        h("td", null, reservedValue(src.reserved, k, v, tz) ?? plainValue(k, v)),
       ),
     );
   rows.push(...renderRows(META_ROWS_SHOWN));
@@ -307,10 +304,10 @@ function invalid(key: string, v: string, why: string): Child {
   return [h("div", { class: "dv-warn-inline" }, `reserved key, but ${why}; shown as written:`), plainValue(key, v)];
 }
 
-/** The reserved keys rendered for people; null for ordinary keys. */
-function reservedValue(key: string, v: string, tz: TimeZoneMode): Child | null {
-  if (key === "writer_sessions") {
-    const p = parseWriterSessions(v);
+/** The reserved keys rendered for people, as the engine parsed them; null for ordinary keys. */
+function reservedValue(reserved: Reserved, key: string, v: string, tz: TimeZoneMode): Child | null {
+  if (key === "writer_sessions" && reserved.writer_sessions) {
+    const p = reserved.writer_sessions;
     if (!p.ok) return invalid(key, v, p.why);
     return h(
       "div",
@@ -338,8 +335,8 @@ function reservedValue(key: string, v: string, tz: TimeZoneMode): Child | null {
       rawToggle(key, v),
     );
   }
-  if (key === "events") {
-    const p = parseEvents(v);
+  if (key === "events" && reserved.events) {
+    const p = reserved.events;
     if (!p.ok) return invalid(key, v, p.why);
     return h(
       "div",
@@ -359,7 +356,7 @@ function reservedValue(key: string, v: string, tz: TimeZoneMode): Child | null {
               h("td", { class: "dv-mono" }, instant(e.timestamp, tz)),
               h("td", null, e.kind === null ? "" : fileText(e.kind, { max: 30 })),
               h("td", null, fileText(e.description, { max: 160 })),
-              h("td", { class: "dv-mono dv-small" }, e.details === undefined || e.details === null ? "" : fileText(jsonText(e.details), { max: 120 }), e.id !== null ? [" ", h("span", { class: "dv-muted" }, "id "), fileText(e.id, { max: 40 })] : null),
+              h("td", { class: "dv-mono dv-small" }, e.details === null ? "" : fileText(e.details, { max: 120 }), e.id !== null ? [" ", h("span", { class: "dv-muted" }, "id "), fileText(e.id, { max: 40 })] : null),
             ),
           ),
         ),
@@ -367,8 +364,8 @@ function reservedValue(key: string, v: string, tz: TimeZoneMode): Child | null {
       rawToggle(key, v),
     );
   }
-  if (key === "producer_epochs") {
-    const p = parseProducerEpochs(v);
+  if (key === "producer_epochs" && reserved.producer_epochs) {
+    const p = reserved.producer_epochs;
     if (!p.ok) return invalid(key, v, p.why);
     return h(
       "div",

@@ -12,7 +12,7 @@ import { type Child, clear, fileText, h } from "./dom";
 import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode, zoneLabel } from "./format";
 import { type Span, gaps, streamSpan } from "./model";
 import type { Tooltip } from "./overlay";
-import type { ArchiveEvent, ProducerEpoch, WriterSession } from "./reserved";
+import type { ArchiveEvent, ProducerEpoch, WriterSession } from "../engine/types";
 
 export interface TimelineHost {
   tz(): TimeZoneMode;

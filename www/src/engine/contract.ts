@@ -1,0 +1,41 @@
+// Generated from the dendro crate's declarations by tests/contract.rs;
+// do not edit. `DENDRO_BLESS=1 cargo test --test contract` regenerates it.
+
+/** Why the engine refused a file or a request (`EngineKind` in src/error.rs). */
+export const ERROR_KINDS = [
+  "NotAnArchive", // not SQLite, SQLite of another application, or no usable catalog
+  "UnsupportedSchema", // a dendro archive of a schema version this build does not read
+  "Corrupt", // SQLite or Parquet found damaged bytes
+  "TooLarge", // the file does not fit the engine's memory
+  "NotFound", // no such source, stream or segment
+  "Segment", // one segment could not be decoded; the archive is otherwise usable
+  "Crashed", // the worker's instance trapped; it was restarted
+  "Cancelled", // the caller withdrew the request before its answer came
+  "Internal", // a fault in the engine, not in the file
+] as const;
+export type EngineErrorKind = (typeof ERROR_KINDS)[number];
+
+/** What a file refused as "NotAnArchive" is instead (`NotArchive::DETAILS`). */
+export const REFUSAL_DETAILS = [
+  "empty", // zero bytes
+  "too_short", // shorter than a SQLite header
+  "not_sqlite", // no SQLite magic
+  "unstamped", // SQLite with application_id 0: an ordinary database
+  "foreign_app", // SQLite stamped by another application (see application_id)
+  "no_catalog", // stamped as an archive but without its tables
+  "incomplete_catalog", // its tables lack a column, key or index reading relies on
+] as const;
+export type RefusalDetail = (typeof REFUSAL_DETAILS)[number];
+
+/** What verify can report (`ProblemKind` in src/verify.rs). */
+export const PROBLEM_KINDS = [
+  "integrity",
+  "dangling_reference",
+  "segment",
+  "unreachable_wal",
+  "catalog",
+] as const;
+export type ProblemKind = (typeof PROBLEM_KINDS)[number];
+
+/** The largest archive the engine opens in memory (`container::MAX_IN_MEMORY_BYTES`). */
+export const MAX_ARCHIVE_BYTES = 2147483391;
