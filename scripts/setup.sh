@@ -32,6 +32,11 @@ if ! wasm-pack --version 2>/dev/null | grep -qF "0.15.1"; then
   cargo install wasm-pack --version 0.15.1
 fi
 
+# Unused-dependency check (scripts/test.sh): about 3 minutes of CPU to build.
+if ! cargo-machete --version 2>/dev/null | grep -qF "0.9.2"; then
+  cargo install cargo-machete --version 0.9.2 --locked
+fi
+
 if [ -f package-lock.json ]; then
   [ -d node_modules ] && npm ls --depth=0 >/dev/null 2>&1 || npm ci --no-audit --no-fund
 fi

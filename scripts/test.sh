@@ -11,6 +11,9 @@ step() { printf '\n== %s\n' "$*"; }
 step "format"
 cargo fmt --all -- --check
 
+step "unused dependencies"
+cargo machete
+
 step "clippy (default features)"
 cargo clippy --all-targets -- -D warnings
 step "clippy (reader build)"
