@@ -16,7 +16,8 @@
 //! labels). The plans SQLite chose for the catalog's statements are printed.
 //!
 //! `--mb N` changes the size, `--reps N` the repetitions of the slow
-//! figures, `--quick` runs a small version.
+//! figures, `--quick` runs a small version, `--core` only the figures the
+//! original's `read` workload reports (for alternating runs beside it).
 
 use std::path::Path;
 use std::sync::Arc;
@@ -313,6 +314,7 @@ fn main() {
             .and_then(|v| v.parse::<f64>().ok())
     };
     let quick = args.iter().any(|a| a == "--quick");
+    let core = args.iter().any(|a| a == "--core");
     let mb = arg("--mb").unwrap_or(if quick { 8.0 } else { 100.0 });
     let reps = arg("--reps").map_or(if quick { 3 } else { 7 }, |r| r as usize);
     let meta_reps = 21;
@@ -426,7 +428,7 @@ fn main() {
         );
     }
 
-    for covered in [1_000, 100_000] {
+    for covered in [1_000, 100_000].into_iter().filter(|_| !core) {
         let copy = dir.path().join(format!("covered-{covered}.dendro"));
         std::fs::copy(&path, &copy).unwrap();
         add_covered_rows(&copy, covered);
@@ -438,7 +440,9 @@ fn main() {
         );
     }
 
-    wide_catalogs(&mut figures, dir.path(), quick);
+    if !core {
+        wide_catalogs(&mut figures, dir.path(), quick);
+    }
 
     eprintln!("\n{:<44} {:>14}", "figure", "median");
     for (name, value, unit) in &figures.out {

@@ -8,8 +8,8 @@ use rusqlite::OpenFlags;
 use rusqlite::{Connection, TransactionBehavior};
 
 use super::schema::{check_catalog, CatalogShape};
-use super::{pragmas, sniff_bytes, CATALOG_TABLES, HEADER_BYTES};
-use crate::error::{Error, NotArchive, Result, SqlContext};
+use super::{pragmas, sniff_bytes, HEADER_BYTES};
+use crate::error::{Error, Result, SqlContext};
 
 /// A read-only handle. It never writes to the archive or its sidecars'
 /// contents, reads a file another process is writing, and answers every
@@ -222,31 +222,11 @@ impl Archive {
         super::sniff::stamp_of(&self.conn)
             .map_err(|e| classify_open_error(file, e))?
             .require_readable(file)?;
-        let present: Vec<String> = {
-            let mut stmt = self
-                .conn
-                .prepare("SELECT name FROM sqlite_master WHERE type = 'table'")
-                .map_err(|e| classify_open_error(file, e))?;
-            let names = stmt
-                .query_map([], |r| r.get(0))
-                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<String>>>())
-                .map_err(|e| classify_open_error(file, e))?;
-            names
-        };
-        if CATALOG_TABLES
-            .iter()
-            .any(|t| !present.iter().any(|p| p == t))
-        {
-            return Err(Error::NotAnArchive {
-                file: file.clone(),
-                cause: NotArchive::NoCatalog,
-            });
-        }
         self.shape = check_catalog(&self.conn)
             .map_err(|e| classify_open_error(file, e))?
-            .map_err(|what| Error::NotAnArchive {
+            .map_err(|missing| Error::NotAnArchive {
                 file: file.clone(),
-                cause: NotArchive::IncompleteCatalog(what),
+                cause: missing.into(),
             })?;
         pragmas::apply_reader(&self.conn, file)
     }

@@ -140,12 +140,30 @@ const NEEDED_INDEXES: [NeededIndex; 3] = [
     },
 ];
 
+/// Why [`check_catalog`] refused a file.
+pub(crate) enum Missing {
+    /// One of the five tables: typically a copy of the main file taken
+    /// before creation checkpointed.
+    Tables,
+    /// A column, key or index the rules rely on, in words.
+    Part(String),
+}
+
+impl From<Missing> for crate::error::NotArchive {
+    fn from(missing: Missing) -> Self {
+        match missing {
+            Missing::Tables => crate::error::NotArchive::NoCatalog,
+            Missing::Part(what) => crate::error::NotArchive::IncompleteCatalog(what),
+        }
+    }
+}
+
 /// Checks the catalog's tables, columns, keys and indexes, answering which
-/// optional columns it has, or what is missing, in words. Three statements,
-/// since this runs on every open.
+/// optional columns it has, or what is missing. Three statements, since
+/// this runs on every open.
 pub(crate) fn check_catalog(
     conn: &rusqlite::Connection,
-) -> rusqlite::Result<Result<CatalogShape, String>> {
+) -> rusqlite::Result<Result<CatalogShape, Missing>> {
     // A table the reader reads by rowid (segment BLOBs are opened by rowid)
     // or as a plain table must be one: not a view, not virtual, not
     // WITHOUT ROWID.
@@ -167,23 +185,36 @@ pub(crate) fn check_catalog(
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
         .collect::<rusqlite::Result<_>>()?;
     let has = |table: &str, column: &str| columns.iter().any(|(t, c)| t == table && c == column);
+    if CATALOG_TABLES
+        .iter()
+        .any(|t| !kinds.iter().any(|(name, _, _)| name == t))
+    {
+        return Ok(Err(Missing::Tables));
+    }
     for (table, required) in REQUIRED_COLUMNS {
         match kinds.iter().find(|(name, _, _)| name == table) {
             Some((_, kind, _)) if kind != "table" => {
-                return Ok(Err(format!("{table} is a {kind}, not a table")))
+                return Ok(Err(Missing::Part(format!(
+                    "{table} is a {kind}, not a table"
+                ))))
             }
-            Some((_, _, true)) => return Ok(Err(format!("{table} is a WITHOUT ROWID table"))),
-            Some(_) => {}
-            None => return Ok(Err(format!("the table {table} is missing"))),
+            Some((_, _, true)) => {
+                return Ok(Err(Missing::Part(format!(
+                    "{table} is a WITHOUT ROWID table"
+                ))))
+            }
+            Some(_) | None => {}
         }
         if let Some(missing) = required.iter().find(|c| !has(table, c)) {
-            return Ok(Err(format!("the column {table}.{missing} is missing")));
+            return Ok(Err(Missing::Part(format!(
+                "the column {table}.{missing} is missing"
+            ))));
         }
     }
     let indexes = index_keys(conn)?;
     for needed in &NEEDED_INDEXES {
         if !indexes.iter().any(|index| index.serves(needed)) {
-            return Ok(Err(format!("{} is missing", needed.why)));
+            return Ok(Err(Missing::Part(format!("{} is missing", needed.why))));
         }
     }
     Ok(Ok(CatalogShape {
