@@ -198,9 +198,16 @@ class WorkerEngine implements Engine {
     return this.request({ op: "crashDecoder", what }, `a test crash of the decoder on ${what}`);
   }
 
-  /** Keeps the worker busy for `ms`, as a long decode would. For tests. */
-  busyForTests(ms: number): Promise<unknown> {
-    return this.request({ op: "busy", ms }, `keeping the worker busy for ${ms} ms`);
+  /**
+   * Occupies the worker, as a long decode would, until `release()`:
+   * requests made meanwhile queue behind it. `done` settles once released.
+   * For tests.
+   */
+  holdForTests(): { done: Promise<unknown>; release(): void } {
+    const id = this.nextId; // the id request() gives it
+    const done = this.request({ op: "hold" }, "a test's hold on the worker");
+    const worker = this.worker;
+    return { done, release: () => worker?.postMessage({ op: "release", id } satisfies ToWorker) };
   }
 
   terminate(): void {
@@ -304,7 +311,7 @@ export function createEngine(
 ): Engine & {
   crashForTests(what: string): Promise<unknown>;
   crashDecoderForTests(what: string): Promise<unknown>;
-  busyForTests(ms: number): Promise<unknown>;
+  holdForTests(): { done: Promise<unknown>; release(): void };
 } {
   return new WorkerEngine(options);
 }

@@ -47,8 +47,14 @@ export type Request =
   | { id: number; op: "config"; cacheBytes?: number; decoder?: boolean }
   /** Makes the module trap, as a hostile segment would: tests the recovery. */
   | { id: number; op: "crash"; what: string }
-  /** Keeps the worker busy for `ms`, so tests can queue requests behind it. */
-  | { id: number; op: "busy"; ms: number }
+  /**
+   * Test-only: a barrier. The worker runs requests one at a time, so those
+   * sent after a hold wait behind it, exactly as behind a long decode,
+   * until a `release` with the same id arrives; then the hold answers null.
+   * The page tests send it straight to the worker with id 0, which no
+   * client request uses.
+   */
+  | { id: number; op: "hold" }
   /** Makes the decoder's module trap, as a hostile segment would: tests that archives survive. */
   | { id: number; op: "crashDecoder"; what: string }
   | CallRequest;
@@ -60,8 +66,11 @@ export type Request =
  */
 export type Cancel = { op: "cancel"; ids: number[] };
 
+/** Test-only: lets the hold with this id finish (at once if it has not started). No answer of its own. */
+export type Release = { op: "release"; id: number };
+
 /** What the client sends the worker. */
-export type ToWorker = Request | Cancel;
+export type ToWorker = Request | Cancel | Release;
 
 export type Response =
   /** For "open", `value` is the new handle's id. */

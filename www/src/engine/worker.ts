@@ -318,13 +318,10 @@ function run(req: Request): unknown {
       if (!hooks.__crashForTests) throw Object.assign(new Error("this engine was built without test hooks"), { kind: "Internal" });
       hooks.__crashForTests(req.what);
       return null;
-    case "busy": {
-      const until = performance.now() + req.ms;
-      while (performance.now() < until) {
-        // Occupied, as a long decode would be.
-      }
-      return null;
-    }
+    case "hold":
+      // Occupied, as by a long decode, until the test releases it.
+      if (released.delete(req.id)) return null;
+      return new Promise<null>((resolve) => holds.set(req.id, () => resolve(null)));
     case "crashDecoder":
       return decoder.call({ op: "crash", what: req.what }).then((reply) => {
         if (!reply.ok && reply.trapped) throw decoderCrash(req.what, reply.cause);
@@ -352,6 +349,10 @@ void ready.then((failed) => {
   scope.postMessage(failed ? { hello: true, ok: false, error: failed } : { hello: true, ok: true }, []);
   schedule();
 });
+
+/** Test-only holds running, by id, and releases that came before their hold started. */
+const holds = new Map<number, () => void>();
+const released = new Set<number>();
 
 /** Requests not yet started, oldest first. */
 const queue: Request[] = [];
@@ -384,7 +385,8 @@ let running = false;
 async function step(): Promise<void> {
   const req = queue.shift();
   if (!req) return;
-  lastStarted = req.id;
+  // A test's hold may carry id 0; ids of the client's own requests only grow.
+  lastStarted = Math.max(lastStarted, req.id);
   running = true;
   if (cancelled.delete(req.id)) {
     reply({ id: req.id, ok: false, error: engineError("Cancelled", "The request was cancelled before it ran.") });
@@ -424,6 +426,13 @@ scope.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
   if (msg.op === "cancel") {
     for (const id of msg.ids) if (id > lastStarted) cancelled.add(id);
+    return;
+  }
+  if (msg.op === "release") {
+    const hold = holds.get(msg.id);
+    holds.delete(msg.id);
+    if (hold) hold();
+    else released.add(msg.id);
     return;
   }
   queue.push(msg);
