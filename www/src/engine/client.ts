@@ -18,6 +18,7 @@
 // worker is replaced, and handles opened before the crash answer
 // "Crashed" until they are opened again: their bytes died with it.
 
+import { unpackDescription } from "./packing";
 import type { Calls, Method, Request, ToWorker, WorkerMessage } from "./protocol";
 import type {
   ArchiveHandle,
@@ -241,8 +242,8 @@ class Handle implements ArchiveHandle {
     return this.engine.request(req, `${what} of ${this.name}`, [], signal) as Promise<Calls[M]["result"]>;
   }
 
-  describe(): Promise<Description> {
-    return this.call("describe", [], "describe");
+  async describe(): Promise<Description> {
+    return unpackDescription(await this.call("describe", [], "describe"));
   }
 
   schema(source: number, stream: string): Promise<StreamSchema> {

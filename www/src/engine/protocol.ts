@@ -2,10 +2,10 @@
 // worker. One request, one response, matched by id. Typed arrays in a
 // response travel as transferables: the worker gives up its copy.
 
+import type { PackedDescription } from "./packing";
 import type {
   CallerRow,
   DecodedBatch,
-  Description,
   EngineError,
   LiveTail,
   RangeEnvelope,
@@ -15,7 +15,8 @@ import type {
 
 /** Per method of an open archive: its arguments and its answer. */
 export interface Calls {
-  describe: { args: []; result: Description };
+  /** Segments as columns (packing.ts); the client rebuilds the Description. */
+  describe: { args: []; result: PackedDescription };
   schema: { args: [source: number, stream: string]; result: StreamSchema };
   readSegment: {
     args: [source: number, stream: string, seq: number, columns: string[] | null];

@@ -24,9 +24,10 @@
 import init, * as module from "../../pkg/dendro.js";
 import { Archive, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
+import { packDescription } from "./packing";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
-import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
+import type { Description, EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
 /** The module's test hooks, present only in a build with `--test-hooks`. */
 const hooks = module as unknown as { __crashForTests?: (what: string) => void };
@@ -95,7 +96,7 @@ function archive(handle: number): Archive {
 
 /** What each method of an open archive runs: one typed entry per method of `Calls`. */
 const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"] } = {
-  describe: (a) => a.describe(),
+  describe: (a) => packDescription(a.describe() as Description),
   schema: (a, source, stream) => a.schema(source, stream),
   readSegment: (a, source, stream, seq, columns) => a.readSegment(source, stream, seq, columns ?? undefined),
   readRange: (a, source, stream, from, to, columns, maxPoints) =>
