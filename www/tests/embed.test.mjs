@@ -37,7 +37,7 @@ describe("embedding examples", () => {
     await viewer.locator('[data-field="sources"][data-value="2"]').waitFor();
     assert.equal(await viewer.locator('[data-field="rows"]').getAttribute("data-value"), "272");
     await viewer.locator('[data-testid="plot"] canvas').first().waitFor({ timeout: 20_000 });
-    await page.waitForTimeout(300);
+    await viewer.locator('[data-testid="plots"][data-state="drawn"]').waitFor({ timeout: 20_000 });
     const ink = await inkOnCanvases(viewer.locator('[data-testid="plot"] canvas').first());
     assert.ok(ink[0] > 0.01, "the embedded plot draws");
     // The viewer's styles stay in its shadow root: the host's body font is untouched.

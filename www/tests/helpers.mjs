@@ -155,6 +155,41 @@ export async function dropFile(page, path, name = basename(path), selector = "bo
   );
 }
 
+/**
+ * Starts recording in the page, from the next file dropped or picked
+ * (its drop or change event, by the page's clock): for each named
+ * selector, the frame at which it first matches, and the main thread's
+ * long tasks. Returns a function that reads the record:
+ * { t0, at: { name: ms after t0 }, longtasks: [ms...] }. Measurements to
+ * print, not to assert on.
+ */
+export async function recordOpen(page, selectors) {
+  await page.evaluate((selectors) => {
+    const r = { t0: null, at: {}, longtasks: [] };
+    window.__open = r;
+    const start = () => {
+      if (r.t0 === null) r.t0 = performance.now();
+    };
+    document.addEventListener("drop", start, true);
+    document.addEventListener("change", start, true);
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) if (r.t0 !== null && e.startTime + e.duration > r.t0) r.longtasks.push(Math.round(e.duration));
+    }).observe({ type: "longtask" });
+    const waiting = new Map(Object.entries(selectors));
+    const seen = new MutationObserver(() => {
+      if (r.t0 === null) return;
+      for (const [name, sel] of waiting) {
+        if (!document.querySelector(sel)) continue;
+        waiting.delete(name);
+        requestAnimationFrame(() => (r.at[name] = Math.round(performance.now() - r.t0)));
+      }
+      if (waiting.size === 0) seen.disconnect();
+    });
+    seen.observe(document, { subtree: true, childList: true, attributes: true, attributeFilter: ["data-state"] });
+  }, selectors);
+  return () => page.evaluate(() => window.__open);
+}
+
 export async function screenshot(page, name, locator, opts = {}) {
   await mkdir(SCREENSHOTS, { recursive: true });
   const path = join(SCREENSHOTS, name);

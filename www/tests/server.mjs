@@ -1,8 +1,9 @@
 // A small static server for the page tests: www/dist at /, plus extra
 // mounts (the shared fixtures, generated archives), on 127.0.0.1 and a
 // free port. Serves .wasm as application/wasm and honours byte ranges.
-// Paths under /slow/ are the same files trickled out in small chunks, so a
-// test can watch the download progress bar move.
+// Paths under /slow/ are the same files, stopped halfway: the first half is
+// sent, the rest waits until the test calls `releaseSlow()`, so a test sees
+// the download progress bar part-way as surely as it likes, not by timing.
 
 import { createReadStream } from "node:fs";
 import { stat } from "node:fs/promises";
@@ -27,6 +28,8 @@ const TYPES = {
  *   mounts: URL prefix (ending in "/") -> directory, or exact URL path -> file.
  */
 export async function startServer({ root, mounts = {} }) {
+  let releaseSlow;
+  const gate = new Promise((r) => (releaseSlow = r));
   const server = createServer((req, res) => {
     handle(req, res).catch((e) => {
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
@@ -101,9 +104,12 @@ export async function startServer({ root, mounts = {} }) {
       stream.pipe(res);
       return;
     }
+    const half = start + Math.floor((end - start + 1) / 2);
+    let at = start;
     for await (const chunk of stream) {
+      if (at >= half) await gate;
       res.write(chunk);
-      await new Promise((r) => setTimeout(r, 40));
+      at += chunk.length;
     }
     res.end();
   }
@@ -112,7 +118,12 @@ export async function startServer({ root, mounts = {} }) {
   const { port } = server.address();
   return {
     url: `http://127.0.0.1:${port}`,
-    close: () => new Promise((r) => server.close(r)),
+    /** Lets every /slow/ response held halfway finish (and later ones run through). */
+    releaseSlow: () => releaseSlow(),
+    close: () => {
+      releaseSlow();
+      return new Promise((r) => server.close(r));
+    },
   };
 }
 

@@ -14,12 +14,12 @@ const dir = mkdtempSync(join(tmpdir(), "dendro-units-"));
 const entry = join(dir, "entry.ts");
 writeFileSync(
   entry,
-  ["format", "axis", "state", "model", "dom", "errors"]
+  ["format", "axis", "state", "model", "dom", "errors", "catalog", "laneindex"]
     .map((m) => `export * as ${m} from ${JSON.stringify(join(WWW, "src/ui", m + ".ts"))};`)
     .join("\n"),
 );
 await esbuild.build({ entryPoints: [entry], bundle: true, format: "esm", platform: "neutral", outfile: join(dir, "out.mjs"), logLevel: "error" });
-const { format, axis, state, model, dom, errors } = await import(pathToFileURL(join(dir, "out.mjs")).href);
+const { format, axis, state, model, dom, errors, catalog, laneindex } = await import(pathToFileURL(join(dir, "out.mjs")).href);
 
 const T0 = 1_700_000_000_000_000_000n;
 
@@ -91,6 +91,64 @@ describe("URL state", () => {
   });
   it("ignores nonsense", () => {
     assert.deepEqual(state.parseState("?source=x&from=5&to=1&tz=mars"), {});
+  });
+});
+
+describe("catalog filter and caps", () => {
+  const stream = (name) => ({ name, segments: [], sealed_rows: 0, live_rows: 1, live_span: null, caller_rows: 0 });
+  const source = (id, labels, names) => ({ id, uuid: null, labels, metadata: {}, reserved: {}, complete: true, clock_anchor_wall_ns: 0n, caller_row_names: [], caller_row_counts: {}, streams: names.map(stream) });
+  const desc = {
+    file_bytes: 1,
+    schema_version: 4,
+    sources: [source(1, { host: "web-01", rack: "r1" }, ["cpu", "disk"]), source(2, { host: "db-01", rack: "r1" }, ["cpu", "wal"]), source(3, { host: "idle" }, [])],
+  };
+  const shape = (f) => f.matches.map((m) => `${m.source.id}:${m.streams.map((s) => s.name).join(",")}`);
+  it("keeps everything for an empty query", () => {
+    const f = catalog.filterCatalog(desc, "  ");
+    assert.deepEqual(shape(f), ["1:cpu,disk", "2:cpu,wal", "3:"]);
+    assert.equal(f.streams, 4);
+  });
+  it("keeps every stream of a source its labels match, and streams by name elsewhere", () => {
+    assert.deepEqual(shape(catalog.filterCatalog(desc, "WEB-01")), ["1:cpu,disk"]);
+    assert.deepEqual(shape(catalog.filterCatalog(desc, "wal")), ["2:wal"]);
+    assert.deepEqual(shape(catalog.filterCatalog(desc, "source 3")), ["3:"]);
+    assert.deepEqual(shape(catalog.filterCatalog(desc, "host=idle")), ["3:"]);
+  });
+  it("needs every word, each from the source or the stream's name", () => {
+    assert.deepEqual(shape(catalog.filterCatalog(desc, "r1 cpu")), ["1:cpu", "2:cpu"]);
+    assert.deepEqual(shape(catalog.filterCatalog(desc, "db cpu")), ["2:cpu"]);
+    assert.deepEqual(shape(catalog.filterCatalog(desc, "web wal")), []);
+  });
+  it("says what a capped list left out", () => {
+    assert.equal(catalog.shownText(24, 1000, "source"), "Showing the first 24 of 1,000 sources");
+    assert.equal(catalog.shownText(0, 3, "stream", true), "Showing none of 3 streams matching the filter");
+    assert.equal(catalog.shownText(5, 5, "stream"), null);
+    assert.equal(catalog.needsFilter(desc), false);
+  });
+});
+
+describe("lane index", () => {
+  const seg = (seq, a, b) => ({ seq, rows: 2, first_ts: BigInt(a), last_ts: BigInt(b), bytes: 1, caller_index: false });
+  // Out of order, and seq 1 reaches over seqs 2 and 3.
+  const st = { name: "s", segments: [seg(2, 20, 25), seg(0, 0, 5), seg(1, 10, 100), seg(3, 30, 35), seg(4, 200, 205)], sealed_rows: 10, live_rows: 0, live_span: null, caller_rows: 0 };
+  /** Seqs meeting [lo, hi], found the way the timeline finds them. */
+  const meeting = (lo, hi) => {
+    const x = laneindex.laneIndex(st);
+    const out = [];
+    for (let i = laneindex.firstReaching(x.reach, lo - Number(x.base)); i < x.segs.length && x.first[i] <= hi - Number(x.base); i++) {
+      if (x.segs[i].last_ts >= BigInt(lo)) out.push(x.segs[i].seq);
+    }
+    return out;
+  };
+  it("orders segments by start and is built once per stream", () => {
+    assert.deepEqual(laneindex.laneIndex(st).segs.map((s) => s.seq), [0, 1, 2, 3, 4]);
+    assert.equal(laneindex.laneIndex(st), laneindex.laneIndex(st));
+  });
+  it("finds the segments meeting a window, one reaching over it included", () => {
+    assert.deepEqual(meeting(40, 60), [1]);
+    assert.deepEqual(meeting(22, 31), [1, 2, 3]);
+    assert.deepEqual(meeting(101, 199), []);
+    assert.deepEqual(meeting(-10, 1000), [0, 1, 2, 3, 4]);
   });
 });
 

@@ -238,6 +238,8 @@ describe("viewer page", () => {
     }, null, { timeout: 20_000 });
     assert.match(await page.locator(".dv-loading-what").innerText(), /Downloading… .* of 64\.0 KiB \(\d+%\)/);
     assert.equal(await bar.getAttribute("max"), "65536");
+    // The server holds the second half until now.
+    server.releaseSlow();
     await active(page).locator('[data-testid="overview"]').waitFor({ timeout: 30_000 });
     await page.context().close();
   });
@@ -270,7 +272,8 @@ describe("viewer page", () => {
     const status = panel.locator('[data-testid="plot-status"]');
     await page.waitForFunction(() => /200 rows in this window/.test(document.querySelector('[data-testid="plot-status"]')?.textContent ?? ""));
     assert.match(await status.innerText(), /every row shown/);
-    await page.waitForTimeout(200);
+    // uPlot has drawn that answer into the canvas.
+    await panel.locator('[data-testid="plots"][data-state="drawn"]').waitFor();
     const ink = await inkOnCanvases(plot.locator("canvas"));
     assert.ok(ink[0] > 0.01, `the plot canvas has ink (${ink[0]})`);
     const blue = await pixelsNear(plot.locator("canvas"), [37, 99, 235]);
@@ -315,7 +318,8 @@ describe("viewer page", () => {
 
   it("drops a zoom it no longer shows before the engine starts on it", { ...T, skip: !!missing }, async () => {
     const page = await newPage(browser);
-    // What the page sends its engine worker, and what the worker answers.
+    // What the page sends its engine worker, what the worker answers, and
+    // the worker itself, so the test can hold it.
     await page.addInitScript(() => {
       const w = window;
       w.__sent = [];
@@ -329,6 +333,7 @@ describe("viewer page", () => {
       window.Worker = class extends Original {
         constructor(...args) {
           super(...args);
+          if (String(args[0]).endsWith("/worker.js")) w.__engine = this;
           this.addEventListener("message", (e) => {
             const d = e.data;
             if (d && typeof d === "object" && "id" in d) w.__answers.push({ id: d.id, ok: d.ok, kind: d.error?.kind });
@@ -343,16 +348,14 @@ describe("viewer page", () => {
     const plot = panel.locator('[data-testid="plot"][data-column="value"]');
     await plot.locator("canvas").waitFor({ timeout: 20_000 });
     await page.waitForFunction(() => /^200 rows in this window/.test(document.querySelector('[data-testid="plot-status"]')?.textContent ?? ""));
-    const worker = page.workers().find((w) => w.url().endsWith("/worker.js"));
-    assert.ok(worker, "the engine worker is running");
+    await panel.locator('[data-testid="verify"][data-state]').waitFor({ timeout: 20_000 });
+    const readRanges = () => page.evaluate(() => window.__sent.filter((x) => x.op === "call" && x.method === "readRange").map((x) => x.id));
+    const first = await readRanges();
 
-    // Occupy the worker as a long decode would; zoom twice meanwhile.
-    const busy = worker.evaluate(() => {
-      const until = performance.now() + 1500;
-      while (performance.now() < until) {
-        // busy
-      }
-    });
+    // Hold the worker as a long decode would (the test-only "hold", sent
+    // with id 0, which no page request uses): what the page asks next
+    // queues behind it. Zoom twice meanwhile.
+    await page.evaluate(() => window.__engine.postMessage({ op: "hold", id: 0 }));
     const lane = panel.locator('[data-testid="lane"]').first().locator(".dv-tl-track");
     await lane.scrollIntoViewIfNeeded();
     const box = await lane.boundingBox();
@@ -360,28 +363,35 @@ describe("viewer page", () => {
     await page.mouse.down();
     await page.mouse.move(box.x + box.width * 0.7, box.y + box.height / 2, { steps: 4 });
     await page.mouse.up();
-    await page.waitForTimeout(300);
+    // The first zoom's window has gone to the worker (and waits there).
+    await page.waitForFunction((n) => window.__sent.filter((x) => x.op === "call" && x.method === "readRange").length > n, first.length);
+    const [zoom1] = (await readRanges()).slice(first.length);
     const over = plot.locator(".u-over");
     const ob = await over.boundingBox();
     await page.mouse.move(ob.x + ob.width * 0.3, ob.y + ob.height / 2);
     await page.mouse.down();
     await page.mouse.move(ob.x + ob.width * 0.5, ob.y + ob.height / 2, { steps: 4 });
     await page.mouse.up();
-    await busy;
+    // The second zoom goes out, and the page withdraws the first.
+    await page.waitForFunction((n) => window.__sent.filter((x) => x.op === "call" && x.method === "readRange").length > n + 1, first.length);
+    await page.waitForFunction((id) => window.__sent.some((x) => x.op === "cancel" && x.ids.includes(id)), zoom1);
+    const zoom2 = (await readRanges()).at(-1);
+    assert.equal(await page.evaluate((id) => window.__answers.some((a) => a.id === id), zoom1), false, "nothing ran while the worker was held");
+    await page.evaluate(() => window.__engine.postMessage({ op: "release", id: 0 }));
+
     await page.waitForFunction(() => {
       const t = document.querySelector('[data-testid="plot-status"]')?.textContent ?? "";
       const n = /^([\d,]+) rows in this window/.exec(t);
       return n && Number(n[1].replace(/,/g, "")) < 60;
     });
-    const sent = await page.evaluate(() => window.__sent);
+    await panel.locator('[data-testid="plots"][data-state="drawn"]').waitFor();
     const answers = await page.evaluate(() => window.__answers);
-    const ranges = sent.filter((x) => x.op === "call" && x.method === "readRange");
-    assert.ok(ranges.length >= 3, `the first plot and two zooms: ${ranges.length} readRange`);
-    const superseded = ranges[ranges.length - 2];
-    assert.ok(sent.some((x) => x.op === "cancel" && x.ids.includes(superseded.id)), "the page withdrew the first zoom");
-    assert.equal(answers.find((a) => a.id === superseded.id)?.kind, "Cancelled", "the engine never ran it");
-    const last = ranges[ranges.length - 1];
-    assert.equal(answers.find((a) => a.id === last.id)?.ok, true, "the zoom on screen was read");
+    assert.equal(answers.find((a) => a.id === 0)?.ok, true, "the hold answered once released");
+    assert.equal(answers.find((a) => a.id === zoom1)?.kind, "Cancelled", "the engine never ran the first zoom");
+    assert.equal(answers.find((a) => a.id === zoom2)?.ok, true, "the zoom on screen was read");
+    // Answers come in order: the hold's, then the withdrawn zoom's, then the kept one's.
+    const order = answers.map((a) => a.id).filter((id) => [0, zoom1, zoom2].includes(id));
+    assert.deepEqual(order, [0, zoom1, zoom2]);
     assert.deepEqual(page.problems, []);
     await page.context().close();
   });
@@ -492,7 +502,7 @@ describe("viewer page", () => {
     await panel.locator('[data-testid="verify"][data-state]').waitFor({ timeout: 20_000 });
     await panel.locator('[data-testid="plot"] canvas').first().waitFor();
     await page.waitForFunction(() => /rows in this window/.test(document.querySelector('[data-testid="plot-status"]')?.textContent ?? ""));
-    await page.waitForTimeout(300);
+    await panel.locator('[data-testid="plots"][data-state="drawn"]').waitFor();
     await screenshot(page, "page.png");
     await screenshot(page, "full-page.png", null, { fullPage: true });
     // Element shots scroll the page; they come last so the sticky bar stays on top above.

@@ -18,6 +18,7 @@
 // worker is replaced, and handles opened before the crash answer
 // "Crashed" until they are opened again: their bytes died with it.
 
+import { unpackDescription } from "./packing";
 import type { Calls, Method, Request, ToWorker, WorkerMessage } from "./protocol";
 import type {
   ArchiveHandle,
@@ -198,9 +199,16 @@ class WorkerEngine implements Engine {
     return this.request({ op: "crashDecoder", what }, `a test crash of the decoder on ${what}`);
   }
 
-  /** Keeps the worker busy for `ms`, as a long decode would. For tests. */
-  busyForTests(ms: number): Promise<unknown> {
-    return this.request({ op: "busy", ms }, `keeping the worker busy for ${ms} ms`);
+  /**
+   * Occupies the worker, as a long decode would, until `release()`:
+   * requests made meanwhile queue behind it. `done` settles once released.
+   * For tests.
+   */
+  holdForTests(): { done: Promise<unknown>; release(): void } {
+    const id = this.nextId; // the id request() gives it
+    const done = this.request({ op: "hold" }, "a test's hold on the worker");
+    const worker = this.worker;
+    return { done, release: () => worker?.postMessage({ op: "release", id } satisfies ToWorker) };
   }
 
   terminate(): void {
@@ -234,8 +242,8 @@ class Handle implements ArchiveHandle {
     return this.engine.request(req, `${what} of ${this.name}`, [], signal) as Promise<Calls[M]["result"]>;
   }
 
-  describe(): Promise<Description> {
-    return this.call("describe", [], "describe");
+  async describe(): Promise<Description> {
+    return unpackDescription(await this.call("describe", [], "describe"));
   }
 
   schema(source: number, stream: string): Promise<StreamSchema> {
@@ -304,7 +312,7 @@ export function createEngine(
 ): Engine & {
   crashForTests(what: string): Promise<unknown>;
   crashDecoderForTests(what: string): Promise<unknown>;
-  busyForTests(ms: number): Promise<unknown>;
+  holdForTests(): { done: Promise<unknown>; release(): void };
 } {
   return new WorkerEngine(options);
 }

@@ -2,10 +2,10 @@
 // worker. One request, one response, matched by id. Typed arrays in a
 // response travel as transferables: the worker gives up its copy.
 
+import type { PackedDescription } from "./packing";
 import type {
   CallerRow,
   DecodedBatch,
-  Description,
   EngineError,
   LiveTail,
   RangeEnvelope,
@@ -15,7 +15,8 @@ import type {
 
 /** Per method of an open archive: its arguments and its answer. */
 export interface Calls {
-  describe: { args: []; result: Description };
+  /** Segments as columns (packing.ts); the client rebuilds the Description. */
+  describe: { args: []; result: PackedDescription };
   schema: { args: [source: number, stream: string]; result: StreamSchema };
   readSegment: {
     args: [source: number, stream: string, seq: number, columns: string[] | null];
@@ -47,8 +48,14 @@ export type Request =
   | { id: number; op: "config"; cacheBytes?: number; decoder?: boolean }
   /** Makes the module trap, as a hostile segment would: tests the recovery. */
   | { id: number; op: "crash"; what: string }
-  /** Keeps the worker busy for `ms`, so tests can queue requests behind it. */
-  | { id: number; op: "busy"; ms: number }
+  /**
+   * Test-only: a barrier. The worker runs requests one at a time, so those
+   * sent after a hold wait behind it, exactly as behind a long decode,
+   * until a `release` with the same id arrives; then the hold answers null.
+   * The page tests send it straight to the worker with id 0, which no
+   * client request uses.
+   */
+  | { id: number; op: "hold" }
   /** Makes the decoder's module trap, as a hostile segment would: tests that archives survive. */
   | { id: number; op: "crashDecoder"; what: string }
   | CallRequest;
@@ -60,8 +67,11 @@ export type Request =
  */
 export type Cancel = { op: "cancel"; ids: number[] };
 
+/** Test-only: lets the hold with this id finish (at once if it has not started). No answer of its own. */
+export type Release = { op: "release"; id: number };
+
 /** What the client sends the worker. */
-export type ToWorker = Request | Cancel;
+export type ToWorker = Request | Cancel | Release;
 
 export type Response =
   /** For "open", `value` is the new handle's id. */

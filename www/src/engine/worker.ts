@@ -24,9 +24,10 @@
 import init, * as module from "../../pkg/dendro.js";
 import { Archive, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
+import { packDescription } from "./packing";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
-import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
+import type { Description, EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
 /** The module's test hooks, present only in a build with `--test-hooks`. */
 const hooks = module as unknown as { __crashForTests?: (what: string) => void };
@@ -95,7 +96,7 @@ function archive(handle: number): Archive {
 
 /** What each method of an open archive runs: one typed entry per method of `Calls`. */
 const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"] } = {
-  describe: (a) => a.describe(),
+  describe: (a) => packDescription(a.describe() as Description),
   schema: (a, source, stream) => a.schema(source, stream),
   readSegment: (a, source, stream, seq, columns) => a.readSegment(source, stream, seq, columns ?? undefined),
   readRange: (a, source, stream, from, to, columns, maxPoints) =>
@@ -318,13 +319,10 @@ function run(req: Request): unknown {
       if (!hooks.__crashForTests) throw Object.assign(new Error("this engine was built without test hooks"), { kind: "Internal" });
       hooks.__crashForTests(req.what);
       return null;
-    case "busy": {
-      const until = performance.now() + req.ms;
-      while (performance.now() < until) {
-        // Occupied, as a long decode would be.
-      }
-      return null;
-    }
+    case "hold":
+      // Occupied, as by a long decode, until the test releases it.
+      if (released.delete(req.id)) return null;
+      return new Promise<null>((resolve) => holds.set(req.id, () => resolve(null)));
     case "crashDecoder":
       return decoder.call({ op: "crash", what: req.what }).then((reply) => {
         if (!reply.ok && reply.trapped) throw decoderCrash(req.what, reply.cause);
@@ -352,6 +350,10 @@ void ready.then((failed) => {
   scope.postMessage(failed ? { hello: true, ok: false, error: failed } : { hello: true, ok: true }, []);
   schedule();
 });
+
+/** Test-only holds running, by id, and releases that came before their hold started. */
+const holds = new Map<number, () => void>();
+const released = new Set<number>();
 
 /** Requests not yet started, oldest first. */
 const queue: Request[] = [];
@@ -384,7 +386,8 @@ let running = false;
 async function step(): Promise<void> {
   const req = queue.shift();
   if (!req) return;
-  lastStarted = req.id;
+  // A test's hold may carry id 0; ids of the client's own requests only grow.
+  lastStarted = Math.max(lastStarted, req.id);
   running = true;
   if (cancelled.delete(req.id)) {
     reply({ id: req.id, ok: false, error: engineError("Cancelled", "The request was cancelled before it ran.") });
@@ -424,6 +427,13 @@ scope.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
   if (msg.op === "cancel") {
     for (const id of msg.ids) if (id > lastStarted) cancelled.add(id);
+    return;
+  }
+  if (msg.op === "release") {
+    const hold = holds.get(msg.id);
+    holds.delete(msg.id);
+    if (hold) hold();
+    else released.add(msg.id);
     return;
   }
   queue.push(msg);

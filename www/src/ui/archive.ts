@@ -2,8 +2,9 @@
 // sharing one time window.
 
 import type { ArchiveHandle, Description } from "../engine/types";
-import { h, replace } from "./dom";
-import { type TimeZoneMode, floorDiv } from "./format";
+import { CAPS, type Filtered, filterCatalog, needsFilter, plural, shownText } from "./catalog";
+import { debounce, h, moreBar, replace } from "./dom";
+import { type TimeZoneMode, count, floorDiv } from "./format";
 import { type Span, archiveSpan, fullWindow, originFor, streamSpan } from "./model";
 import { Overview, marksOf, sourceCard } from "./overview";
 import type { Dialog, Tooltip } from "./overlay";
@@ -41,7 +42,17 @@ export class ArchiveView {
   private pending: Pick | null = null;
   private destroyed = false;
   private readonly streamSlot: HTMLElement;
-  private readonly rebuildSources: () => void;
+  private readonly sources: HTMLElement;
+  private readonly overviewHost: Parameters<typeof sourceCard>[0];
+  /** What the filter keeps; everything until someone types in it. */
+  private filtered: Filtered;
+  /** Source cards to build: the first batch, more on request. */
+  private cardLimit: number = CAPS.sourceCards;
+  private cardsBuilt = 0;
+  /** After the cards: what they left out, and "show more". */
+  private readonly sourcesFoot = h("div", { class: "dv-sources-foot" });
+  private readonly finder: HTMLElement | null;
+  private readonly finderCount: HTMLElement;
   private streamView: StreamView | null = null;
   private streamInit: Promise<void> = Promise.resolve();
   private readonly full: Span;
@@ -68,12 +79,15 @@ export class ArchiveView {
       tz: () => host.tz(),
       onSelect: (source: number, stream: string) => this.select(source, stream),
     };
+    this.overviewHost = overviewHost;
     this.overview = new Overview(overviewHost, desc);
     this.streamSlot = h("div", { class: "dv-stream-slot" });
-    const sources = h("section", { class: "dv-sources", data: { testid: "sources" } });
-    this.rebuildSources = () => {
-      if (this.timeline) replace(sources, desc.sources.map((src) => sourceCard(overviewHost, src)));
-    };
+    this.sources = h("section", { class: "dv-sources", data: { testid: "sources" } });
+    this.filtered = filterCatalog(desc, "");
+    // An archive too large to show whole at first gets a filter: the way
+    // to any source or stream the caps left out.
+    this.finderCount = h("span", { class: "dv-finder-count", data: { testid: "finder-count" } });
+    this.finder = needsFilter(desc) ? this.buildFinder() : null;
     // The overview goes in alone, so it is laid out and painted on its own;
     // the source cards, timeline and stream view follow once that frame is
     // up (a frame, then a task, so they do not join the overview's paint).
@@ -81,6 +95,7 @@ export class ArchiveView {
       "div",
       { class: "dv-archive", data: { testid: "archive" } },
       this.overview.el,
+      this.finder,
       desc.sources.length === 0
         ? h("div", { class: "dv-panel dv-empty-archive" }, "This archive is sound but empty: it holds no sources, streams or rows yet.")
         : null,
@@ -106,14 +121,88 @@ export class ArchiveView {
     const build = () => {
       if (started || this.destroyed) return;
       started = true;
-      this.build(sources);
+      this.build();
     };
     requestAnimationFrame(() => setTimeout(build, 0));
     // A page whose frames are throttled (hidden, or an offscreen iframe) still builds.
     setTimeout(build, 250);
   }
 
-  private build(sources: HTMLElement): void {
+  private buildFinder(): HTMLElement {
+    const input = h("input", {
+      type: "search",
+      class: "dv-finder-input",
+      placeholder: "Filter by stream name, label, source id…",
+      "aria-label": "Filter sources and streams",
+      data: { testid: "filter" },
+    });
+    const apply = debounce(() => this.setFilter(input.value), 150);
+    input.addEventListener("input", apply);
+    const el = h(
+      "div",
+      { class: "dv-finder", data: { testid: "finder" } },
+      h("span", { class: "dv-finder-label" }, "Find"),
+      input,
+      this.finderCount,
+    );
+    this.paintFinderCount();
+    return el;
+  }
+
+  private paintFinderCount(): void {
+    const f = this.filtered;
+    let total = 0;
+    for (const src of this.desc.sources) total += src.streams.length;
+    this.finderCount.textContent = f.query
+      ? `${plural(f.matches.length, "source")} and ${plural(f.streams, "stream")} match, of ${plural(this.desc.sources.length, "source")} and ${plural(total, "stream")}`
+      : `${plural(this.desc.sources.length, "source")}, ${plural(total, "stream")}: too many to show at once; type to find one`;
+  }
+
+  /** Narrows the source cards and the timeline's lanes to what matches `query`. */
+  setFilter(query: string): void {
+    if (query.trim() === this.filtered.query) return;
+    this.filtered = filterCatalog(this.desc, query);
+    this.cardLimit = CAPS.sourceCards;
+    this.paintFinderCount();
+    this.renderSources();
+    this.timeline?.setCatalog(this.filtered);
+  }
+
+  /** The first source cards of what the filter keeps, and a line saying what was left out. */
+  private renderSources(): void {
+    if (!this.timeline) return;
+    const f = this.filtered;
+    this.cardsBuilt = 0;
+    replace(
+      this.sources,
+      f.matches.length === 0 && f.query ? h("div", { class: "dv-panel dv-empty-note" }, "No source or stream matches the filter.") : null,
+      this.sourcesFoot,
+    );
+    this.moreSources(this.cardLimit);
+  }
+
+  /** Builds the next `n` cards (only those: the ones built stay) and says what is still left out. */
+  private moreSources(n: number): void {
+    const f = this.filtered;
+    const next = f.matches.slice(this.cardsBuilt, this.cardsBuilt + n);
+    for (const m of next) this.sources.insertBefore(sourceCard(this.overviewHost, m.source, m.streams, f.query !== ""), this.sourcesFoot);
+    this.cardsBuilt += next.length;
+    this.cardLimit = Math.max(this.cardLimit, this.cardsBuilt);
+    const note = shownText(this.cardsBuilt, f.matches.length, "source", f.query !== "");
+    const left = f.matches.length - this.cardsBuilt;
+    replace(
+      this.sourcesFoot,
+      note
+        ? moreBar(
+            `${note}.${this.finder ? " Type in the filter above to find one." : ""}`,
+            { label: `Show ${count(Math.min(CAPS.sourceCards, left))} more`, onClick: () => this.moreSources(CAPS.sourceCards) },
+            "sources-more",
+          )
+        : null,
+    );
+  }
+
+  private build(): void {
     const desc = this.desc;
     const marks = new Map<number, SourceMarks>();
     for (const src of desc.sources) marks.set(src.id, marksOf(src));
@@ -124,13 +213,13 @@ export class ArchiveView {
         onWindow: (a, b) => this.setWindow(a, b),
         onSelect: (source, stream, seq) => this.select(source, stream, seq),
       },
-      desc,
+      this.filtered,
       this.full,
       marks,
     );
     this.timeline = timeline;
-    this.rebuildSources();
-    if (desc.sources.length > 0) this.el.append(sources, timeline.el);
+    this.renderSources();
+    if (desc.sources.length > 0) this.el.append(this.sources, timeline.el);
     this.el.append(this.streamSlot);
     timeline.setWindow(this.from, this.to);
 
@@ -210,6 +299,8 @@ export class ArchiveView {
       seq,
     );
     replace(this.streamSlot, this.streamView.el);
+    // A stream past the timeline's cap (opened from the URL or a card) gets its lane.
+    this.timeline.reveal(st);
     this.timeline.setSelected(source, stream);
     this.streamInit = this.streamView.init().then(() => this.host.changed(this));
     if (notify) {
@@ -223,7 +314,7 @@ export class ArchiveView {
 
   tzChanged(): void {
     this.overview.relabel();
-    this.rebuildSources();
+    this.renderSources();
     this.timeline?.render();
     this.streamView?.relabel();
   }

@@ -174,6 +174,19 @@ export function copyButton(value: () => string, label = "copy"): HTMLButtonEleme
   return b;
 }
 
+/**
+ * A line under a capped list saying what it left out ("Showing the first
+ * 24 of 1,000 sources"), with a button that builds the next part of it.
+ */
+export function moreBar(text: string, more: { label: string; onClick: () => void } | null, testid: string): HTMLElement {
+  return h(
+    "div",
+    { class: "dv-more-bar", role: "status", data: { testid } },
+    h("span", { class: "dv-more-text", data: { testid: `${testid}-text` } }, text),
+    more ? h("button", { type: "button", class: "dv-btn dv-btn-quiet dv-more-btn", data: { testid: `${testid}-button` }, on: { click: more.onClick } }, more.label) : null,
+  );
+}
+
 export function debounce<A extends unknown[]>(fn: (...a: A) => void, ms: number): (...a: A) => void {
   let t: ReturnType<typeof setTimeout> | undefined;
   return (...a: A) => {

@@ -10,9 +10,15 @@ function widen(acc: Span | null, a: bigint, b: bigint): Span {
   return [a < acc[0] ? a : acc[0], b > acc[1] ? b : acc[1]];
 }
 
+/** A described archive does not change, so each stream's span is worked out once. */
+const sealedSpans = new WeakMap<StreamInfo, Span | null>();
+
 export function sealedSpan(st: StreamInfo): Span | null {
+  const known = sealedSpans.get(st);
+  if (known !== undefined) return known;
   let s: Span | null = null;
   for (const seg of st.segments) s = widen(s, seg.first_ts, seg.last_ts);
+  sealedSpans.set(st, s);
   return s;
 }
 

@@ -9,15 +9,18 @@ import type {
   ProducerEpoch,
   Reserved,
   SourceInfo,
+  StreamInfo,
   VerifyReport,
   WriterSession,
 } from "../engine/types";
-import { type Child, copyButton, fileText, h, replace } from "./dom";
+import { CAPS, plural, shownText } from "./catalog";
+import { type Child, copyButton, fileText, h, moreBar, replace } from "./dom";
 import { explain } from "./errors";
 import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode } from "./format";
 import { archiveSpan, sourceSpan, streamSpan, totals } from "./model";
 import type { Dialog } from "./overlay";
 import { callerRowsTable } from "./stream";
+import { VirtualTable } from "./vtable";
 
 export interface OverviewHost {
   handle: ArchiveHandle;
@@ -146,9 +149,7 @@ export function marksOf(src: SourceInfo): ParsedMarks {
   };
 }
 
-const META_ROWS_SHOWN = 60;
-
-export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
+export function sourceCard(host: OverviewHost, src: SourceInfo, streams: StreamInfo[] = src.streams, filtered = false): HTMLElement {
   const tz = host.tz();
   const span = sourceSpan(src);
   const labelEntries = Object.entries(src.labels);
@@ -156,10 +157,21 @@ export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
     "div",
     { class: "dv-chips", data: { testid: "labels" } },
     labelEntries.length === 0 ? h("span", { class: "dv-muted" }, "no labels") : null,
-    labelEntries.slice(0, 40).map(([k, v]) =>
-      h("span", { class: "dv-chip", data: { testid: "label" } }, h("span", { class: "dv-chip-k" }, fileText(k, { max: 40, what: "label name" })), h("span", { class: "dv-chip-v" }, fileText(v, { max: 80, what: `label ${k}` }))),
+    labelEntries.slice(0, CAPS.labelChips).map(([k, v]) =>
+      h("span", { class: "dv-chip", data: { testid: "label" } }, h("span", { class: "dv-chip-k" }, fileText(k, { max: 40, what: "label name" })), h("span", { class: "dv-chip-v" }, fileText(v, { max: 80, what: `label ${k.slice(0, 60)}` }))),
     ),
-    labelEntries.length > 40 ? h("span", { class: "dv-muted" }, `+${labelEntries.length - 40} more`) : null,
+    labelEntries.length > CAPS.labelChips
+      ? h(
+          "button",
+          {
+            type: "button",
+            class: "dv-btn dv-btn-quiet dv-chip-more",
+            data: { testid: "labels-more" },
+            on: { click: () => host.dialog.open(`Labels of source ${src.id}`, labelsTable(labelEntries)) },
+          },
+          `Showing ${CAPS.labelChips} of ${count(labelEntries.length)} labels · show all`,
+        )
+      : null,
   );
   const completeness = src.complete
     ? h("span", { class: "dv-badge dv-badge-ok", data: { testid: "complete", complete: "true" } }, "complete")
@@ -169,7 +181,29 @@ export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
         "may be incomplete: data after the last row may be missing",
       );
 
-  const streams = h(
+  // A source with thousands of streams builds its first rows; the rest
+  // come a batch at a time, or through the filter.
+  const tbody = h("tbody", null);
+  const streamsFoot = h("div", { class: "dv-card-foot" });
+  let built = 0;
+  const buildStreams = (n: number) => {
+    const next = streams.slice(built, built + n);
+    built += next.length;
+    tbody.append(...next.map((st) => streamRow(host, src, st, tz)));
+    const note = shownText(built, streams.length, "stream", filtered);
+    replace(
+      streamsFoot,
+      note
+        ? moreBar(
+            `${note}.`,
+            { label: `Show ${count(Math.min(CAPS.lanes, streams.length - built))} more`, onClick: () => buildStreams(CAPS.lanes) },
+            "streams-more",
+          )
+        : null,
+    );
+  };
+  buildStreams(CAPS.cardStreams);
+  const table = h(
     "table",
     { class: "dv-table dv-streams-table" },
     h(
@@ -177,53 +211,9 @@ export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
       null,
       h("tr", null, h("th", null, "stream"), h("th", { class: "dv-right" }, "segments"), h("th", { class: "dv-right" }, "sealed rows"), h("th", { class: "dv-right" }, "live rows"), h("th", { class: "dv-right" }, "caller rows"), h("th", { class: "dv-right" }, "span")),
     ),
-    h(
-      "tbody",
-      null,
-      src.streams.map((st) => {
-        const sp = streamSpan(st);
-        return h(
-          "tr",
-          { class: "dv-clickable", data: { stream: st.name, testid: "stream-row" }, on: { click: () => host.onSelect(src.id, st.name) } },
-          h("td", null, h("button", { type: "button", class: "dv-link" }, fileText(st.name, { max: 50 }))),
-          h("td", { class: "dv-right dv-mono" }, count(st.segments.length)),
-          h("td", { class: "dv-right dv-mono" }, count(st.sealed_rows)),
-          h("td", { class: "dv-right dv-mono" + (st.live_rows > 0 ? " dv-live-text" : "") }, count(st.live_rows)),
-          h("td", { class: "dv-right dv-mono" }, count(st.caller_rows)),
-          h("td", { class: "dv-right dv-small", title: sp ? fmtSpan(sp[0], sp[1], tz) : "" }, sp ? duration(sp[1] - sp[0]) : "—"),
-        );
-      }),
-    ),
+    tbody,
   );
-
-  const callerNames =
-    src.caller_row_names.length > 0
-      ? h(
-          "div",
-          { class: "dv-kv-line" },
-          h("span", { class: "dv-muted" }, "Caller rows under other names: "),
-          src.caller_row_names.map((name) =>
-            h(
-              "button",
-              {
-                type: "button",
-                class: "dv-chip dv-chip-btn",
-                title: "Show these caller rows",
-                data: { testid: "caller-name" },
-                on: {
-                  click: async () => {
-                    host.dialog.open(`Caller rows “${name.length > 60 ? name.slice(0, 60) + "…" : name}” of source ${src.id}`, h("div", { class: "dv-muted" }, "Reading…"));
-                    const table = await callerRowsTable(host.handle, src.id, name, host.tz);
-                    host.dialog.open(`Caller rows of source ${src.id}`, h("div", { class: "dv-muted" }, "name ", fileText(name, { max: 200 })), table);
-                  },
-                },
-              },
-              fileText(name, { max: 40, class: "dv-caller-name" }),
-              callerCount(Object.hasOwn(src.caller_row_counts ?? {}, name) ? src.caller_row_counts[name] : undefined),
-            ),
-          ),
-        )
-      : null;
+  const hiddenByFilter = src.streams.length - streams.length;
 
   return h(
     "article",
@@ -245,44 +235,107 @@ export function sourceCard(host: OverviewHost, src: SourceInfo): HTMLElement {
       h("dt", null, "span"),
       h("dd", { data: span ? { from: span[0].toString(), to: span[1].toString() } : {} }, span ? `${fmtSpan(span[0], span[1], tz)} (${duration(span[1] - span[0])})` : "no rows"),
     ),
-    src.streams.length > 0 ? streams : h("div", { class: "dv-muted" }, "No streams."),
-    callerNames,
+    streams.length > 0 ? [table, streamsFoot] : h("div", { class: "dv-muted" }, src.streams.length > 0 ? "No stream matches the filter." : "No streams."),
+    hiddenByFilter > 0 && streams.length > 0 ? h("div", { class: "dv-muted dv-small", data: { testid: "streams-filtered" } }, `${plural(hiddenByFilter, "other stream")} of this source hidden by the filter.`) : null,
+    callerNames(host, src),
     metadataTable(host, src),
   );
+}
+
+function streamRow(host: OverviewHost, src: SourceInfo, st: StreamInfo, tz: TimeZoneMode): HTMLElement {
+  const sp = streamSpan(st);
+  return h(
+    "tr",
+    { class: "dv-clickable", data: { stream: st.name, testid: "stream-row" }, on: { click: () => host.onSelect(src.id, st.name) } },
+    h("td", null, h("button", { type: "button", class: "dv-link" }, fileText(st.name, { max: 50 }))),
+    h("td", { class: "dv-right dv-mono" }, count(st.segments.length)),
+    h("td", { class: "dv-right dv-mono" }, count(st.sealed_rows)),
+    h("td", { class: "dv-right dv-mono" + (st.live_rows > 0 ? " dv-live-text" : "") }, count(st.live_rows)),
+    h("td", { class: "dv-right dv-mono" }, count(st.caller_rows)),
+    h("td", { class: "dv-right dv-small", title: sp ? fmtSpan(sp[0], sp[1], tz) : "" }, sp ? duration(sp[1] - sp[0]) : "—"),
+  );
+}
+
+/** Every label of a source, in a virtualized table: thousands cost a screenful of rows. */
+function labelsTable(entries: [string, string][]): HTMLElement {
+  const table = new VirtualTable(
+    [
+      { name: "label", width: 260 },
+      { name: "value", width: 520 },
+    ],
+    entries.length,
+    (r, c) => {
+      const e = entries[r];
+      if (!e) return "";
+      return c === 0 ? fileText(e[0], { max: 60, what: "label name" }) : fileText(e[1], { max: 120, what: `label ${e[0].slice(0, 60)}` });
+    },
+    { height: 420 },
+  );
+  table.el.dataset["testid"] = "labels-table";
+  return table.el;
+}
+
+/** Names in caller_rows that are no stream, as buttons; a long list a batch at a time. */
+function callerNames(host: OverviewHost, src: SourceInfo): HTMLElement | null {
+  const names = src.caller_row_names;
+  if (names.length === 0) return null;
+  const chip = (name: string) =>
+    h(
+      "button",
+      {
+        type: "button",
+        class: "dv-chip dv-chip-btn",
+        title: "Show these caller rows",
+        data: { testid: "caller-name" },
+        on: {
+          click: async () => {
+            host.dialog.open(`Caller rows “${name.length > 60 ? name.slice(0, 60) + "…" : name}” of source ${src.id}`, h("div", { class: "dv-muted" }, "Reading…"));
+            const table = await callerRowsTable(host.handle, src.id, name, host.tz);
+            host.dialog.open(`Caller rows of source ${src.id}`, h("div", { class: "dv-muted" }, "name ", fileText(name, { max: 200 })), table);
+          },
+        },
+      },
+      fileText(name, { max: 40, class: "dv-caller-name" }),
+      callerCount(Object.hasOwn(src.caller_row_counts ?? {}, name) ? src.caller_row_counts[name] : undefined),
+    );
+  const line = h("div", { class: "dv-kv-line" }, h("span", { class: "dv-muted" }, "Caller rows under other names: "));
+  const foot = h("span");
+  line.appendChild(foot);
+  let built = 0;
+  const build = (n: number) => {
+    const next = names.slice(built, built + n);
+    built += next.length;
+    for (const name of next) line.insertBefore(chip(name), foot);
+    const note = shownText(built, names.length, "name");
+    replace(foot, note ? moreBar(`${note}.`, { label: "Show more", onClick: () => build(CAPS.callerNames * 5) }, "caller-names-more") : null);
+  };
+  build(CAPS.callerNames);
+  return line;
 }
 
 function metadataTable(host: OverviewHost, src: SourceInfo): HTMLElement {
   const entries = Object.entries(src.metadata);
   const tz = host.tz();
-  const rows: HTMLElement[] = [];
-  const renderRows = (limit: number) =>
-    entries.slice(0, limit).map(([k, v]) =>
-      h(
-        "tr",
-        { data: { key: k.length <= 64 ? k : "" } },
-        h("th", { class: "dv-meta-key" }, fileText(k, { max: 48, what: "metadata key" })),
-        h("td", null, reservedValue(src.reserved, k, v, tz) ?? plainValue(k, v)),
+  const tbody = h("tbody", null);
+  const more = h("div");
+  let built = 0;
+  const build = (n: number) => {
+    const next = entries.slice(built, built + n);
+    built += next.length;
+    tbody.append(
+      ...next.map(([k, v]) =>
+        h(
+          "tr",
+          { data: { key: k.length <= 64 ? k : "" } },
+          h("th", { class: "dv-meta-key" }, fileText(k, { max: 48, what: "metadata key" })),
+          h("td", null, reservedValue(src.reserved, k, v, tz) ?? plainValue(k, v)),
+        ),
       ),
     );
-  rows.push(...renderRows(META_ROWS_SHOWN));
-  const tbody = h("tbody", null, rows);
-  const more =
-    entries.length > META_ROWS_SHOWN
-      ? h(
-          "button",
-          {
-            type: "button",
-            class: "dv-btn dv-btn-quiet",
-            on: {
-              click: (ev) => {
-                replace(tbody, renderRows(entries.length));
-                (ev.currentTarget as HTMLElement).remove();
-              },
-            },
-          },
-          `Show all ${count(entries.length)} keys`,
-        )
-      : null;
+    const note = shownText(built, entries.length, "key");
+    replace(more, note ? moreBar(`${note}.`, { label: `Show ${count(Math.min(CAPS.lanes, entries.length - built))} more`, onClick: () => build(CAPS.lanes) }, "metadata-more") : null);
+  };
+  build(CAPS.metadataRows);
   return h(
     "details",
     { class: "dv-meta-block", open: entries.length <= 20 },
@@ -304,6 +357,13 @@ function invalid(key: string, v: string, why: string): Child {
   return [h("div", { class: "dv-warn-inline" }, `reserved key, but ${why}; shown as written:`), plainValue(key, v)];
 }
 
+/** Entries of a reserved key shown in its table; the raw JSON beside it holds them all. */
+const RESERVED_ROWS = 200;
+
+function reservedCut(n: number): string {
+  return n > RESERVED_ROWS ? ` · showing the first ${RESERVED_ROWS}; the raw JSON holds all ${count(n)}` : "";
+}
+
 /** The reserved keys rendered for people, as the engine parsed them; null for ordinary keys. */
 function reservedValue(reserved: Reserved, key: string, v: string, tz: TimeZoneMode): Child | null {
   if (key === "writer_sessions" && reserved.writer_sessions) {
@@ -312,7 +372,7 @@ function reservedValue(reserved: Reserved, key: string, v: string, tz: TimeZoneM
     return h(
       "div",
       { data: { testid: "writer-sessions" } },
-      h("div", { class: "dv-muted dv-small" }, `${p.value.length} writer session${p.value.length === 1 ? "" : "s"}`),
+      h("div", { class: "dv-muted dv-small" }, `${p.value.length} writer session${p.value.length === 1 ? "" : "s"}`, reservedCut(p.value.length)),
       scrollX(
         "table",
         { class: "dv-table dv-subtable" },
@@ -320,7 +380,7 @@ function reservedValue(reserved: Reserved, key: string, v: string, tz: TimeZoneM
         h(
           "tbody",
           null,
-          p.value.slice(0, 200).map((s) =>
+          p.value.slice(0, RESERVED_ROWS).map((s) =>
             h(
               "tr",
               null,
@@ -341,7 +401,7 @@ function reservedValue(reserved: Reserved, key: string, v: string, tz: TimeZoneM
     return h(
       "div",
       { data: { testid: "events" } },
-      h("div", { class: "dv-muted dv-small" }, `${p.value.length} event${p.value.length === 1 ? "" : "s"}, marked on the timeline`),
+      h("div", { class: "dv-muted dv-small" }, `${p.value.length} event${p.value.length === 1 ? "" : "s"}, marked on the timeline`, reservedCut(p.value.length)),
       scrollX(
         "table",
         { class: "dv-table dv-subtable" },
@@ -349,7 +409,7 @@ function reservedValue(reserved: Reserved, key: string, v: string, tz: TimeZoneM
         h(
           "tbody",
           null,
-          p.value.slice(0, 200).map((e) =>
+          p.value.slice(0, RESERVED_ROWS).map((e) =>
             h(
               "tr",
               null,
@@ -370,6 +430,7 @@ function reservedValue(reserved: Reserved, key: string, v: string, tz: TimeZoneM
     return h(
       "div",
       { data: { testid: "epochs" } },
+      p.value.length > RESERVED_ROWS ? h("div", { class: "dv-muted dv-small" }, `${p.value.length} epochs`, reservedCut(p.value.length)) : null,
       h(
         "table",
         { class: "dv-table dv-subtable" },
@@ -377,7 +438,7 @@ function reservedValue(reserved: Reserved, key: string, v: string, tz: TimeZoneM
         h(
           "tbody",
           null,
-          p.value.slice(0, 200).map((e) => h("tr", null, h("td", { class: "dv-mono" }, fileText(e.epoch, { max: 40 })), h("td", { class: "dv-mono" }, e.from_ts === null ? "—" : instant(e.from_ts, tz)))),
+          p.value.slice(0, RESERVED_ROWS).map((e) => h("tr", null, h("td", { class: "dv-mono" }, fileText(e.epoch, { max: 40 })), h("td", { class: "dv-mono" }, e.from_ts === null ? "—" : instant(e.from_ts, tz)))),
         ),
       ),
       rawToggle(key, v),

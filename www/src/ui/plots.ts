@@ -5,6 +5,11 @@
 // a window of a million rows arrives as a min/max envelope (drawn as a band)
 // and a narrow window arrives row by row. Zooming (drag across a plot, or
 // the timeline) asks the engine again for the new window.
+//
+// The group says where it is in `data-state` ("reading", "drawing",
+// "drawn", "failed", "empty"): "drawn" once uPlot has drawn the answer to
+// the latest request into every plot, with `data-drawn` counting the
+// answers drawn. Tests and embedders wait for that, not for time.
 
 import uPlot from "uplot";
 import type { ArchiveHandle, ColumnSchema, RangeEnvelope } from "../engine/types";
@@ -33,6 +38,10 @@ interface ColumnPlot {
   readout: HTMLElement;
   plot: uPlot | null;
   color: string;
+  /** Whether the answer being drawn has values for this plot. */
+  expected: boolean;
+  /** The answer (counted by `PlotGroup.gen`) this plot last drew. */
+  drawnGen: number;
 }
 
 let syncCounter = 0;
@@ -48,6 +57,8 @@ export class PlotGroup {
   private xmin = 0;
   private xmax = 1;
   private token = 0;
+  /** Answers handed to uPlot so far. */
+  private gen = 0;
   private readonly syncKey = `dendro-${++syncCounter}`;
   private readonly resize: ResizeObserver;
   private lastWidth = 0;
@@ -113,6 +124,7 @@ export class PlotGroup {
     clear(this.list);
     if (names.length === 0) {
       this.status.textContent = "Pick a numeric column to plot it.";
+      this.el.dataset["state"] = "empty";
       return;
     }
     names.forEach((name, i) => {
@@ -131,7 +143,7 @@ export class PlotGroup {
         ),
       );
       this.list.appendChild(box);
-      this.plots.push({ name, box, readout, plot: null, color: PALETTE[i % PALETTE.length]! });
+      this.plots.push({ name, box, readout, plot: null, color: PALETTE[i % PALETTE.length]!, expected: false, drawnGen: 0 });
     });
     void this.fetch();
   }
@@ -175,6 +187,7 @@ export class PlotGroup {
     this.inflight = inflight;
     this.status.textContent = "Reading…";
     this.status.classList.add("dv-busy");
+    this.el.dataset["state"] = "reading";
     let env: RangeEnvelope;
     try {
       env = await this.host.handle.readRange(this.host.source, this.host.stream, this.from, this.to, {
@@ -188,6 +201,7 @@ export class PlotGroup {
       this.firstDrawn();
       const x = explain(e, this.host.stream);
       this.status.classList.remove("dv-busy");
+      this.el.dataset["state"] = "failed";
       replace(this.status, h("span", { class: "dv-error-inline" }, `${x.title}: `, fileText(x.message, { max: 300, more: false })));
       return;
     }
@@ -209,6 +223,13 @@ export class PlotGroup {
     const xs = new Float64Array(n);
     for (let i = 0; i < n; i++) xs[i] = this.toX(env.ts[i]!);
     const w = this.width();
+    this.gen++;
+    this.el.dataset["state"] = "drawing";
+    for (const p of this.plots) p.expected = env.columns.some((c) => c.name === p.name);
+    if (!this.plots.some((p) => p.expected)) {
+      this.el.dataset["state"] = "drawn";
+      this.el.dataset["drawn"] = String(this.gen);
+    }
     for (const p of this.plots) {
       const col = env.columns.find((c) => c.name === p.name);
       const note = p.box.querySelector(".dv-plot-note");
@@ -226,6 +247,19 @@ export class PlotGroup {
       } else {
         p.plot = new uPlot(this.options(p, w), data, p.box);
       }
+    }
+  }
+
+  /** uPlot drew `p`: once every plot has drawn the latest answer, the group says so. */
+  private drawn(p: ColumnPlot): void {
+    const state = this.el.dataset["state"];
+    // A redraw of the previous answer while a new one is read says nothing.
+    if (state !== "drawing" && state !== "drawn") return;
+    p.drawnGen = this.gen;
+    p.box.dataset["drawn"] = String(this.gen);
+    if (this.plots.every((q) => !q.expected || q.drawnGen === this.gen)) {
+      this.el.dataset["state"] = "drawn";
+      this.el.dataset["drawn"] = String(this.gen);
     }
   }
 
@@ -301,6 +335,7 @@ export class PlotGroup {
       ],
       bands: [{ series: [1, 2], fill }],
       hooks: {
+        draw: [() => this.drawn(p)],
         setSelect: [
           (u) => {
             const { left, width: w } = u.select;

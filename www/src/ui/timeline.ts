@@ -5,12 +5,21 @@
 // cannot be decoded without the writer's encoder are never drawn as nothing.
 // Dragging across the lanes (or the zoom buttons, or ctrl+wheel) sets the
 // time window that the stream view plots.
+//
+// However large the archive, a frame's work is bounded: lanes are built for
+// the first streams the filter keeps (a line says how many were left out,
+// with a button for more); past a few dozen lanes they scroll in a box of
+// their own and only those in sight are drawn; and a lane with more
+// segments in the window than it has room for merges them into blocks of
+// a minimum width, found by binary search rather than by a walk over all.
 
-import type { Description, SegmentInfo, SourceInfo, StreamInfo } from "../engine/types";
+import type { SegmentInfo, SourceInfo, StreamInfo } from "../engine/types";
 import { ticks } from "./axis";
-import { type Child, clear, fileText, h } from "./dom";
+import { CAPS, type Filtered, plural, shownText } from "./catalog";
+import { type Child, clear, fileText, h, moreBar, replace } from "./dom";
 import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode, zoneLabel } from "./format";
-import { type Span, gaps, streamSpan } from "./model";
+import { firstReaching, laneIndex } from "./laneindex";
+import { type Span, streamSpan } from "./model";
 import type { Tooltip } from "./overlay";
 import type { ArchiveEvent, ProducerEpoch, WriterSession } from "../engine/types";
 
@@ -32,9 +41,19 @@ interface Lane {
   stream: StreamInfo | null;
   row: HTMLElement;
   track: HTMLElement;
+  /** In sight (always, unless the lanes scroll in their own box). */
+  visible: boolean;
+  /** What the track was last drawn for (window, width, zone); "" when never. */
+  drawn: string;
 }
 
 const MIN_WINDOW = 10n; // ns
+/** Past this many rows, the lanes scroll in a box and only those in sight are drawn. */
+const LAZY_ROWS = 40;
+/** Blocks a lane draws at most across its width: narrower neighbours merge. */
+const MAX_BLOCKS = 150;
+/** Segments in the window up to which positions are worked out exactly, in bigint. */
+const EXACT_SEGMENTS = 2000;
 
 export class Timeline {
   readonly el: HTMLElement;
@@ -44,19 +63,29 @@ export class Timeline {
   private readonly axisTrack: HTMLElement;
   private readonly miniTrack: HTMLElement;
   private readonly windowLabel: HTMLElement;
-  private readonly lanes: Lane[] = [];
+  private readonly lanesBox: HTMLElement;
+  private readonly moreSlot: HTMLElement;
+  private lanes: Lane[] = [];
   private from: bigint;
   private to: bigint;
   private readonly resize: ResizeObserver;
+  private sight: IntersectionObserver | null = null;
   private lastWidth = 0;
+  /** What the filter keeps; lanes are built for its first `laneLimit` streams. */
+  private catalog: Filtered;
+  private laneLimit: number = CAPS.lanes;
+  /** The stream open in the stream view, given a lane past the cap. */
+  private opened: StreamInfo | null = null;
+  private selected: { source: number; stream: string | null } | null = null;
 
   constructor(
     private readonly host: TimelineHost,
-    desc: Description,
+    catalog: Filtered,
     private readonly full: Span,
     private readonly marks: Map<number, SourceMarks>,
   ) {
     [this.from, this.to] = full;
+    this.catalog = catalog;
     this.windowLabel = h("span", { class: "dv-tl-window", data: { testid: "window" } });
     const zoomIn = h("button", { type: "button", class: "dv-btn", title: "Zoom in", on: { click: () => this.zoom(0.5) } }, "+");
     const zoomOut = h("button", { type: "button", class: "dv-btn", title: "Zoom out", on: { click: () => this.zoom(2) } }, "−");
@@ -92,18 +121,20 @@ export class Timeline {
     this.axisTrack = h("div", { class: "dv-tl-track dv-tl-axis" });
     this.overlay = h("div", { class: "dv-tl-overlay" });
     this.grid = h("div", { class: "dv-tl-overlay dv-tl-grid" });
+    this.lanesBox = h("div", { class: "dv-tl-lanes", data: { testid: "lanes" } });
+    this.moreSlot = h("div", { class: "dv-tl-more" });
     this.body = h(
       "div",
       { class: "dv-tl-body" },
       this.grid,
       h("div", { class: "dv-tl-row dv-tl-minirow" }, h("div", { class: "dv-tl-label dv-muted" }, "whole archive"), this.miniTrack),
       h("div", { class: "dv-tl-row dv-tl-axisrow" }, h("div", { class: "dv-tl-label dv-tl-zone" }), this.axisTrack),
+      this.lanesBox,
+      this.overlay,
     );
-    for (const src of desc.sources) this.addSource(src);
-    this.body.appendChild(this.overlay);
     const hint = h("div", { class: "dv-hint" }, "Drag across the lanes to zoom (the plots follow) · ctrl+wheel zooms, shift+wheel pans · click a lane to open its stream");
-    this.el = h("section", { class: "dv-panel dv-timeline", data: { testid: "timeline" } }, head, this.body, hint);
-    if (desc.sources.length === 0) this.body.appendChild(h("div", { class: "dv-empty-note" }, "This archive holds no sources yet."));
+    this.el = h("section", { class: "dv-panel dv-timeline", data: { testid: "timeline" } }, head, this.body, this.moreSlot, hint);
+    this.buildLanes();
     this.installPointer();
     this.resize = new ResizeObserver(() => {
       const w = this.axisTrack.clientWidth;
@@ -114,6 +145,7 @@ export class Timeline {
 
   destroy(): void {
     this.resize.disconnect();
+    this.sight?.disconnect();
   }
 
   window(): Span {
@@ -127,13 +159,111 @@ export class Timeline {
   }
 
   setSelected(source: number, stream: string | null): void {
+    this.selected = { source, stream };
     for (const lane of this.lanes) {
       const on = !!lane.stream && lane.source.id === source && lane.stream.name === stream;
       lane.row.classList.toggle("dv-selected", on);
     }
   }
 
-  private addSource(src: SourceInfo): void {
+  /** Lanes for what the filter now keeps, from its first streams again. */
+  setCatalog(catalog: Filtered): void {
+    this.catalog = catalog;
+    this.laneLimit = CAPS.lanes;
+    this.buildLanes();
+    this.render();
+  }
+
+  /**
+   * The stream now open: it keeps a lane while the filter lets it through,
+   * even past the cap (opened from the URL, or a card, or a filter since
+   * cleared).
+   */
+  reveal(st: StreamInfo): void {
+    if (this.opened === st) return;
+    this.opened = st;
+    if (this.lanes.some((l) => l.stream === st)) return;
+    this.buildLanes();
+    this.render();
+  }
+
+  // -------------------------------------------------------------------------
+  // Building lanes
+
+  /** (Re)builds the rows: the first `laneLimit` streams kept, and the open one if it is kept. */
+  private buildLanes(): void {
+    this.sight?.disconnect();
+    this.sight = null;
+    clear(this.lanesBox);
+    this.lanes = [];
+    let streams = 0;
+    let sources = 0;
+    const opened = this.opened;
+    let openedShown = false;
+    for (const m of this.catalog.matches) {
+      if (streams >= this.laneLimit) break;
+      const take = m.streams.slice(0, this.laneLimit - streams);
+      if (opened && !take.includes(opened) && m.streams.includes(opened)) take.push(opened);
+      if (opened && take.includes(opened)) openedShown = true;
+      this.addSource(m.source, take, m.source.streams.length === 0);
+      streams += Math.min(take.length, this.laneLimit - streams);
+      sources++;
+    }
+    // The open stream, kept by the filter, of a source past the cap.
+    if (opened && !openedShown) {
+      const m = this.catalog.matches.find((x) => x.streams.includes(opened));
+      if (m) this.addSource(m.source, [opened], false);
+    }
+    const total = this.catalog.streams;
+    if (this.catalog.matches.length === 0) {
+      this.lanesBox.appendChild(
+        h("div", { class: "dv-empty-note" }, this.catalog.query ? "No source or stream matches the filter." : "This archive holds no sources yet."),
+      );
+    }
+    const note = shownText(streams, total, "stream", this.catalog.query !== "");
+    const srcNote = sources < this.catalog.matches.length ? `, from ${count(sources)} of ${plural(this.catalog.matches.length, "source")}` : "";
+    replace(
+      this.moreSlot,
+      note
+        ? moreBar(
+            `${note}${srcNote} on the timeline. Filter to find others, or`,
+            {
+              label: `show ${count(Math.min(CAPS.lanes, total - streams))} more`,
+              onClick: () => {
+                this.laneLimit += CAPS.lanes;
+                this.buildLanes();
+                this.render();
+              },
+            },
+            "lanes-more",
+          )
+        : null,
+    );
+    // Many rows: they scroll in their own box, and only lanes in sight are drawn.
+    const tall = this.lanes.length > LAZY_ROWS;
+    this.lanesBox.classList.toggle("dv-tl-tall", tall);
+    if (tall) {
+      for (const lane of this.lanes) lane.visible = false;
+      const byRow = new Map(this.lanes.map((l) => [l.row, l]));
+      this.sight = new IntersectionObserver(
+        (entries) => {
+          let newly = false;
+          for (const e of entries) {
+            const lane = byRow.get(e.target as HTMLElement);
+            if (!lane) continue;
+            lane.visible = e.isIntersecting;
+            if (e.isIntersecting) newly = true;
+          }
+          if (newly) this.renderLanes();
+        },
+        { root: this.lanesBox, rootMargin: "120px 0px" },
+      );
+      for (const lane of this.lanes) this.sight.observe(lane.row);
+    }
+    if (this.selected) this.setSelected(this.selected.source, this.selected.stream);
+  }
+
+  private addSource(src: SourceInfo, streams: StreamInfo[], noStreams: boolean): void {
     const entries = Object.entries(src.labels);
     const brief = h(
       "span",
@@ -151,15 +281,16 @@ export class Timeline {
       h("b", null, `Source ${src.id}`),
       src.complete ? null : h("div", null, "may be incomplete: data after the last row may be missing"),
       entries.slice(0, 20).map(([k, v]) => h("div", null, fileText(k, { max: 40, more: false }), " = ", fileText(v, { max: 80, more: false }))),
+      entries.length > 20 ? h("div", { class: "dv-muted" }, `and ${count(entries.length - 20)} more labels (on the source's card)`) : null,
     ]);
     const track = h("div", { class: "dv-tl-track dv-tl-srctrack" });
     const row = h("div", { class: "dv-tl-row dv-tl-srcrow", data: { source: src.id } }, label, track);
-    this.body.appendChild(row);
-    this.lanes.push({ source: src, stream: null, row, track });
-    if (src.streams.length === 0) {
+    this.lanesBox.appendChild(row);
+    this.lanes.push({ source: src, stream: null, row, track, visible: true, drawn: "" });
+    if (noStreams) {
       brief.appendChild(h("span", { class: "dv-tl-note" }, " · no streams"));
     }
-    for (const st of src.streams) {
+    for (const st of streams) {
       const name = h(
         "button",
         { type: "button", class: "dv-tl-name", on: { click: () => this.host.onSelect(src.id, st.name) } },
@@ -184,8 +315,8 @@ export class Timeline {
         const seq = seg?.dataset["seq"];
         this.host.onSelect(src.id, st.name, seq !== undefined ? Number(seq) : undefined);
       });
-      this.body.appendChild(laneRow);
-      this.lanes.push({ source: src, stream: st, row: laneRow, track: laneTrack });
+      this.lanesBox.appendChild(laneRow);
+      this.lanes.push({ source: src, stream: st, row: laneRow, track: laneTrack, visible: true, drawn: "" });
     }
   }
 
@@ -207,14 +338,25 @@ export class Timeline {
     this.renderMini();
     if (width <= 0) return;
     this.renderAxis(width, tz);
-    for (const lane of this.lanes) {
-      clear(lane.track);
-      if (lane.stream) this.renderLane(lane.source, lane.stream, lane.track, width, tz);
-      else this.renderSourceMarks(lane.source, lane.track, width, tz);
-    }
+    this.renderLanes();
     for (const layer of [this.overlay, this.grid]) {
       layer.style.left = `${this.axisTrack.offsetLeft}px`;
       layer.style.width = `${width}px`;
+    }
+  }
+
+  /** Draws the lanes in sight that are not drawn for this window, width and zone yet. */
+  private renderLanes(): void {
+    const width = this.lastWidth;
+    if (width <= 0) return;
+    const tz = this.host.tz();
+    const key = `${this.from}:${this.to}:${width}:${tz}`;
+    for (const lane of this.lanes) {
+      if (!lane.visible || lane.drawn === key) continue;
+      lane.drawn = key;
+      clear(lane.track);
+      if (lane.stream) this.renderLane(lane.source, lane.stream, lane.track, width, tz);
+      else this.renderSourceMarks(lane.source, lane.track, width, tz);
     }
   }
 
@@ -291,10 +433,21 @@ export class Timeline {
       const b = Math.min(width + 1, this.x(span[1], width));
       if (b >= 0 && a <= width) track.appendChild(h("div", { class: "dv-extent", style: { left: `${a}px`, width: `${Math.max(1, b - a)}px` } }));
     }
-    for (const g of gaps(st)) {
+    const index = laneIndex(st);
+    // The window in the index's doubles, a little wider so rounding loses nothing.
+    const lo = Number(this.from - index.base);
+    const hi = Number(this.to - index.base);
+    const slack = (hi - lo) * 0.01 + 1;
+    const scale = width / (hi - lo);
+    // Blocks narrower than this merge with their neighbours, so a lane
+    // draws at most about MAX_BLOCKS of them, whatever the zoom.
+    const minBlock = Math.max(4, width / MAX_BLOCKS);
+
+    for (let i = firstReaching(index.gapReach, lo - slack); i < index.gaps.length && index.gapFrom[i]! <= hi + slack; i++) {
+      const g = index.gaps[i]!;
       const a = this.x(g.from, width);
       const b = this.x(g.to, width);
-      if (b < 0 || a > width || b - a < 3) continue;
+      if (b < 0 || a > width || b - a < Math.max(3, minBlock / 2)) continue;
       const el = h("div", { class: "dv-gap", style: { left: `${Math.max(0, a)}px`, width: `${Math.min(width, b) - Math.max(0, a)}px` } });
       if (b - a > 60) el.appendChild(h("span", null, `gap ${duration(g.to - g.from)}`));
       this.host.tooltip.attach(el, () => [
@@ -305,7 +458,8 @@ export class Timeline {
       ]);
       track.appendChild(el);
     }
-    // Sealed segments, merged where they would be narrower than a few pixels.
+
+    // Sealed segments, merged where they would be narrower than minBlock.
     let group: { x0: number; x1: number; lastW: number; segs: SegmentInfo[] } | null = null;
     const flush = () => {
       if (!group) return;
@@ -317,22 +471,29 @@ export class Timeline {
         data: g.segs.length === 1 ? { seq: g.segs[0]!.seq, testid: "segment" } : { testid: "segment", count: g.segs.length },
       });
       if (g.segs.length === 1 && w > 46) el.appendChild(h("span", null, `#${g.segs[0]!.seq}`));
-      else if (g.segs.length > 1 && w > 70) el.appendChild(h("span", null, `${g.segs.length} segments`));
+      else if (g.segs.length > 1 && w > 70) el.appendChild(h("span", null, `${count(g.segs.length)} segments`));
       this.host.tooltip.attach(el, () => segmentTip(g.segs, tz));
       track.appendChild(el);
       group = null;
     };
-    const sorted = [...st.segments].sort((x, y) => (x.first_ts < y.first_ts ? -1 : x.first_ts > y.first_ts ? 1 : 0));
-    for (const seg of sorted) {
-      const x0 = this.x(seg.first_ts, width);
-      const x1 = this.x(seg.last_ts, width);
+    const start = firstReaching(index.reach, lo - slack);
+    let end = start;
+    while (end < index.segs.length && index.first[end]! <= hi + slack) end++;
+    // Few segments in the window: exact positions from the bigint times.
+    // Many: from the doubles, which are a fraction of a pixel off at most
+    // when the window holds thousands of segments.
+    const exact = end - start <= EXACT_SEGMENTS;
+    for (let i = start; i < end; i++) {
+      const seg = index.segs[i]!;
+      const x0 = exact ? this.x(seg.first_ts, width) : (index.first[i]! - lo) * scale;
+      const x1 = exact ? this.x(seg.last_ts, width) : (Number(seg.last_ts - index.base) - lo) * scale;
       if (x1 < -2 || x0 > width + 2) continue;
       const c0 = Math.max(-2, x0);
       const c1 = Math.min(width + 2, Math.max(x1, x0 + 2));
       // Neighbours too narrow to tell apart become one block; wider ones
       // keep a 1px seam between them.
-      const narrow = c1 - c0 < 4;
-      if (group && c0 <= group.x1 + 1.5 && (narrow || group.lastW < 4)) {
+      const narrow = c1 - c0 < minBlock;
+      if (group && c0 <= group.x1 + 1.5 && (narrow || group.lastW < minBlock || group.x1 - group.x0 < minBlock)) {
         group.x1 = Math.max(group.x1, c1);
         group.lastW = c1 - c0;
         group.segs.push(seg);
