@@ -6,7 +6,7 @@
 //! the same few segments again and again; decoding is what costs, so the
 //! cache holds decoded Arrow batches, weighed by their memory size.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::hash::Hash;
 use std::sync::Arc;
 
@@ -67,6 +67,8 @@ pub struct SegmentKey {
 pub struct ReaderCache {
     decoded: SegmentCache<DecodeKey>,
     stats: HashMap<SegmentKey, Option<Stats>>,
+    /// The summaries' keys, oldest first, for evicting the oldest half.
+    stats_order: VecDeque<SegmentKey>,
     open: HashMap<u32, u64>,
     chosen: Option<usize>,
 }
@@ -76,6 +78,7 @@ impl Default for ReaderCache {
         ReaderCache {
             decoded: SegmentCache::new(default_budget(0)),
             stats: HashMap::new(),
+            stats_order: VecDeque::new(),
             open: HashMap::new(),
             chosen: None,
         }
@@ -94,6 +97,7 @@ impl ReaderCache {
         self.open.remove(&archive);
         self.decoded.remove_where(|k| k.archive == archive);
         self.stats.retain(|k, _| k.archive != archive);
+        self.stats_order.retain(|k| k.archive != archive);
         self.resize();
     }
 
@@ -103,6 +107,7 @@ impl ReaderCache {
         self.chosen = Some(bytes);
         if bytes == 0 {
             self.stats.clear();
+            self.stats_order.clear();
         }
         self.resize();
     }
@@ -136,16 +141,21 @@ impl ReaderCache {
         self.stats.get(key).cloned()
     }
 
-    /// Keeps a footer summary (when caching is on), forgetting them all
-    /// when there are too many to hold.
+    /// Keeps a footer summary (when caching is on), forgetting the oldest
+    /// half when there are too many to hold: a window over more segments
+    /// than fit keeps the newer half for the next read instead of nothing.
     pub fn keep_stats(&mut self, key: SegmentKey, summary: Option<Stats>) {
         if !self.enabled() {
             return;
         }
         if self.stats.len() >= MAX_STATS_ENTRIES {
-            self.stats.clear();
+            for old in self.stats_order.drain(..MAX_STATS_ENTRIES / 2) {
+                self.stats.remove(&old);
+            }
         }
-        self.stats.insert(key, summary);
+        if self.stats.insert(key.clone(), summary).is_none() {
+            self.stats_order.push_back(key);
+        }
     }
 
     /// Decoded entries held, and their bytes of Arrow memory.
@@ -402,6 +412,27 @@ mod tests {
         cache.keep_stats(seg(2), None);
         assert_eq!(cache.usage(), (0, 0));
         assert_eq!(cache.stats(&seg(2)), None);
+    }
+
+    #[test]
+    fn too_many_footer_summaries_forget_the_oldest_half() {
+        let mut cache = ReaderCache::default();
+        let seg = |seq| SegmentKey {
+            archive: 1,
+            source_id: 1,
+            stream: "s".into(),
+            seq,
+        };
+        for seq in 0..=MAX_STATS_ENTRIES as i64 {
+            cache.keep_stats(seg(seq), None);
+        }
+        assert_eq!(cache.stats(&seg(0)), None, "the oldest went");
+        assert_eq!(
+            cache.stats(&seg(MAX_STATS_ENTRIES as i64 - 1)),
+            Some(None),
+            "the newer half stayed"
+        );
+        assert_eq!(cache.stats.len(), MAX_STATS_ENTRIES / 2 + 1);
     }
 
     #[test]
