@@ -10,6 +10,7 @@
 //! - [`container`]: the SQLite file, its stamps, the read and write handles.
 //! - [`catalog`]: typed reads of the five tables, and the live-WAL rule.
 //! - [`segment`]: the encoder boundary and Parquet settings.
+//! - [`typed`]: the self-describing encoder, for writers without their own.
 //! - [`read`]: describing an archive and reading streams.
 //! - [`verify`]: the soundness check.
 //! - [`keys`] and [`reserved`]: reserved metadata keys, and the JSON some
@@ -27,6 +28,7 @@ pub mod keys;
 pub mod read;
 pub mod reserved;
 pub mod segment;
+pub mod typed;
 pub mod verify;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

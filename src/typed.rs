@@ -1,0 +1,734 @@
+//! The self-describing encoder, `dendro-typed/1`: rows are typed values
+//! whose schema the archive records, so any reader (the CLI, a program
+//! linking this crate, the browser) materializes a live tail without the
+//! writer's code, and sealed segments are ordinary Parquet with the same
+//! columns. For writers with no encoder of their own; `dendro demo` uses it.
+//!
+//! Where the schema lives: in the source's metadata, under
+//! [`SCHEMAS_KEY`], as JSON mapping each stream to the list of schemas its
+//! rows have used, each with a 64-bit id. A row names its schema by id, so a
+//! stream can change schema (a column added) without ambiguity, and one
+//! encoder can hold every source's schemas at once (ids are chosen so that
+//! equal schemas get equal ids and different ones, in practice, different
+//! ids: [`Schema::id`]). `FORMAT.md` (section "The self-describing encoder")
+//! describes the layout for implementers; this module is its reference.
+//!
+//! A row, little-endian:
+//!
+//! | bytes | what |
+//! | --- | --- |
+//! | 1 | the layout version, `1` |
+//! | 8 | the schema id, `u64` |
+//! | ⌈n/8⌉ | null bitmap over the schema's `n` columns, bit `i % 8` of byte `i / 8` set when column `i` is null |
+//! | … | each non-null value in column order: `i64`, `u64`, `f64` as 8 bytes; `bool` as one byte `0` or `1`; `utf8` as a `u32` length then that many bytes of UTF-8 |
+//!
+//! A segment has `ts` (`Int64`, not null) then the union of the columns of
+//! the schemas its rows used, by name, in order of first appearance, each
+//! nullable, with the column's `kind` (`counter` or `gauge`) and `unit` as
+//! Arrow field metadata (`dendro.kind`, `dendro.unit`). A column that two
+//! schemas of one stream give different types is refused: a column means
+//! one thing for the life of a stream (format §8).
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, RwLock};
+
+use arrow_array::builder::{
+    BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt64Builder,
+};
+use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field};
+use serde::{Deserialize, Serialize};
+
+use crate::catalog::{Labels, WalRow};
+use crate::segment::{encode_batch, Segment, SegmentEncoder};
+
+/// What [`TypedEncoder`] reports as its version, and the source's
+/// `encoder` metadata key says: the encoder's name and layout version.
+pub const ENCODER: &str = "dendro-typed/1";
+
+/// The source metadata key holding the schemas, as JSON:
+/// `{"<stream>": [{"id": "<16 hex digits>", "columns": [...]}, ...]}`.
+pub const SCHEMAS_KEY: &str = "dendro_typed_schemas";
+
+/// The row layout this build writes and reads.
+const LAYOUT: u8 = 1;
+
+/// Arrow field metadata keys a column's kind and unit travel under.
+pub const KIND_METADATA: &str = "dendro.kind";
+/// See [`KIND_METADATA`].
+pub const UNIT_METADATA: &str = "dendro.unit";
+
+/// A column's type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ColumnType {
+    /// A signed 64-bit integer.
+    I64,
+    /// An unsigned 64-bit integer (counters usually are).
+    U64,
+    /// A 64-bit float.
+    F64,
+    /// True or false.
+    Bool,
+    /// UTF-8 text.
+    Utf8,
+}
+
+impl ColumnType {
+    fn arrow(self) -> DataType {
+        match self {
+            ColumnType::I64 => DataType::Int64,
+            ColumnType::U64 => DataType::UInt64,
+            ColumnType::F64 => DataType::Float64,
+            ColumnType::Bool => DataType::Boolean,
+            ColumnType::Utf8 => DataType::Utf8,
+        }
+    }
+}
+
+/// What a numeric column measures: a counter only ever grows (a fall is a
+/// reset), and is read as a rate; a gauge is read as it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Kind {
+    /// A cumulative count: plotted as a per-second rate.
+    Counter,
+    /// A level: plotted as is.
+    Gauge,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Counter => "counter",
+            Kind::Gauge => "gauge",
+        }
+    }
+}
+
+/// One column of a schema.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Column {
+    /// Its name (not `ts`, which every segment has).
+    pub name: String,
+    /// Its type.
+    #[serde(rename = "type")]
+    pub ty: ColumnType,
+    /// Counter or gauge, when it is a measurement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kind: Option<Kind>,
+    /// Its unit, free text (`ns`, `bytes`, `%`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unit: Option<String>,
+}
+
+impl Column {
+    /// A column of `ty` named `name`.
+    pub fn new(name: impl Into<String>, ty: ColumnType) -> Column {
+        Column {
+            name: name.into(),
+            ty,
+            kind: None,
+            unit: None,
+        }
+    }
+
+    /// This column, marked as a counter.
+    pub fn counter(mut self) -> Column {
+        self.kind = Some(Kind::Counter);
+        self
+    }
+
+    /// This column, marked as a gauge.
+    pub fn gauge(mut self) -> Column {
+        self.kind = Some(Kind::Gauge);
+        self
+    }
+
+    /// This column, with a unit.
+    pub fn unit(mut self, unit: impl Into<String>) -> Column {
+        self.unit = Some(unit.into());
+        self
+    }
+
+    fn field(&self) -> Field {
+        let mut metadata = std::collections::HashMap::new();
+        if let Some(kind) = self.kind {
+            metadata.insert(KIND_METADATA.to_string(), kind.name().to_string());
+        }
+        if let Some(unit) = &self.unit {
+            metadata.insert(UNIT_METADATA.to_string(), unit.clone());
+        }
+        Field::new(&self.name, self.ty.arrow(), true).with_metadata(metadata)
+    }
+}
+
+/// The columns of a stream's rows, in row order.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Schema {
+    /// The columns.
+    pub columns: Vec<Column>,
+}
+
+impl Schema {
+    /// A schema of these columns.
+    pub fn new(columns: Vec<Column>) -> Schema {
+        Schema { columns }
+    }
+
+    /// The schema's id: FNV-1a (64-bit) over its canonical JSON (this
+    /// struct serialized by `serde_json`, compact). Readers never compute
+    /// it (the metadata carries it); a writer may choose ids any way that
+    /// gives different schemas different ids.
+    pub fn id(&self) -> u64 {
+        let text = serde_json::to_string(self).expect("a schema serializes");
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in text.bytes() {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        hash
+    }
+
+    /// Refuses a column name used twice, or the reserved `ts`.
+    fn check(&self) -> Result<(), String> {
+        let mut seen = std::collections::HashSet::new();
+        for c in &self.columns {
+            if c.name == "ts" {
+                return Err("a column may not be named \"ts\": every segment has that one".into());
+            }
+            if !seen.insert(c.name.as_str()) {
+                return Err(format!("the column {:?} appears twice", c.name));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A value of a row, in the order of its schema's columns.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Value {
+    /// No value.
+    Null,
+    /// For an `i64` column.
+    I64(i64),
+    /// For a `u64` column.
+    U64(u64),
+    /// For an `f64` column.
+    F64(f64),
+    /// For a `bool` column.
+    Bool(bool),
+    /// For a `utf8` column.
+    Str(String),
+}
+
+/// A schema as the metadata lists it: with its id, in hex.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+struct Listed {
+    id: String,
+    columns: Vec<Column>,
+}
+
+/// Encodes one row of `schema` (whose id is `id`) holding `values`, one per
+/// column, each of the column's type or [`Value::Null`].
+pub fn encode_row(id: u64, schema: &Schema, values: &[Value]) -> Result<Vec<u8>, String> {
+    if values.len() != schema.columns.len() {
+        return Err(format!(
+            "{} values for a schema of {} columns",
+            values.len(),
+            schema.columns.len()
+        ));
+    }
+    let n = values.len();
+    let mut row = Vec::with_capacity(9 + n.div_ceil(8) + n * 8);
+    row.push(LAYOUT);
+    row.extend_from_slice(&id.to_le_bytes());
+    let nulls_at = row.len();
+    row.resize(nulls_at + n.div_ceil(8), 0);
+    for (i, (value, column)) in values.iter().zip(&schema.columns).enumerate() {
+        match (value, column.ty) {
+            (Value::Null, _) => row[nulls_at + i / 8] |= 1 << (i % 8),
+            (Value::I64(v), ColumnType::I64) => row.extend_from_slice(&v.to_le_bytes()),
+            (Value::U64(v), ColumnType::U64) => row.extend_from_slice(&v.to_le_bytes()),
+            (Value::F64(v), ColumnType::F64) => row.extend_from_slice(&v.to_le_bytes()),
+            (Value::Bool(v), ColumnType::Bool) => row.push(u8::from(*v)),
+            (Value::Str(v), ColumnType::Utf8) => {
+                let len = u32::try_from(v.len())
+                    .map_err(|_| format!("the value of {:?} is over 4 GiB", column.name))?;
+                row.extend_from_slice(&len.to_le_bytes());
+                row.extend_from_slice(v.as_bytes());
+            }
+            (value, ty) => {
+                return Err(format!(
+                    "column {:?} is {ty:?}, but its value is {value:?}",
+                    column.name
+                ))
+            }
+        }
+    }
+    Ok(row)
+}
+
+/// The schemas a source's metadata lists, by id, and which stream uses
+/// each. An absent key is no schema; a value that cannot be read is an
+/// error in words.
+pub fn schemas_of(metadata: &Labels) -> Result<HashMap<u64, (String, Arc<Schema>)>, String> {
+    let Some(text) = metadata.get(SCHEMAS_KEY) else {
+        return Ok(HashMap::new());
+    };
+    let listed: BTreeMap<String, Vec<Listed>> = serde_json::from_str(text)
+        .map_err(|e| format!("metadata key {SCHEMAS_KEY} is not a map of schema lists: {e}"))?;
+    let mut out = HashMap::new();
+    for (stream, schemas) in listed {
+        for s in schemas {
+            let id = u64::from_str_radix(&s.id, 16)
+                .map_err(|_| format!("schema id {:?} of stream {stream:?} is not hex", s.id))?;
+            let schema = Schema { columns: s.columns };
+            schema.check()?;
+            out.insert(id, (stream.clone(), Arc::new(schema)));
+        }
+    }
+    Ok(out)
+}
+
+/// `metadata`'s [`SCHEMAS_KEY`] with `schema` listed for `stream` (once).
+pub fn with_schema(metadata: &Labels, stream: &str, schema: &Schema) -> Result<String, String> {
+    schema.check()?;
+    let mut listed: BTreeMap<String, Vec<Listed>> = match metadata.get(SCHEMAS_KEY) {
+        Some(text) => serde_json::from_str(text)
+            .map_err(|e| format!("metadata key {SCHEMAS_KEY} is not a map of schema lists: {e}"))?,
+        None => BTreeMap::new(),
+    };
+    let id = format!("{:016x}", schema.id());
+    let list = listed.entry(stream.to_string()).or_default();
+    for earlier in list.iter() {
+        for c in &schema.columns {
+            if let Some(e) = earlier
+                .columns
+                .iter()
+                .find(|e| e.name == c.name && e.ty != c.ty)
+            {
+                return Err(format!(
+                    "column {:?} of stream {stream:?} was {:?} and would become {:?}; a column \
+                     means one thing for the life of a stream",
+                    c.name, e.ty, c.ty
+                ));
+            }
+        }
+    }
+    if !list.iter().any(|l| l.id == id) {
+        list.push(Listed {
+            id,
+            columns: schema.columns.clone(),
+        });
+    }
+    Ok(serde_json::to_string(&listed).expect("schemas serialize"))
+}
+
+/// The `dendro-typed/1` encoder. It knows the schemas registered with it;
+/// a reader builds one from an archive's metadata
+/// ([`TypedEncoder::from_metadata`]), a writer registers each schema as it
+/// declares it ([`TypedEncoder::register`]).
+#[derive(Debug, Default)]
+pub struct TypedEncoder {
+    schemas: RwLock<HashMap<u64, Arc<Schema>>>,
+}
+
+impl TypedEncoder {
+    /// An encoder knowing no schema yet.
+    pub fn new() -> TypedEncoder {
+        TypedEncoder::default()
+    }
+
+    /// An encoder knowing the schemas every one of `metadata` lists (one
+    /// map per source).
+    pub fn from_metadata<'a>(
+        metadata: impl IntoIterator<Item = &'a Labels>,
+    ) -> Result<TypedEncoder, String> {
+        let encoder = TypedEncoder::new();
+        for m in metadata {
+            for (id, (_, schema)) in schemas_of(m)? {
+                encoder.insert(id, schema);
+            }
+        }
+        Ok(encoder)
+    }
+
+    /// Makes `schema` known under its id, which the returned value is.
+    pub fn register(&self, schema: &Schema) -> Result<u64, String> {
+        schema.check()?;
+        let id = schema.id();
+        self.insert(id, Arc::new(schema.clone()));
+        Ok(id)
+    }
+
+    fn insert(&self, id: u64, schema: Arc<Schema>) {
+        self.schemas
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(id, schema);
+    }
+
+    fn schema(&self, id: u64) -> Option<Arc<Schema>> {
+        self.schemas
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&id)
+            .cloned()
+    }
+
+    /// Decodes `rows` into one record batch: `ts`, then the union of the
+    /// columns of the schemas they use.
+    pub fn decode_rows(&self, rows: &[WalRow]) -> Result<RecordBatch, String> {
+        let mut columns: Vec<Column> = Vec::new();
+        let mut parsed: Vec<(i64, Arc<Schema>, Vec<Value>)> = Vec::with_capacity(rows.len());
+        for row in rows {
+            let (schema, values) = self.parse(row)?;
+            for c in &schema.columns {
+                match columns.iter().find(|e| e.name == c.name) {
+                    Some(e) if e.ty != c.ty => {
+                        return Err(format!(
+                            "column {:?} is {:?} in one schema and {:?} in another",
+                            c.name, e.ty, c.ty
+                        ))
+                    }
+                    Some(_) => {}
+                    None => columns.push(c.clone()),
+                }
+            }
+            parsed.push((row.ts, schema, values));
+        }
+        let mut fields = vec![Field::new("ts", DataType::Int64, false)];
+        fields.extend(columns.iter().map(Column::field));
+        let mut arrays: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(
+            parsed.iter().map(|(ts, _, _)| *ts),
+        ))];
+        for column in &columns {
+            let value_of = |schema: &Schema, values: &[Value]| -> Value {
+                schema
+                    .columns
+                    .iter()
+                    .position(|c| c.name == column.name)
+                    .map_or(Value::Null, |i| values[i].clone())
+            };
+            let each = parsed.iter().map(|(_, s, v)| value_of(s, v));
+            arrays.push(column_array(column.ty, each));
+        }
+        RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), arrays)
+            .map_err(|e| e.to_string())
+    }
+
+    /// A row's schema and values, checked against its length.
+    fn parse(&self, row: &WalRow) -> Result<(Arc<Schema>, Vec<Value>), String> {
+        let bytes = &row.row;
+        let at_ts = || format!("the row at {}", row.ts);
+        if bytes.first() != Some(&LAYOUT) {
+            return Err(format!(
+                "{} is not a {ENCODER} row (layout byte {:?})",
+                at_ts(),
+                bytes.first()
+            ));
+        }
+        let id = bytes
+            .get(1..9)
+            .map(|b| u64::from_le_bytes(b.try_into().expect("eight bytes")))
+            .ok_or_else(|| format!("{} ends before its schema id", at_ts()))?;
+        let schema = self.schema(id).ok_or_else(|| {
+            format!(
+                "{} names schema {id:016x}, which the archive does not list",
+                at_ts()
+            )
+        })?;
+        let n = schema.columns.len();
+        let nulls = bytes
+            .get(9..9 + n.div_ceil(8))
+            .ok_or_else(|| format!("{} ends inside its null bitmap", at_ts()))?;
+        let mut at = 9 + n.div_ceil(8);
+        let mut take = |len: usize| -> Result<&[u8], String> {
+            let part = bytes
+                .get(at..at.checked_add(len).ok_or("a length overflows")?)
+                .ok_or_else(|| format!("{} ends inside a value", at_ts()))?;
+            at += len;
+            Ok(part)
+        };
+        let mut values = Vec::with_capacity(n);
+        for (i, column) in schema.columns.iter().enumerate() {
+            if nulls[i / 8] & (1 << (i % 8)) != 0 {
+                values.push(Value::Null);
+                continue;
+            }
+            let eight = |b: &[u8]| -> [u8; 8] { b.try_into().expect("eight bytes") };
+            values.push(match column.ty {
+                ColumnType::I64 => Value::I64(i64::from_le_bytes(eight(take(8)?))),
+                ColumnType::U64 => Value::U64(u64::from_le_bytes(eight(take(8)?))),
+                ColumnType::F64 => Value::F64(f64::from_le_bytes(eight(take(8)?))),
+                ColumnType::Bool => match take(1)?[0] {
+                    0 => Value::Bool(false),
+                    1 => Value::Bool(true),
+                    b => return Err(format!("{}: a bool is {b}", at_ts())),
+                },
+                ColumnType::Utf8 => {
+                    let len = u32::from_le_bytes(take(4)?.try_into().expect("four bytes"));
+                    let text = take(len as usize)?;
+                    Value::Str(
+                        std::str::from_utf8(text)
+                            .map_err(|_| {
+                                format!("{}: column {:?} is not UTF-8", at_ts(), column.name)
+                            })?
+                            .to_string(),
+                    )
+                }
+            });
+        }
+        if at != bytes.len() {
+            return Err(format!(
+                "{} has {} bytes past its last value",
+                at_ts(),
+                bytes.len() - at
+            ));
+        }
+        Ok((schema, values))
+    }
+}
+
+fn column_array(ty: ColumnType, values: impl Iterator<Item = Value>) -> ArrayRef {
+    match ty {
+        ColumnType::I64 => {
+            let mut b = Int64Builder::new();
+            values
+                .for_each(|v| b.append_option(if let Value::I64(x) = v { Some(x) } else { None }));
+            Arc::new(b.finish())
+        }
+        ColumnType::U64 => {
+            let mut b = UInt64Builder::new();
+            values
+                .for_each(|v| b.append_option(if let Value::U64(x) = v { Some(x) } else { None }));
+            Arc::new(b.finish())
+        }
+        ColumnType::F64 => {
+            let mut b = Float64Builder::new();
+            values
+                .for_each(|v| b.append_option(if let Value::F64(x) = v { Some(x) } else { None }));
+            Arc::new(b.finish())
+        }
+        ColumnType::Bool => {
+            let mut b = BooleanBuilder::new();
+            values.for_each(|v| {
+                b.append_option(if let Value::Bool(x) = v {
+                    Some(x)
+                } else {
+                    None
+                })
+            });
+            Arc::new(b.finish())
+        }
+        ColumnType::Utf8 => {
+            let mut b = StringBuilder::new();
+            values.for_each(|v| match v {
+                Value::Str(s) => b.append_value(s),
+                _ => b.append_null(),
+            });
+            Arc::new(b.finish())
+        }
+    }
+}
+
+impl SegmentEncoder for TypedEncoder {
+    fn encode(
+        &self,
+        _stream: &str,
+        rows: &[WalRow],
+    ) -> std::result::Result<Option<Segment>, String> {
+        let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+            return Ok(None);
+        };
+        let batch = self.decode_rows(rows)?;
+        Ok(Some(Segment {
+            bytes: encode_batch(&batch)?,
+            rows: rows.len() as i64,
+            first_ts: first.ts,
+            last_ts: last.ts,
+            caller_index: None,
+        }))
+    }
+
+    fn version(&self) -> Option<String> {
+        Some(ENCODER.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Array;
+
+    fn cpu() -> Schema {
+        Schema::new(vec![
+            Column::new("user", ColumnType::U64).counter().unit("ns"),
+            Column::new("load", ColumnType::F64).gauge(),
+            Column::new("up", ColumnType::Bool),
+            Column::new("state", ColumnType::Utf8),
+        ])
+    }
+
+    fn row(ts: i64, id: u64, schema: &Schema, values: &[Value]) -> WalRow {
+        WalRow {
+            ts,
+            wall_offset: 0,
+            row: encode_row(id, schema, values).unwrap(),
+        }
+    }
+
+    #[test]
+    fn rows_decode_to_the_values_they_were_given() {
+        let encoder = TypedEncoder::new();
+        let schema = cpu();
+        let id = encoder.register(&schema).unwrap();
+        let rows = vec![
+            row(
+                1,
+                id,
+                &schema,
+                &[
+                    Value::U64(10),
+                    Value::F64(0.5),
+                    Value::Bool(true),
+                    Value::Str("ok".into()),
+                ],
+            ),
+            row(
+                2,
+                id,
+                &schema,
+                &[
+                    Value::Null,
+                    Value::F64(1.5),
+                    Value::Null,
+                    Value::Str("ünï".into()),
+                ],
+            ),
+        ];
+        let batch = encoder.decode_rows(&rows).unwrap();
+        assert_eq!(batch.num_rows(), 2);
+        let schema = batch.schema();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, ["ts", "user", "load", "up", "state"]);
+        assert_eq!(batch.schema().field(1).metadata()[KIND_METADATA], "counter");
+        assert_eq!(batch.schema().field(1).metadata()[UNIT_METADATA], "ns");
+        use arrow_array::cast::AsArray;
+        let user = batch
+            .column(1)
+            .as_primitive::<arrow_array::types::UInt64Type>();
+        assert_eq!((user.value(0), user.is_null(1)), (10, true));
+        assert_eq!(batch.column(4).as_string::<i32>().value(1), "ünï");
+        let segment = encoder.encode("cpu", &rows).unwrap().unwrap();
+        assert_eq!((segment.rows, segment.first_ts, segment.last_ts), (2, 1, 2));
+        let back = crate::segment::decode_segment(segment.bytes, None).unwrap();
+        assert_eq!(back[0], batch, "the segment holds exactly the decoded rows");
+    }
+
+    #[test]
+    fn a_stream_that_gains_a_column_reads_as_the_union_with_nulls() {
+        let encoder = TypedEncoder::new();
+        let v1 = Schema::new(vec![Column::new("a", ColumnType::I64)]);
+        let v2 = Schema::new(vec![
+            Column::new("a", ColumnType::I64),
+            Column::new("b", ColumnType::I64),
+        ]);
+        let (id1, id2) = (
+            encoder.register(&v1).unwrap(),
+            encoder.register(&v2).unwrap(),
+        );
+        assert_ne!(id1, id2);
+        let batch = encoder
+            .decode_rows(&[
+                row(1, id1, &v1, &[Value::I64(1)]),
+                row(2, id2, &v2, &[Value::I64(2), Value::I64(20)]),
+            ])
+            .unwrap();
+        assert_eq!(batch.num_columns(), 3);
+        assert!(batch.column(2).is_null(0) && !batch.column(2).is_null(1));
+    }
+
+    #[test]
+    fn the_metadata_lists_schemas_readers_build_the_encoder_from() {
+        let mut metadata = Labels::new();
+        let text = with_schema(&metadata, "cpu", &cpu()).unwrap();
+        metadata.insert(SCHEMAS_KEY.into(), text);
+        let again = with_schema(&metadata, "cpu", &cpu()).unwrap();
+        assert_eq!(&again, &metadata[SCHEMAS_KEY], "a schema is listed once");
+        let retyped = Schema::new(vec![Column::new("user", ColumnType::I64)]);
+        assert!(with_schema(&metadata, "cpu", &retyped)
+            .unwrap_err()
+            .contains("one thing"));
+        let reader = TypedEncoder::from_metadata([&metadata]).unwrap();
+        let id = cpu().id();
+        let r = row(
+            5,
+            id,
+            &cpu(),
+            &[Value::U64(1), Value::Null, Value::Null, Value::Null],
+        );
+        assert_eq!(reader.decode_rows(&[r]).unwrap().num_rows(), 1);
+        assert!(metadata[SCHEMAS_KEY].contains(&format!("{id:016x}")));
+    }
+
+    #[test]
+    fn damaged_rows_are_errors_in_words() {
+        let encoder = TypedEncoder::new();
+        let schema = cpu();
+        let id = encoder.register(&schema).unwrap();
+        let good = encode_row(
+            id,
+            &schema,
+            &[
+                Value::U64(1),
+                Value::F64(2.0),
+                Value::Bool(false),
+                Value::Str("x".into()),
+            ],
+        )
+        .unwrap();
+        for cut in 0..good.len() {
+            let r = WalRow {
+                ts: 9,
+                wall_offset: 0,
+                row: good[..cut].to_vec(),
+            };
+            assert!(encoder.decode_rows(&[r]).is_err(), "cut at {cut}");
+        }
+        let mut long = good.clone();
+        long.push(0);
+        assert!(encoder
+            .decode_rows(&[WalRow {
+                ts: 9,
+                wall_offset: 0,
+                row: long
+            }])
+            .unwrap_err()
+            .contains("past its last value"));
+        let mut unknown = good;
+        unknown[1] ^= 0xff;
+        assert!(encoder
+            .decode_rows(&[WalRow {
+                ts: 9,
+                wall_offset: 0,
+                row: unknown
+            }])
+            .unwrap_err()
+            .contains("does not list"));
+        assert!(
+            encode_row(id, &schema, &[Value::I64(1)]).is_err(),
+            "too few values"
+        );
+        assert!(
+            encode_row(
+                id,
+                &schema,
+                &[Value::I64(1), Value::Null, Value::Null, Value::Null]
+            )
+            .is_err(),
+            "wrong type"
+        );
+    }
+}
