@@ -257,7 +257,7 @@ pub fn probe(
 pub enum Tail {
     /// The stream has no live rows.
     Empty,
-    /// Materialized through the caller's encoder.
+    /// Materialized through the caller's encoder, or the self-describing one.
     Materialized(Segment),
     /// Rows are committed there but this reader has no encoder to read
     /// them: data not read, never absence.
@@ -277,7 +277,8 @@ pub struct StreamRead {
 /// Reads the part of a stream that overlaps `[from, to]`: the catalog
 /// entries of the sealed segments that reach into the window (fetch their
 /// bytes with [`segment_bytes`]) and the live rows in it, materialized when
-/// `encoder` is given. The segments are whole; trimming rows to the window
+/// `encoder` is given or the source was written with the self-describing
+/// encoder ([`crate::typed`]). The segments are whole; trimming rows to the window
 /// is the caller's, since only it knows the columns.
 pub fn stream_range(
     archive: &Archive,
@@ -313,15 +314,32 @@ fn read_tail(
                 None => Tail::Unread(span_of(&rows)),
             })
         }
-        None => {
-            let rows = s.live_wal_rows_between(source.id, stream, from, to)?;
-            Ok(if rows.is_empty() {
-                Tail::Empty
-            } else {
-                Tail::Unread(span_of(&rows))
-            })
-        }
+        None => match crate::typed::reader_for(&source.metadata) {
+            Some(Ok(typed)) => read_tail(s, source, stream, from, to, Some(&typed)),
+            Some(Err(message)) => Err(Error::Encoder {
+                file: s.file().to_string(),
+                stream: stream.to_string(),
+                message,
+            }),
+            None => unread_tail(s, source, stream, from, to),
+        },
     }
+}
+
+/// A tail this reader cannot decode: counted and spanned, never absent.
+fn unread_tail(
+    s: &Snapshot<'_>,
+    source: &SourceRecord,
+    stream: &str,
+    from: i64,
+    to: i64,
+) -> Result<Tail> {
+    let rows = s.live_wal_rows_between(source.id, stream, from, to)?;
+    Ok(if rows.is_empty() {
+        Tail::Empty
+    } else {
+        Tail::Unread(span_of(&rows))
+    })
 }
 
 fn span_of(rows: &[WalRow]) -> Span {

@@ -325,6 +325,14 @@ pub fn with_schema(metadata: &Labels, stream: &str, schema: &Schema) -> Result<S
     Ok(serde_json::to_string(&listed).expect("schemas serialize"))
 }
 
+/// The encoder a reader needs to decode a source's live tail, when the
+/// source's `encoder` key names this one; `None` for any other encoder,
+/// whose rows only the writer's own code can read.
+pub fn reader_for(metadata: &Labels) -> Option<Result<TypedEncoder, String>> {
+    (metadata.get(crate::keys::ENCODER).map(String::as_str) == Some(ENCODER))
+        .then(|| TypedEncoder::from_metadata([metadata]))
+}
+
 /// The `dendro-typed/1` encoder. It knows the schemas registered with it;
 /// a reader builds one from an archive's metadata
 /// ([`TypedEncoder::from_metadata`]), a writer registers each schema as it
@@ -561,6 +569,22 @@ impl SegmentEncoder for TypedEncoder {
 mod tests {
     use super::*;
     use arrow_array::Array;
+
+    #[test]
+    fn readers_use_it_only_for_sources_that_name_it() {
+        let mut metadata = Labels::new();
+        metadata.insert(crate::keys::ENCODER.into(), "someone-else/3".into());
+        assert!(reader_for(&metadata).is_none(), "another encoder's rows stay unread");
+        metadata.insert(crate::keys::ENCODER.into(), ENCODER.into());
+        let listed = with_schema(&metadata, "cpu", &cpu()).unwrap();
+        metadata.insert(SCHEMAS_KEY.into(), listed);
+        let encoder = reader_for(&metadata).unwrap().unwrap();
+        let id = cpu().id();
+        let row = row(7, id, &cpu(), &[Value::Null, Value::F64(0.5), Value::Null, Value::Null]);
+        assert_eq!(encoder.decode_rows(&[row]).unwrap().num_rows(), 1);
+        metadata.insert(SCHEMAS_KEY.into(), "{not json".into());
+        assert!(reader_for(&metadata).unwrap().is_err(), "damaged schemas: an error");
+    }
 
     fn cpu() -> Schema {
         Schema::new(vec![

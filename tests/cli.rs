@@ -136,7 +136,7 @@ fn demo_writes_a_sound_archive_with_sealed_segments_and_a_live_tail() {
     let sources = json["sources"].as_array().unwrap();
     assert_eq!(sources.len(), 2);
     for source in sources {
-        assert_eq!(source["metadata"]["encoder"], "dendro-demo-v1");
+        assert_eq!(source["metadata"]["encoder"], dendro::typed::ENCODER);
         let streams = source["streams"].as_array().unwrap();
         assert!(streams.len() >= 4);
         assert!(streams
@@ -144,6 +144,33 @@ fn demo_writes_a_sound_archive_with_sealed_segments_and_a_live_tail() {
             .any(|s| !s["segments"].as_array().unwrap().is_empty()));
         assert!(streams.iter().any(|s| s["live_rows"].as_i64().unwrap() > 0));
     }
+    // Written with the self-describing encoder: `cat` reads the live tail
+    // too, with no encoder of its own, continuing the sealed rows.
+    let memory = &sources[0]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "memory")
+        .unwrap();
+    let sealed: i64 = memory["segments"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|seg| seg["rows"].as_i64().unwrap())
+        .sum();
+    let live = memory["live_rows"].as_i64().unwrap();
+    let uuid = sources[0]["uuid"].as_str().unwrap();
+    let cat = dendro(&["cat", out, "--source", uuid, "--stream", "memory", "--format", "csv"]);
+    assert_eq!(cat.status.code(), Some(0));
+    assert!(cat.stderr.is_empty(), "{}", String::from_utf8_lossy(&cat.stderr));
+    let csv = String::from_utf8(cat.stdout).unwrap();
+    let ts: Vec<i64> = csv
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').next().unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(ts.len() as i64, sealed + live, "every sealed and live row");
+    assert!(ts.windows(2).all(|w| w[0] < w[1]), "the tail continues the segments");
     // It refuses to overwrite.
     assert_eq!(dendro(&["demo", out]).status.code(), Some(2));
 }

@@ -7,10 +7,13 @@
 //! stream name carry markup, script, control and bidi characters and a
 //! megabyte-long string, for testing that a viewer shows them inertly.
 //!
-//! The rows use [`DemoEncoder`]'s encoding: a version byte, a `u16` column
-//! count, then that many little-endian 8-byte values (`i64` counters and
-//! gauges, `f64` ratios) whose names and types follow from the stream name
-//! and count alone, so a reader process can decode a live tail unaided.
+//! [`write_demo`] writes its rows with the self-describing encoder
+//! ([`crate::typed`]): each stream's schema, with counters and gauges told
+//! apart, is in the source's metadata, so any reader decodes the live tail.
+//!
+//! [`DemoEncoder`] is an older, fixed encoding the writer's tests use: a
+//! version byte, a `u16` column count, then that many little-endian 8-byte
+//! values whose names and types follow from the stream name and count.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -28,6 +31,7 @@ use crate::catalog::{ClockOffset, Labels, WalRow};
 use crate::error::{Error, Result};
 use crate::keys;
 use crate::segment::{encode_batch, Segment, SegmentEncoder};
+use crate::typed::{self, Column, ColumnType, TypedEncoder, Value};
 
 /// The version [`DemoEncoder`] reports, stored as each source's `encoder`.
 pub const DEMO_ENCODER_VERSION: &str = "dendro-demo-v1";
@@ -116,6 +120,82 @@ pub fn demo_columns(stream: &str, n: usize) -> Vec<(String, DataType)> {
             (name, kind)
         })
         .collect()
+}
+
+/// A demo stream's typed schema: [`demo_columns`] with each column's kind
+/// (cumulative counters are read as rates) and unit.
+pub fn demo_schema(stream: &str, n: usize) -> typed::Schema {
+    let known = ["cpu", "memory", "network", "disk"].contains(&stream);
+    let columns = demo_columns(stream, n)
+        .into_iter()
+        .map(|(name, ty)| {
+            let float = ty == DataType::Float64;
+            let gauge = float || !known || (stream == "memory" && name.contains("_bytes"));
+            let unit = [("_ns", "ns"), ("_bytes", "bytes"), ("_mhz", "MHz"), ("_celsius", "°C")]
+                .iter()
+                .find(|(suffix, _)| name.ends_with(suffix))
+                .map(|(_, unit)| *unit);
+            let column = Column::new(name, if float { ColumnType::F64 } else { ColumnType::I64 });
+            let column = if gauge { column.gauge() } else { column.counter() };
+            match unit {
+                Some(unit) => column.unit(unit),
+                None => column,
+            }
+        })
+        .collect();
+    typed::Schema::new(columns)
+}
+
+/// The demo's typed rows: each stream's schema, registered with the
+/// encoder the writer seals with.
+struct TypedRows {
+    encoder: Arc<TypedEncoder>,
+    schemas: BTreeMap<(String, usize), (u64, typed::Schema)>,
+}
+
+impl TypedRows {
+    fn new() -> TypedRows {
+        TypedRows {
+            encoder: Arc::new(TypedEncoder::new()),
+            schemas: BTreeMap::new(),
+        }
+    }
+
+    /// Declares `stream` with `n` values: registers its schema and lists it
+    /// in `metadata`, where readers will find it.
+    fn declare(&mut self, file: &str, metadata: &mut Labels, stream: &str, n: usize) -> Result<()> {
+        let schema = demo_schema(stream, n);
+        let invalid = |message: String| Error::Invalid {
+            file: file.to_string(),
+            message,
+        };
+        let id = self.encoder.register(&schema).map_err(invalid)?;
+        let listed = typed::with_schema(metadata, stream, &schema).map_err(invalid)?;
+        metadata.insert(typed::SCHEMAS_KEY.to_string(), listed);
+        self.schemas.insert((stream.to_string(), n), (id, schema));
+        Ok(())
+    }
+
+    fn row(&self, file: &str, stream: &str, values: &[DemoValue]) -> Result<Vec<u8>> {
+        let (id, schema) = self
+            .schemas
+            .get(&(stream.to_string(), values.len()))
+            .ok_or_else(|| Error::Invalid {
+                file: file.to_string(),
+                message: format!("stream {stream:?} of {} values was not declared", values.len()),
+            })?;
+        let values: Vec<Value> = values
+            .iter()
+            .map(|v| match *v {
+                DemoValue::Int(i) => Value::I64(i),
+                DemoValue::Float(f) => Value::F64(f),
+            })
+            .collect();
+        typed::encode_row(*id, schema, &values).map_err(|message| Error::Invalid {
+            file: file.to_string(),
+            message,
+        })
+    }
 }
 
 /// One value of a demo row.
@@ -440,6 +520,9 @@ const HOSTILE: &[&str] = &[
     "' OR 1=1; DROP TABLE segments; --",
 ];
 
+/// The stream whose name is itself hostile text.
+const HOSTILE_STREAM: &str = "<img src=x onerror=alert('stream')>\u{202e}kcatta";
+
 fn hostile_labels(host: &str) -> Labels {
     let mut labels = Labels::new();
     labels.insert(
@@ -484,7 +567,8 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
             .age(options.seal_every),
         ..WriterOptions::default()
     };
-    let writer = Writer::create_with(path, Arc::new(DemoEncoder), writer_options)?;
+    let mut typed_rows = TypedRows::new();
+    let writer = Writer::create_with(path, typed_rows.encoder.clone(), writer_options)?;
     let end = wall_clock_ns();
     let start = end - ticks as i64 * interval_ns;
     let names = ["web-01", "web-02", "db-01", "db-02", "cache-01", "batch-01"];
@@ -529,6 +613,12 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
         if options.hostile {
             labels.extend(hostile_labels(&host.name));
             metadata.extend(hostile_metadata());
+            typed_rows.declare(&file, &mut metadata, HOSTILE_STREAM, 1)?;
+        }
+        // A fresh twin of the host says which streams, how wide.
+        for (stream, values) in Host::new(h, host.name.clone(), options.scale.max(1)).sample(0, 0.5)
+        {
+            typed_rows.declare(&file, &mut metadata, &stream, values.len())?;
         }
         let source = writer.add_source_with_uuid(NewSource {
             uuid: None,
@@ -582,23 +672,24 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
             };
             let mut part = TickRows::new();
             for (stream, values) in host.sample(i, busy) {
+                let row = typed_rows.row(&file, &stream, &values)?;
                 part.push((
                     stream,
                     WalRow {
                         ts,
                         wall_offset: offset,
-                        row: demo_row(&values),
+                        row,
                     },
                 ));
             }
             if options.hostile && h == 0 {
-                let name = "<img src=x onerror=alert('stream')>\u{202e}kcatta".to_string();
+                let row = typed_rows.row(&file, HOSTILE_STREAM, &[DemoValue::Int(i as i64)])?;
                 part.push((
-                    name,
+                    HOSTILE_STREAM.to_string(),
                     WalRow {
                         ts,
                         wall_offset: offset,
-                        row: demo_row(&[DemoValue::Int(i as i64)]),
+                        row,
                     },
                 ));
             }
@@ -633,20 +724,21 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
                     ts,
                     offset_ns: offset,
                 };
-                let part: TickRows = host
+                let part = host
                     .sample(i, busy)
                     .into_iter()
                     .map(|(stream, values)| {
-                        (
+                        let row = typed_rows.row(&file, &stream, &values)?;
+                        Ok((
                             stream,
                             WalRow {
                                 ts,
                                 wall_offset: offset,
-                                row: demo_row(&values),
+                                row,
                             },
-                        )
+                        ))
                     })
-                    .collect();
+                    .collect::<Result<TickRows>>()?;
                 rows += part.len() as u64;
                 tick.push((source, part));
             }

@@ -518,6 +518,15 @@ fn run_cat(
                 .map_err(|e| Failure::Error(format!("{}: {e}", archive.file())))?;
         }
     }
+    if let Tail::Materialized(tail) = &range.tail {
+        let batches = dendro::segment::decode_segment(tail.bytes.clone(), None).map_err(|e| {
+            Failure::Error(format!("{}: the live tail of {stream:?}: {e}", archive.file()))
+        })?;
+        for batch in batches {
+            sink.write(&batch)
+                .map_err(|e| Failure::Error(format!("{}: {e}", archive.file())))?;
+        }
+    }
     sink.finish()
         .map_err(|e| Failure::Error(format!("{}: {e}", archive.file())))?;
     if let Tail::Unread(span) = range.tail {
