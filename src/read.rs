@@ -9,6 +9,7 @@ pub mod cache;
 pub mod columns;
 pub mod envelope;
 pub mod packed;
+pub mod rates;
 pub mod stats;
 
 use std::collections::BTreeMap;
@@ -324,6 +325,35 @@ fn read_tail(
             None => unread_tail(s, source, stream, from, to),
         },
     }
+}
+
+/// The live rows of a stream in `[from, to]` as one batch, with their span,
+/// when the source was written with the self-describing encoder
+/// ([`crate::typed`]); `None` when its encoder is another (the tail is then
+/// reported, not read, by [`live_wal_span`]).
+pub(crate) fn typed_tail(
+    s: &Snapshot<'_>,
+    source: &SourceRecord,
+    stream: &str,
+    from: i64,
+    to: i64,
+) -> Result<Option<(arrow_array::RecordBatch, (i64, i64))>> {
+    let encoder_error = |message: String| Error::Encoder {
+        file: s.file().to_string(),
+        stream: stream.to_string(),
+        message,
+    };
+    let Some(typed) = crate::typed::reader_for(&source.metadata) else {
+        return Ok(None);
+    };
+    let typed = typed.map_err(encoder_error)?;
+    let rows = s.live_wal_rows_between(source.id, stream, from, to)?;
+    let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        return Ok(None);
+    };
+    let span = (first.ts, last.ts);
+    let batch = typed.decode_rows(&rows).map_err(encoder_error)?;
+    Ok(Some((batch, span)))
 }
 
 /// A tail this reader cannot decode: counted and spanned, never absent.

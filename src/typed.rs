@@ -574,16 +574,27 @@ mod tests {
     fn readers_use_it_only_for_sources_that_name_it() {
         let mut metadata = Labels::new();
         metadata.insert(crate::keys::ENCODER.into(), "someone-else/3".into());
-        assert!(reader_for(&metadata).is_none(), "another encoder's rows stay unread");
+        assert!(
+            reader_for(&metadata).is_none(),
+            "another encoder's rows stay unread"
+        );
         metadata.insert(crate::keys::ENCODER.into(), ENCODER.into());
         let listed = with_schema(&metadata, "cpu", &cpu()).unwrap();
         metadata.insert(SCHEMAS_KEY.into(), listed);
         let encoder = reader_for(&metadata).unwrap().unwrap();
         let id = cpu().id();
-        let row = row(7, id, &cpu(), &[Value::Null, Value::F64(0.5), Value::Null, Value::Null]);
+        let row = row(
+            7,
+            id,
+            &cpu(),
+            &[Value::Null, Value::F64(0.5), Value::Null, Value::Null],
+        );
         assert_eq!(encoder.decode_rows(&[row]).unwrap().num_rows(), 1);
         metadata.insert(SCHEMAS_KEY.into(), "{not json".into());
-        assert!(reader_for(&metadata).unwrap().is_err(), "damaged schemas: an error");
+        assert!(
+            reader_for(&metadata).unwrap().is_err(),
+            "damaged schemas: an error"
+        );
     }
 
     fn cpu() -> Schema {

@@ -160,9 +160,15 @@ fn demo_writes_a_sound_archive_with_sealed_segments_and_a_live_tail() {
         .sum();
     let live = memory["live_rows"].as_i64().unwrap();
     let uuid = sources[0]["uuid"].as_str().unwrap();
-    let cat = dendro(&["cat", out, "--source", uuid, "--stream", "memory", "--format", "csv"]);
+    let cat = dendro(&[
+        "cat", out, "--source", uuid, "--stream", "memory", "--format", "csv",
+    ]);
     assert_eq!(cat.status.code(), Some(0));
-    assert!(cat.stderr.is_empty(), "{}", String::from_utf8_lossy(&cat.stderr));
+    assert!(
+        cat.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&cat.stderr)
+    );
     let csv = String::from_utf8(cat.stdout).unwrap();
     let ts: Vec<i64> = csv
         .lines()
@@ -170,7 +176,10 @@ fn demo_writes_a_sound_archive_with_sealed_segments_and_a_live_tail() {
         .map(|l| l.split(',').next().unwrap().parse().unwrap())
         .collect();
     assert_eq!(ts.len() as i64, sealed + live, "every sealed and live row");
-    assert!(ts.windows(2).all(|w| w[0] < w[1]), "the tail continues the segments");
+    assert!(
+        ts.windows(2).all(|w| w[0] < w[1]),
+        "the tail continues the segments"
+    );
     // It refuses to overwrite.
     assert_eq!(dendro(&["demo", out]).status.code(), Some(2));
 }

@@ -260,6 +260,7 @@ fn statistics_answer_exactly_what_decoding_answers() {
                 to,
                 columns: columns.as_deref(),
                 max_points,
+                rates: None,
             };
             let decode = |rec: &dendro::SegmentRecord, cols: Option<&[String]>| {
                 decode_for_range(&archive, rec, cols)

@@ -18,6 +18,7 @@ use crate::catalog::SegmentRecord;
 use crate::container::Archive;
 use crate::error::Result;
 use crate::read::columns::{fold_extremes, is_numeric, numbers, time_values, ts_column};
+use crate::read::rates::Rates;
 use crate::read::stats::{Extremes, SegmentStats};
 
 /// One numeric column of an [`Envelope`].
@@ -34,8 +35,13 @@ pub struct ColumnEnvelope {
 /// A window of a stream, ready to plot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Envelope {
-    /// Rows of the sealed segments that fall inside the window.
+    /// Rows that fall inside the window: the sealed segments', plus the
+    /// live tail's when it could be read.
     pub rows_in_window: u64,
+    /// Of those, rows of the live tail (read through the self-describing
+    /// encoder, [`crate::typed`]); a tail this reader cannot decode adds
+    /// none.
+    pub live_rows_in_window: u64,
     /// Segments decoded to answer.
     pub segments_read: usize,
     /// Segments answered from their footer's statistics, not decoded: each
@@ -403,6 +409,7 @@ impl EnvelopeBuilder {
         if !self.reduced() {
             return Envelope {
                 rows_in_window: self.rows,
+                live_rows_in_window: 0,
                 segments_read,
                 segments_from_stats: self.from_stats,
                 reduced: false,
@@ -418,6 +425,7 @@ impl EnvelopeBuilder {
         }
         Envelope {
             rows_in_window: self.rows,
+            live_rows_in_window: 0,
             segments_read,
             segments_from_stats: self.from_stats,
             reduced: true,
@@ -479,6 +487,9 @@ pub struct RangeRequest<'a> {
     pub columns: Option<&'a [String]>,
     /// At most this many points; `None` keeps every row.
     pub max_points: Option<usize>,
+    /// Counter columns to read as per-second rates ([`super::rates`]);
+    /// `None` reads every column as it is.
+    pub rates: Option<&'a [String]>,
 }
 
 /// The decoded batches of one segment, shared with a cache.
@@ -487,8 +498,9 @@ pub type Decoded = Arc<Vec<RecordBatch>>;
 /// Reduces a window of a stream's sealed segments to an [`Envelope`].
 /// Only segments whose span overlaps the window are handed to `decode`,
 /// one at a time and in seq order; `decode` gets the columns to keep (the
-/// time axis is added by [`decode_for_range`]). The live tail is not
-/// included: without the writer's encoder it cannot be decoded.
+/// time axis is added by [`decode_for_range`]). The live tail follows the
+/// segments when the source was written with the self-describing encoder
+/// ([`crate::typed`]); any other encoder's tail cannot be decoded here.
 pub fn read_range(
     archive: &Archive,
     request: &RangeRequest<'_>,
@@ -544,6 +556,9 @@ enum Step {
 /// so the answer is the one [`read_range_with`] gives.
 pub struct RangeReader {
     segments: Vec<SegmentRecord>,
+    /// The live rows in the window, added after the last segment.
+    tail: Option<RecordBatch>,
+    rates: Rates,
     known: Vec<Option<Stats>>,
     builder: EnvelopeBuilder,
     /// Segments before this one have a step.
@@ -561,14 +576,25 @@ impl RangeReader {
         request: &RangeRequest<'_>,
         mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
     ) -> Result<RangeReader> {
-        let segments = archive.read_snapshot(|s| {
-            s.source(request.source_id)?;
-            s.segments_overlapping(request.source_id, request.stream, request.from, request.to)
+        let (segments, tail) = archive.read_snapshot(|s| {
+            let source = s.source(request.source_id)?;
+            let segments = s.segments_overlapping(
+                request.source_id,
+                request.stream,
+                request.from,
+                request.to,
+            )?;
+            let tail =
+                crate::read::typed_tail(s, &source, request.stream, request.from, request.to)?;
+            Ok((segments, tail))
         })?;
+        let tail_span = tail.as_ref().map(|(_, span)| *span);
         let span = segments
             .iter()
             .map(|s| (s.first_ts, s.last_ts))
+            .chain(tail_span)
             .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let rates = Rates::new(request.rates.unwrap_or_default());
         let mut builder = EnvelopeBuilder::new(
             request.from,
             request.to,
@@ -577,7 +603,9 @@ impl RangeReader {
             span,
         );
         let mut known: Vec<Option<Stats>> = vec![None; segments.len()];
-        if let Some(n) = builder.max_points {
+        // A footer's extremes are of totals, not of rates: with rates asked
+        // for, every segment is decoded.
+        if let Some(n) = builder.max_points.filter(|_| rates.is_empty()) {
             let claimed: u64 = segments.iter().map(|s| s.rows.max(0) as u64).sum();
             if claimed > n as u64 {
                 let bounds = bucket_bounds(builder.span, n);
@@ -607,6 +635,8 @@ impl RangeReader {
         }
         Ok(RangeReader {
             segments,
+            tail: tail.map(|(batch, _)| batch),
+            rates,
             known,
             builder,
             asked: 0,
@@ -659,7 +689,8 @@ impl RangeReader {
                 }
                 Some(Step::Rows(rows)) => {
                     for batch in rows.iter() {
-                        self.builder.push(batch);
+                        let batch = self.rates.apply(batch);
+                        self.builder.push(&batch);
                     }
                 }
                 _ => {}
@@ -670,7 +701,15 @@ impl RangeReader {
     /// The envelope. Every segment handed out must have been supplied.
     pub fn finish(mut self) -> Envelope {
         self.apply_ready();
-        self.builder.finish(self.decoded)
+        let sealed = self.builder.rows;
+        if let Some(tail) = self.tail.take() {
+            let tail = self.rates.apply(&tail);
+            self.builder.push(&tail);
+        }
+        let live = self.builder.rows - sealed;
+        let mut envelope = self.builder.finish(self.decoded);
+        envelope.live_rows_in_window = live;
+        envelope
     }
 }
 

@@ -224,6 +224,10 @@ pub(crate) fn envelope(e: &Envelope) -> JsValue {
     });
     Obj::new()
         .set("rows_in_window", JsValue::from_f64(e.rows_in_window as f64))
+        .set(
+            "live_rows_in_window",
+            JsValue::from_f64(e.live_rows_in_window as f64),
+        )
         .set("segments_read", e.segments_read as u32)
         .set("segments_from_stats", e.segments_from_stats as u32)
         .set("reduced", e.reduced)

@@ -74,13 +74,14 @@ fn normalized(columns: Option<Vec<String>>) -> Option<Vec<String>> {
 }
 
 /// What `readRange` and `beginRange` both ask of the reader, from their JS
-/// arguments: a whole source id, the window, and the columns (normalized by
-/// the caller, who keeps them alive for the request).
+/// arguments: a whole source id, the window, the columns (normalized by
+/// the caller, who keeps them alive for the request) and the counters to
+/// read as rates.
 fn range_request<'a>(
     file: &str,
     (source, stream): (f64, &'a str),
     (from, to): (i64, i64),
-    columns: &'a Option<Vec<String>>,
+    (columns, rates): (&'a Option<Vec<String>>, &'a Option<Vec<String>>),
     max_points: Option<u32>,
 ) -> JsResult<RangeRequest<'a>> {
     Ok(RangeRequest {
@@ -90,6 +91,7 @@ fn range_request<'a>(
         to,
         columns: columns.as_deref(),
         max_points: max_points.map(|n| n as usize),
+        rates: rates.as_deref().filter(|r| !r.is_empty()),
     })
 }
 
@@ -217,11 +219,15 @@ impl JsArchive {
         })
     }
 
-    /// A window `[from, to]` of the stream's sealed segments. Only segments
-    /// overlapping the window are decoded. With `max_points`, numeric
-    /// columns become a min/max envelope per time bucket, at most
-    /// `max_points` points, whatever the row count.
+    /// A window `[from, to]` of the stream: its sealed segments, then its
+    /// live tail when the source was written with the self-describing
+    /// encoder. Only segments overlapping the window are decoded. With
+    /// `max_points`, numeric columns become a min/max envelope per time
+    /// bucket, at most `max_points` points, whatever the row count.
+    /// Columns named in `rates` are counters, read as per-second rates
+    /// before any bucketing.
     #[wasm_bindgen(js_name = readRange)]
+    #[allow(clippy::too_many_arguments)]
     pub fn read_range(
         &self,
         source: f64,
@@ -230,13 +236,15 @@ impl JsArchive {
         to: i64,
         columns: Option<Vec<String>>,
         max_points: Option<u32>,
+        rates: Option<Vec<String>>,
     ) -> JsResult<JsValue> {
         let columns = normalized(columns);
+        let rates = normalized(rates);
         let request = range_request(
             self.archive.file(),
             (source, stream),
             (from, to),
-            &columns,
+            (&columns, &rates),
             max_points,
         )?;
         let stats = |record: &SegmentRecord| cached_stats(self.id, &self.archive, record);
@@ -265,6 +273,7 @@ impl JsArchive {
     /// and gives the envelope `readRange` would (`finish`). Footers,
     /// cached segments and the reduction stay here.
     #[wasm_bindgen(js_name = beginRange)]
+    #[allow(clippy::too_many_arguments)]
     pub fn begin_range(
         &self,
         source: f64,
@@ -273,13 +282,15 @@ impl JsArchive {
         to: i64,
         columns: Option<Vec<String>>,
         max_points: Option<u32>,
+        rates: Option<Vec<String>>,
     ) -> JsResult<RangeJob> {
         let columns = normalized(columns);
+        let rates = normalized(rates);
         let request = range_request(
             self.archive.file(),
             (source, stream),
             (from, to),
-            &columns,
+            (&columns, &rates),
             max_points,
         )?;
         let reader = RangeReader::new(&self.archive, &request, |record| {
@@ -324,13 +335,22 @@ impl JsArchive {
         describe_segment(self.archive.file(), source as i64, stream, seq as i64)
     }
 
-    /// Rows committed past the last seal: this reader has no encoder for
-    /// them, so it reports their count and span as data not read.
+    /// Rows committed past the last seal: their count and span, and
+    /// whether this reader can decode them (`readable`: the source was
+    /// written with the self-describing encoder, and `readRange` plots
+    /// them after the segments). Other encoders' rows are data not read.
     #[wasm_bindgen(js_name = liveTail)]
     pub fn live_tail(&self, source: f64, stream: &str) -> JsResult<JsValue> {
         let source = whole("source", self.archive.file(), source)?;
         self.require_stream(source, stream)?;
-        let span = crate::read::live_wal_span(&self.archive, source, stream).map_err(fail)?;
+        let (span, readable) = self
+            .archive
+            .read_snapshot(|s| {
+                let record = s.source(source)?;
+                let readable = crate::typed::reader_for(&record.metadata).is_some();
+                Ok((s.live_wal_span(source, stream)?, readable))
+            })
+            .map_err(fail)?;
         Ok(match span {
             Some(s) => js::Obj::new()
                 .set("rows", js::num(s.rows))
@@ -341,6 +361,7 @@ impl JsArchive {
                 .set("first_ts", JsValue::NULL)
                 .set("last_ts", JsValue::NULL),
         }
+        .set("readable", readable)
         .build())
     }
 

@@ -131,12 +131,28 @@ pub fn demo_schema(stream: &str, n: usize) -> typed::Schema {
         .map(|(name, ty)| {
             let float = ty == DataType::Float64;
             let gauge = float || !known || (stream == "memory" && name.contains("_bytes"));
-            let unit = [("_ns", "ns"), ("_bytes", "bytes"), ("_mhz", "MHz"), ("_celsius", "°C")]
-                .iter()
-                .find(|(suffix, _)| name.ends_with(suffix))
-                .map(|(_, unit)| *unit);
-            let column = Column::new(name, if float { ColumnType::F64 } else { ColumnType::I64 });
-            let column = if gauge { column.gauge() } else { column.counter() };
+            let unit = [
+                ("_ns", "ns"),
+                ("_bytes", "bytes"),
+                ("_mhz", "MHz"),
+                ("_celsius", "°C"),
+            ]
+            .iter()
+            .find(|(suffix, _)| name.ends_with(suffix))
+            .map(|(_, unit)| *unit);
+            let column = Column::new(
+                name,
+                if float {
+                    ColumnType::F64
+                } else {
+                    ColumnType::I64
+                },
+            );
+            let column = if gauge {
+                column.gauge()
+            } else {
+                column.counter()
+            };
             match unit {
                 Some(unit) => column.unit(unit),
                 None => column,
@@ -182,7 +198,10 @@ impl TypedRows {
             .get(&(stream.to_string(), values.len()))
             .ok_or_else(|| Error::Invalid {
                 file: file.to_string(),
-                message: format!("stream {stream:?} of {} values was not declared", values.len()),
+                message: format!(
+                    "stream {stream:?} of {} values was not declared",
+                    values.len()
+                ),
             })?;
         let values: Vec<Value> = values
             .iter()

@@ -438,7 +438,7 @@ fn assert_segment_error(bytes: &[u8], what: &str) {
     let err = archive.schema(1.0, "temps").unwrap_err();
     assert_eq!(kind(&err), "Segment", "{what}");
     let err = archive
-        .read_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(100))
+        .read_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(100), None)
         .unwrap_err();
     assert_eq!(kind(&err), "Segment", "{what}");
     // The other segments of the same archive are unharmed.
@@ -518,7 +518,15 @@ fn read_range_decodes_only_the_overlapping_segments_and_trims_rows() {
     let s = 1_000_000_000i64;
     // Segments hold 40 rows at 1 s spacing; rows 50..=89 lie in seqs 1 and 2.
     let e = archive
-        .read_range(1.0, "temps", t0 + 50 * s, t0 + 89 * s, None, Some(2000))
+        .read_range(
+            1.0,
+            "temps",
+            t0 + 50 * s,
+            t0 + 89 * s,
+            None,
+            Some(2000),
+            None,
+        )
         .unwrap();
     assert_eq!(get(&e, "segments_read").as_f64(), Some(2.0));
     assert_eq!(get(&e, "rows_in_window").as_f64(), Some(40.0));
@@ -534,7 +542,7 @@ fn read_range_decodes_only_the_overlapping_segments_and_trims_rows() {
     assert_eq!(min.len(), 40);
 
     let reduced = archive
-        .read_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10))
+        .read_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10), None)
         .unwrap();
     assert_eq!(get(&reduced, "reduced"), JsValue::TRUE);
     assert_eq!(get(&reduced, "segments_read").as_f64(), Some(5.0));
@@ -558,7 +566,7 @@ fn segments_inside_one_bucket_come_from_their_footers_with_the_same_envelope() {
         (t0, t0 + 199 * s, 1, 5.0),
     ] {
         let js = archive
-            .read_range(1.0, "temps", from, to, None, Some(points))
+            .read_range(1.0, "temps", from, to, None, Some(points), None)
             .unwrap();
         assert_eq!(
             get(&js, "segments_from_stats").as_f64(),
@@ -572,6 +580,7 @@ fn segments_inside_one_bucket_come_from_their_footers_with_the_same_envelope() {
             to,
             columns: None,
             max_points: Some(points as usize),
+            rates: None,
         };
         let decoded = read_range(archive.archive(), &request, |r, c| {
             decode_for_range(archive.archive(), r, c)

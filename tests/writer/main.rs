@@ -17,3 +17,4 @@ mod live_reader;
 mod retention;
 mod seals;
 mod sessions;
+mod typed;

@@ -520,7 +520,10 @@ fn run_cat(
     }
     if let Tail::Materialized(tail) = &range.tail {
         let batches = dendro::segment::decode_segment(tail.bytes.clone(), None).map_err(|e| {
-            Failure::Error(format!("{}: the live tail of {stream:?}: {e}", archive.file()))
+            Failure::Error(format!(
+                "{}: the live tail of {stream:?}: {e}",
+                archive.file()
+            ))
         })?;
         for batch in batches {
             sink.write(&batch)

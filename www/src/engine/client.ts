@@ -31,6 +31,7 @@ import type {
   EngineErrorKind,
   LiveTail,
   RangeEnvelope,
+  RangeOptions,
   RefusalDetail,
   StreamSchema,
   VerifyReport,
@@ -264,11 +265,11 @@ class Handle implements ArchiveHandle {
     stream: string,
     from: bigint,
     to: bigint,
-    opts?: { columns?: string[]; maxPoints?: number } & Cancellable,
+    opts?: RangeOptions & Cancellable,
   ): Promise<RangeEnvelope> {
     return this.call(
       "readRange",
-      [source, stream, from, to, opts?.columns ?? null, opts?.maxPoints ?? null],
+      [source, stream, from, to, opts?.columns ?? null, opts?.maxPoints ?? null, opts?.rates ?? null],
       `a window of stream "${stream}" (source ${source})`,
       opts?.signal,
     );

@@ -23,7 +23,15 @@ export interface Calls {
     result: DecodedBatch;
   };
   readRange: {
-    args: [source: number, stream: string, from: bigint, to: bigint, columns: string[] | null, maxPoints: number | null];
+    args: [
+      source: number,
+      stream: string,
+      from: bigint,
+      to: bigint,
+      columns: string[] | null,
+      maxPoints: number | null,
+      rates: string[] | null,
+    ];
     result: RangeEnvelope;
   };
   liveTail: { args: [source: number, stream: string]; result: LiveTail };

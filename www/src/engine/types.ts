@@ -168,8 +168,10 @@ export interface DecodedBatch {
  * never lost.
  */
 export interface RangeEnvelope {
-  /** Rows the window holds (sealed segments only). */
+  /** Rows the window holds: the sealed segments', and the live tail's when it could be read. */
   rows_in_window: number;
+  /** Of those, live rows (readable only from the self-describing encoder). */
+  live_rows_in_window: number;
   /** Segments fetched and decoded to answer. */
   segments_read: number;
   /**
@@ -193,6 +195,18 @@ export interface LiveTail {
   rows: number;
   first_ts: bigint | null;
   last_ts: bigint | null;
+  /** Whether the engine can decode these rows (the self-describing encoder wrote them); readRange then includes them. */
+  readable: boolean;
+}
+
+/** What readRange reads besides the window. */
+export interface RangeOptions {
+  /** Numeric columns to keep; all when absent. */
+  columns?: string[];
+  /** At most this many points (min/max envelope per bucket beyond). */
+  maxPoints?: number;
+  /** Counter columns to read as per-second rates, computed before bucketing; a fall counts as a reset. */
+  rates?: string[];
 }
 
 export interface CallerRow {
@@ -236,7 +250,7 @@ export interface ArchiveHandle {
     stream: string,
     from: bigint,
     to: bigint,
-    opts?: { columns?: string[]; maxPoints?: number } & Cancellable,
+    opts?: RangeOptions & Cancellable,
   ): Promise<RangeEnvelope>;
   liveTail(source: number, stream: string): Promise<LiveTail>;
   callerIndex(source: number, stream: string, seq: number): Promise<Uint8Array | null>;

@@ -99,8 +99,8 @@ const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls
   describe: (a) => packDescription(a.describe() as Description),
   schema: (a, source, stream) => a.schema(source, stream),
   readSegment: (a, source, stream, seq, columns) => a.readSegment(source, stream, seq, columns ?? undefined),
-  readRange: (a, source, stream, from, to, columns, maxPoints) =>
-    a.readRange(source, stream, from, to, columns ?? undefined, maxPoints ?? undefined),
+  readRange: (a, source, stream, from, to, columns, maxPoints, rates) =>
+    a.readRange(source, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined),
   liveTail: (a, source, stream) => a.liveTail(source, stream),
   callerIndex: (a, source, stream, seq) => a.callerIndex(source, stream, seq) ?? null,
   callerRows: (a, source, name, from, to) => a.callerRows(source, name, from, to),
@@ -214,8 +214,8 @@ interface Need {
 
 /** readRange, decoding in the decoder worker: see RangeJob in src/wasm/mod.rs. */
 async function readRangeVia(a: Archive, ...args: Calls["readRange"]["args"]): Promise<Calls["readRange"]["result"]> {
-  const [source, stream, from, to, columnsAsked, maxPoints] = args;
-  const job = a.beginRange(source, stream, from, to, columnsAsked ?? undefined, maxPoints ?? undefined);
+  const [source, stream, from, to, columnsAsked, maxPoints, rates] = args;
+  const job = a.beginRange(source, stream, from, to, columnsAsked ?? undefined, maxPoints ?? undefined, rates ?? undefined);
   try {
     const columns = job.columns ?? null;
     const inflight: { needs: Need[]; reply: Promise<DecoderReply> }[] = [];
