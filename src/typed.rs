@@ -325,6 +325,56 @@ pub fn with_schema(metadata: &Labels, stream: &str, schema: &Schema) -> Result<S
     Ok(serde_json::to_string(&listed).expect("schemas serialize"))
 }
 
+/// The columns `stream`'s rows have, as its segments and decoded tail show
+/// them (`ts`, then the union of its listed schemas' columns), from the
+/// source's metadata alone: for a stream with nothing sealed yet. `None`
+/// when the metadata lists no schema for it.
+pub fn stream_schema(
+    metadata: &Labels,
+    stream: &str,
+) -> Result<Option<arrow_schema::Schema>, String> {
+    let mut listed: Vec<(u64, Arc<Schema>)> = schemas_of(metadata)?
+        .into_iter()
+        .filter(|(_, (s, _))| s == stream)
+        .map(|(id, (_, schema))| (id, schema))
+        .collect();
+    if listed.is_empty() {
+        return Ok(None);
+    }
+    // The metadata lists them oldest first; the map lost that order, and
+    // ids do not keep it, so order by the position in the listing.
+    let order = listing_order(metadata, stream)?;
+    listed.sort_by_key(|(id, _)| order.iter().position(|o| o == id));
+    let mut columns: Vec<&Column> = Vec::new();
+    for (_, schema) in &listed {
+        for c in &schema.columns {
+            if !columns.iter().any(|e| e.name == c.name) {
+                columns.push(c);
+            }
+        }
+    }
+    let mut fields = vec![Field::new("ts", DataType::Int64, false)];
+    fields.extend(columns.into_iter().map(Column::field));
+    Ok(Some(arrow_schema::Schema::new(fields)))
+}
+
+/// The ids `stream`'s schemas are listed under, in listing order.
+fn listing_order(metadata: &Labels, stream: &str) -> Result<Vec<u64>, String> {
+    let Some(text) = metadata.get(SCHEMAS_KEY) else {
+        return Ok(Vec::new());
+    };
+    let listed: BTreeMap<String, Vec<Listed>> =
+        serde_json::from_str(text).map_err(|e| format!("metadata key {SCHEMAS_KEY}: {e}"))?;
+    Ok(listed
+        .get(stream)
+        .map(|l| {
+            l.iter()
+                .filter_map(|s| u64::from_str_radix(&s.id, 16).ok())
+                .collect()
+        })
+        .unwrap_or_default())
+}
+
 /// The encoder a reader needs to decode a source's live tail, when the
 /// source's `encoder` key names this one; `None` for any other encoder,
 /// whose rows only the writer's own code can read.
@@ -569,6 +619,25 @@ impl SegmentEncoder for TypedEncoder {
 mod tests {
     use super::*;
     use arrow_array::Array;
+
+    #[test]
+    fn a_stream_schema_is_the_union_of_its_listings_in_order() {
+        let mut metadata = Labels::new();
+        let first = Schema::new(vec![Column::new("a", ColumnType::I64).counter()]);
+        let second = Schema::new(vec![
+            Column::new("b", ColumnType::F64),
+            Column::new("a", ColumnType::I64).counter(),
+        ]);
+        for schema in [&first, &second] {
+            let listed = with_schema(&metadata, "s", schema).unwrap();
+            metadata.insert(SCHEMAS_KEY.into(), listed);
+        }
+        let arrow = stream_schema(&metadata, "s").unwrap().unwrap();
+        let names: Vec<&str> = arrow.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, ["ts", "a", "b"]);
+        assert_eq!(arrow.field(1).metadata()[KIND_METADATA], "counter");
+        assert!(stream_schema(&metadata, "other").unwrap().is_none());
+    }
 
     #[test]
     fn readers_use_it_only_for_sources_that_name_it() {

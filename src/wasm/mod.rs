@@ -139,13 +139,29 @@ impl JsArchive {
         Ok(convert::description(&d))
     }
 
-    /// The columns of the stream's first sealed segment, from its footer.
+    /// The columns of the stream's first sealed segment, from its footer;
+    /// for a stream with nothing sealed, from the self-describing
+    /// encoder's schemas when the source lists them.
     pub fn schema(&self, source: f64, stream: &str) -> JsResult<JsValue> {
         let file = self.archive.file();
         let source = whole("source", file, source)?;
         self.require_stream(source, stream)?;
         match crate::read::probe(&self.archive, source, stream).map_err(fail)? {
-            None => Ok(convert::schema(None)),
+            None => {
+                let metadata = self
+                    .archive
+                    .read_snapshot(|s| s.source(source))
+                    .map_err(fail)?
+                    .metadata;
+                let typed = crate::typed::stream_schema(&metadata, stream).map_err(|message| {
+                    fail(Error::Encoder {
+                        file: file.to_string(),
+                        stream: stream.to_string(),
+                        message,
+                    })
+                })?;
+                Ok(convert::schema(typed.as_ref()))
+            }
             Some((record, bytes)) => {
                 let what = || {
                     format!(
