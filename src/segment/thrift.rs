@@ -153,15 +153,6 @@ impl<'a> Compact<'a> {
         self.zigzag()
     }
 
-    /// Reads a boolean field, whose value rides in its wire type.
-    pub fn bool(&mut self, kind: u8, what: &str) -> Result<bool> {
-        match kind {
-            wire::TRUE => Ok(true),
-            wire::FALSE => Ok(false),
-            _ => self.fail(format!("{what} has wire type {kind}, not a boolean")),
-        }
-    }
-
     /// Reads a list header of a field of wire type `kind`, checking its
     /// elements' type: the element count, never more than the bytes left
     /// (every element takes at least one byte).
@@ -311,7 +302,7 @@ mod tests {
                         seen.push(c.zigzag()?);
                     }
                 }
-                4 => seen.push(i64::from(c.bool(kind, "four")?)),
+                4 => seen.push(i64::from(kind == wire::TRUE)),
                 20 => seen.push(c.i64(kind, "twenty")?),
                 _ => return Ok(false),
             }
