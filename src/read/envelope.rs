@@ -214,7 +214,7 @@ impl EnvelopeBuilder {
         };
         let wanted = self.wanted.clone();
         let kept = |name: &str| wanted.as_ref().is_none_or(|w| w.iter().any(|x| x == name));
-        self.rows += stats.rows;
+        self.rows = self.rows.saturating_add(stats.rows);
         self.filled[b] = true;
         for c in stats.columns.iter().filter(|c| kept(&c.name)) {
             let k = self.column_index(&c.name);
@@ -273,7 +273,7 @@ impl EnvelopeBuilder {
         if !self.reduced() {
             return self.push_rows(batch, ts_index, times, rows.collect());
         }
-        self.rows += rows.len() as u64;
+        self.rows = self.rows.saturating_add(rows.len() as u64);
         let last = self.filled.len() - 1;
         let mut runs: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
         let (mut i, mut cursor) = (rows.start, 0);
@@ -328,7 +328,7 @@ impl EnvelopeBuilder {
         if selected.is_empty() {
             return;
         }
-        self.rows += selected.len() as u64;
+        self.rows = self.rows.saturating_add(selected.len() as u64);
         if let Some(n) = self.max_points {
             if !self.reduced() && self.ts.len() + selected.len() > n {
                 self.switch_to_buckets(n);
@@ -578,7 +578,10 @@ impl RangeReader {
         );
         let mut known: Vec<Option<Stats>> = vec![None; segments.len()];
         if let Some(n) = builder.max_points {
-            let claimed: u64 = segments.iter().map(|s| s.rows.max(0) as u64).sum();
+            // Saturating: a hostile catalog's counts can sum past u64::MAX.
+            let claimed = segments
+                .iter()
+                .fold(0u64, |sum, s| sum.saturating_add(s.rows.max(0) as u64));
             if claimed > n as u64 {
                 let bounds = bucket_bounds(builder.span, n);
                 let mut certain = 0u64;
@@ -595,7 +598,7 @@ impl RangeReader {
                     }
                     if let Some(summary) = stats(record)? {
                         if summary.first_ts >= request.from && summary.last_ts <= request.to {
-                            certain += summary.rows;
+                            certain = certain.saturating_add(summary.rows);
                         }
                         *slot = Some(summary);
                     }
