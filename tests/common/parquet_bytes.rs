@@ -201,6 +201,8 @@ pub struct Plan {
     pub row_groups_claimed: Option<u64>,
     /// Thrift structs nested this deep in an unknown footer field.
     pub unknown_nesting: usize,
+    /// Filler bytes between the leading magic and the first page.
+    pub pad: usize,
 }
 
 impl Plan {
@@ -229,12 +231,37 @@ impl Plan {
             nesting: 0,
             row_groups_claimed: None,
             unknown_nesting: 0,
+            pad: 0,
         }
+    }
+
+    /// The segment's bytes, padded to exactly `len` so they can replace a
+    /// stored segment of that length in place.
+    pub fn build_padded(&self, len: usize) -> Vec<u8> {
+        let bare = self.build();
+        assert!(
+            bare.len() <= len,
+            "{} bytes do not fit in {len}",
+            bare.len()
+        );
+        let mut padded = self.clone();
+        padded.pad = len - bare.len();
+        // Offsets grow with the padding, and their varints may grow a byte.
+        for _ in 0..8 {
+            let out = padded.build();
+            match out.len().cmp(&len) {
+                std::cmp::Ordering::Equal => return out,
+                std::cmp::Ordering::Greater => padded.pad -= 1,
+                std::cmp::Ordering::Less => padded.pad += 1,
+            }
+        }
+        panic!("no padding makes the segment exactly {len} bytes");
     }
 
     /// The segment's bytes.
     pub fn build(&self) -> Vec<u8> {
         let mut file = b"PAR1".to_vec();
+        file.resize(4 + self.pad, 0);
         let start = file.len() as i64;
         let mut uncompressed = 0i64;
         for page in &self.pages {
