@@ -20,6 +20,9 @@ use crate::keys;
 // Called on 32-bit targets only (see its docs); tested on every target.
 #[cfg_attr(not(target_pointer_width = "32"), allow(dead_code))]
 mod byte_arrays;
+mod footer;
+mod pages;
+mod thrift;
 
 /// Parquet's magic, at both ends of every segment.
 pub const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
@@ -161,22 +164,23 @@ pub fn has_parquet_magic(bytes: &[u8]) -> bool {
     bytes.len() >= 12 && bytes.starts_with(PARQUET_MAGIC) && bytes.ends_with(PARQUET_MAGIC)
 }
 
-/// Checks that the footer length a segment declares fits inside it, before
-/// a Parquet reader is allowed to act on it.
-fn check_footer(bytes: &[u8]) -> std::result::Result<(), String> {
+/// The footer of a segment held in memory, checked before a Parquet reader
+/// may act on it: the magic at both ends, a declared length that fits, and
+/// the footer's own numbers ([`footer::check`]).
+fn checked_footer(bytes: &[u8]) -> std::result::Result<footer::Footer, String> {
     if !has_parquet_magic(bytes) {
         return Err("not a Parquet file (magic missing)".into());
     }
     let at = bytes.len() - 8;
-    let footer =
+    let length =
         u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
-    if footer > bytes.len() - 12 {
+    if length > bytes.len() - 12 {
         return Err(format!(
-            "footer claims {footer} bytes but the file holds {}",
+            "footer claims {length} bytes but the file holds {}",
             bytes.len()
         ));
     }
-    Ok(())
+    footer::check(&bytes[at - length..at], bytes.len() as u64)
 }
 
 /// Runs a decoder over untrusted bytes, turning a panic inside the Parquet
@@ -195,41 +199,11 @@ fn guarded<T>(
     }
 }
 
-/// Checks that every column chunk the footer describes lies inside the
-/// file, with no negative offset, length or row count. The Parquet reader
-/// trusts these numbers (a negative one trips an assertion, an out-of-range
-/// one a slice), and where a panic aborts, as in wasm32, trusting them
-/// would let one hostile segment kill the whole module.
-fn check_layout(
-    metadata: &parquet::file::metadata::ParquetMetaData,
-    len: usize,
-) -> std::result::Result<(), String> {
-    let len = len as i128;
-    for (g, group) in metadata.row_groups().iter().enumerate() {
-        if group.num_rows() < 0 {
-            return Err(format!("row group {g} claims {} rows", group.num_rows()));
-        }
-        for (c, chunk) in group.columns().iter().enumerate() {
-            let start = chunk
-                .dictionary_page_offset()
-                .unwrap_or(chunk.data_page_offset());
-            let size = chunk.compressed_size();
-            if start < 0 || size < 0 || start as i128 + size as i128 > len {
-                return Err(format!(
-                    "column chunk {c} of row group {g} claims {size} bytes at offset {start}, \
-                     outside the file's {len} bytes"
-                ));
-            }
-        }
-    }
-    Ok(())
-}
-
 /// A segment's footer, read through `read_at` (offset, buffer) from a
 /// payload of `len` bytes without touching the column data: the magic at
 /// both ends, the declared footer length, then the footer itself, parsed
 /// and checked as a decode would check it (every column chunk inside the
-/// payload) before anyone acts on it.
+/// payload, its numbers sane) before anyone acts on it.
 pub fn read_footer(
     len: usize,
     mut read_at: impl FnMut(usize, &mut [u8]) -> std::result::Result<(), String>,
@@ -244,28 +218,24 @@ pub fn read_footer(
     if &head != PARQUET_MAGIC || &tail[4..] != PARQUET_MAGIC {
         return Err("not a Parquet file (magic missing)".into());
     }
-    let footer = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
-    if footer > len - 12 {
+    let length = u32::from_le_bytes([tail[0], tail[1], tail[2], tail[3]]) as usize;
+    if length > len - 12 {
         return Err(format!(
-            "footer claims {footer} bytes but the file holds {len}"
+            "footer claims {length} bytes but the file holds {len}"
         ));
     }
-    let mut bytes = vec![0u8; footer];
-    read_at(len - 8 - footer, &mut bytes)?;
-    guarded(|| {
-        let metadata = ParquetMetaDataReader::decode_metadata(&bytes).map_err(|e| e.to_string())?;
-        check_layout(&metadata, len)?;
-        Ok(metadata)
-    })
+    let mut bytes = vec![0u8; length];
+    read_at(len - 8 - length, &mut bytes)?;
+    footer::check(&bytes, len as u64)?;
+    guarded(|| ParquetMetaDataReader::decode_metadata(&bytes).map_err(|e| e.to_string()))
 }
 
 /// The Arrow schema of a segment, from its footer alone.
 pub fn segment_schema(bytes: &[u8]) -> std::result::Result<SchemaRef, String> {
-    check_footer(bytes)?;
+    checked_footer(bytes)?;
     let data = bytes::Bytes::copy_from_slice(bytes);
     guarded(|| {
         let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(|e| e.to_string())?;
-        check_layout(builder.metadata(), bytes.len())?;
         Ok(builder.schema().clone())
     })
 }
@@ -287,13 +257,12 @@ pub fn decode_segment_with(
     bytes: Vec<u8>,
     choose: impl FnOnce(&SchemaRef) -> Option<Vec<String>>,
 ) -> std::result::Result<Vec<RecordBatch>, String> {
-    check_footer(&bytes)?;
-    let len = bytes.len();
+    let footer = checked_footer(&bytes)?;
+    pages::check(&bytes, &footer)?;
     let data = bytes::Bytes::from(bytes);
     guarded(|| {
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(data.clone()).map_err(|e| e.to_string())?;
-        check_layout(builder.metadata(), len)?;
         #[cfg(target_pointer_width = "32")]
         byte_arrays::check_lengths(&data)?;
         let builder = match choose(builder.schema()) {

@@ -190,3 +190,43 @@ fn row_counts_near_the_top_of_i64_saturate_instead_of_overflowing() {
         .unwrap()
         .contains(&i64::MAX.to_string()));
 }
+
+#[test]
+fn an_envelope_over_row_counts_summing_past_u64_saturates() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("a.dendro");
+    let source = common::sample_archive(&path);
+    // Three segments of `i64::MAX` rows each: their sum passes u64::MAX.
+    rusqlite::Connection::open(&path)
+        .unwrap()
+        .execute_batch(&format!(
+            "INSERT INTO segments SELECT source_id, stream, 2, rows, 31, 40, bytes, caller_index
+               FROM segments WHERE stream = 'sealed' AND seq = 1;
+             UPDATE segments SET rows = {} WHERE stream = 'sealed'",
+            i64::MAX
+        ))
+        .unwrap();
+    let archive = Archive::open(&path).unwrap();
+    let request = dendro::read::envelope::RangeRequest {
+        source_id: source,
+        stream: "sealed",
+        from: i64::MIN,
+        to: i64::MAX,
+        columns: None,
+        max_points: Some(2),
+        rates: None,
+    };
+    let mut decoded = 0;
+    let envelope = dendro::read::envelope::read_range_with(
+        &archive,
+        &request,
+        |record| Ok(dendro::read::stats::segment_stats(&archive, record)?.map(std::sync::Arc::new)),
+        |_, _| {
+            decoded += 1;
+            Ok(std::sync::Arc::new(Vec::new()))
+        },
+    )
+    .unwrap();
+    assert!(decoded <= 3, "each segment decoded at most once");
+    assert!(envelope.segments_read <= 3);
+}

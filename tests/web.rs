@@ -7,5 +7,8 @@
 #[path = "common/manifest.rs"]
 mod manifest;
 
+#[path = "common/parquet_bytes.rs"]
+mod parquet_bytes;
+
 #[path = "web/cases.rs"]
 mod cases;

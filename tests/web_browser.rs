@@ -9,5 +9,8 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_browser);
 #[path = "common/manifest.rs"]
 mod manifest;
 
+#[path = "common/parquet_bytes.rs"]
+mod parquet_bytes;
+
 #[path = "web/cases.rs"]
 mod cases;

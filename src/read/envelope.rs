@@ -220,7 +220,7 @@ impl EnvelopeBuilder {
         };
         let wanted = self.wanted.clone();
         let kept = |name: &str| wanted.as_ref().is_none_or(|w| w.iter().any(|x| x == name));
-        self.rows += stats.rows;
+        self.rows = self.rows.saturating_add(stats.rows);
         self.filled[b] = true;
         for c in stats.columns.iter().filter(|c| kept(&c.name)) {
             let k = self.column_index(&c.name);
@@ -279,7 +279,7 @@ impl EnvelopeBuilder {
         if !self.reduced() {
             return self.push_rows(batch, ts_index, times, rows.collect());
         }
-        self.rows += rows.len() as u64;
+        self.rows = self.rows.saturating_add(rows.len() as u64);
         let last = self.filled.len() - 1;
         let mut runs: Vec<(usize, std::ops::Range<usize>)> = Vec::new();
         let (mut i, mut cursor) = (rows.start, 0);
@@ -334,7 +334,7 @@ impl EnvelopeBuilder {
         if selected.is_empty() {
             return;
         }
-        self.rows += selected.len() as u64;
+        self.rows = self.rows.saturating_add(selected.len() as u64);
         if let Some(n) = self.max_points {
             if !self.reduced() && self.ts.len() + selected.len() > n {
                 self.switch_to_buckets(n);
@@ -606,7 +606,10 @@ impl RangeReader {
         // A footer's extremes are of totals, not of rates: with rates asked
         // for, every segment is decoded.
         if let Some(n) = builder.max_points.filter(|_| rates.is_empty()) {
-            let claimed: u64 = segments.iter().map(|s| s.rows.max(0) as u64).sum();
+            // Saturating: a hostile catalog's counts can sum past u64::MAX.
+            let claimed = segments
+                .iter()
+                .fold(0u64, |sum, s| sum.saturating_add(s.rows.max(0) as u64));
             if claimed > n as u64 {
                 let bounds = bucket_bounds(builder.span, n);
                 let mut certain = 0u64;
@@ -623,7 +626,7 @@ impl RangeReader {
                     }
                     if let Some(summary) = stats(record)? {
                         if summary.first_ts >= request.from && summary.last_ts <= request.to {
-                            certain += summary.rows;
+                            certain = certain.saturating_add(summary.rows);
                         }
                         *slot = Some(summary);
                     }
@@ -706,7 +709,7 @@ impl RangeReader {
             let tail = self.rates.apply(&tail);
             self.builder.push(&tail);
         }
-        let live = self.builder.rows - sealed;
+        let live = self.builder.rows.saturating_sub(sealed);
         let mut envelope = self.builder.finish(self.decoded);
         envelope.live_rows_in_window = live;
         envelope

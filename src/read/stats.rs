@@ -105,10 +105,13 @@ pub fn summarize(metadata: &ParquetMetaData) -> Option<SegmentStats> {
     let single = |root: usize| leaf_of[root].filter(|_| leaves[root] == 1);
 
     let groups = metadata.row_groups();
-    let rows: u64 = groups
-        .iter()
-        .map(|g| u64::try_from(g.num_rows()).ok())
-        .sum::<Option<u64>>()?;
+    // Counts a footer claims: a negative one, or a sum past `u64::MAX`,
+    // says nothing exact (and a plain sum would overflow).
+    let rows = groups.iter().try_fold(0u64, |sum, g| {
+        u64::try_from(g.num_rows())
+            .ok()
+            .and_then(|n| sum.checked_add(n))
+    })?;
     if rows == 0 {
         return None;
     }
@@ -330,5 +333,55 @@ fn stored_as(data_type: &DataType, column: &ColumnDescriptor) -> bool {
                 }
         }
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use arrow_array::{Int64Array, RecordBatch};
+    use arrow_schema::{Field, Schema};
+    use parquet::arrow::ArrowWriter;
+    use parquet::file::metadata::ParquetMetaDataReader;
+    use parquet::file::properties::WriterProperties;
+
+    use super::*;
+
+    /// The footer of a three-row segment written one row per row group.
+    fn three_groups() -> ParquetMetaData {
+        let schema = Arc::new(Schema::new(vec![Field::new("ts", DataType::Int64, false)]));
+        let ts = Arc::new(Int64Array::from(vec![1, 2, 3]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![ts]).unwrap();
+        let props = WriterProperties::builder()
+            .set_max_row_group_row_count(Some(1))
+            .build();
+        let mut out = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut out, schema, Some(props)).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(out))
+            .unwrap()
+    }
+
+    #[test]
+    fn row_counts_summing_past_u64_say_nothing_rather_than_overflow() {
+        let honest = three_groups();
+        assert_eq!(honest.num_row_groups(), 3);
+        assert_eq!(summarize(&honest).map(|s| s.rows), Some(3));
+        let groups = honest
+            .row_groups()
+            .iter()
+            .map(|g| {
+                g.clone()
+                    .into_builder()
+                    .set_num_rows(i64::MAX)
+                    .build()
+                    .unwrap()
+            })
+            .collect();
+        let lying = ParquetMetaData::new(honest.file_metadata().clone(), groups);
+        assert_eq!(summarize(&lying), None);
     }
 }

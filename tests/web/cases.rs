@@ -478,6 +478,89 @@ fn hostile_segments_are_errors_for_that_segment_never_traps() {
     );
 }
 
+/// The hand-written hostile segments of `tests/hostile.rs`: lies a wasm32
+/// engine cannot survive unchecked (a 2 GiB zero-filled page, a 16 GiB
+/// dictionary or schema capacity, a schema nested 10,000 deep that the
+/// parquet crate would convert by recursion). Each `(name, plan, whether
+/// the footer itself lies)`.
+fn hostile_plans() -> Vec<(&'static str, crate::parquet_bytes::Plan, bool)> {
+    use crate::parquet_bytes::{Page, Plan, LZ4_RAW, UNCOMPRESSED};
+    let ts: Vec<i64> = (0..20).map(|i| i * 1_000).collect();
+    let mut out = Vec::new();
+    let mut p = Plan::honest(&ts, LZ4_RAW);
+    p.pages[0].uncompressed = i32::MAX;
+    p.chunk_uncompressed = Some(i64::from(i32::MAX));
+    out.push(("chunk claims 2 GiB", p, true));
+    let mut p = Plan::honest(&ts, LZ4_RAW);
+    p.pages[0].uncompressed = i32::MAX;
+    p.chunk_uncompressed = Some(400);
+    out.push(("page claims 2 GiB", p, false));
+    let mut p = Plan::honest(&ts[..4], UNCOMPRESSED);
+    p.pages.insert(
+        0,
+        Page {
+            kind: 2,
+            uncompressed: 32,
+            data: vec![0; 32],
+            compressed: None,
+            num_values: i32::MAX,
+        },
+    );
+    out.push(("dictionary of i32::MAX entries", p, false));
+    let mut p = Plan::honest(&ts, UNCOMPRESSED);
+    p.root_children = Some(i32::MAX);
+    out.push(("i32::MAX children", p, true));
+    let mut p = Plan::honest(&ts, UNCOMPRESSED);
+    p.nesting = 40;
+    out.push(("schema 40 deep", p, true));
+    let mut p = Plan::honest(&ts, UNCOMPRESSED);
+    p.unknown_nesting = 200;
+    out.push(("thrift 200 deep", p, true));
+    let mut p = Plan::honest(&ts, UNCOMPRESSED);
+    p.row_groups_claimed = Some(i32::MAX as u64);
+    out.push(("i32::MAX row groups", p, true));
+    out
+}
+
+#[wasm_bindgen_test]
+fn hand_made_hostile_segments_are_errors_in_the_engine_never_traps() {
+    // Straight to the decoder and the footer reader in this instance,
+    // with the schema nested 10,000 deep: unchecked, a stack overflow.
+    let mut deep = crate::parquet_bytes::Plan::honest(&[1, 2, 3], 0);
+    deep.nesting = 10_000;
+    let deep = deep.build();
+    assert!(dendro::segment::decode_segment(deep.clone(), None).is_err());
+    assert!(dendro::segment::segment_schema(&deep).is_err());
+    // The honest builder is real Parquet here too.
+    let honest = crate::parquet_bytes::Plan::honest(&[1, 2, 3], 7).build();
+    assert_eq!(
+        dendro::segment::decode_segment(honest, None).unwrap()[0].num_rows(),
+        3
+    );
+    // Through archives: one engine instance meets every hostile segment in
+    // place of a stored one, and still reads the others.
+    let f = single();
+    for (name, plan, footer_lies) in hostile_plans() {
+        let (_, len) = segment_at(&f, 0);
+        let bytes = damaged(&f, |s| s.copy_from_slice(&plan.build_padded(len)));
+        let archive = open_bytes(&bytes, name).unwrap();
+        let err = archive.read_segment(1.0, "temps", 0.0, None).unwrap_err();
+        assert_eq!(kind(&err), "Segment", "{name}: {}", message(&err));
+        assert!(
+            message(&err).contains("segment 0"),
+            "{name}: {}",
+            message(&err)
+        );
+        let err = archive
+            .read_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(100), None)
+            .unwrap_err();
+        assert_eq!(kind(&err), "Segment", "{name}");
+        assert_eq!(archive.schema(1.0, "temps").is_err(), footer_lies, "{name}");
+        let ok = archive.read_segment(1.0, "temps", 1.0, None).unwrap();
+        assert_eq!(get(&ok, "rows").as_f64(), Some(40.0), "{name}");
+    }
+}
+
 #[wasm_bindgen_test]
 fn random_damage_to_a_segment_footer_never_traps() {
     let f = single();
@@ -911,19 +994,28 @@ fn mutated_segments_of_many_shapes_give_errors_never_traps() {
                 match next() % 3 {
                     // One random byte.
                     0 => bytes[at] = next() as u8,
-                    // A lying length or count: a varint of about 2^31, or
-                    // a little-endian u32 near u32::MAX.
+                    // A lying length or count: a varint of about 2^31
+                    // (negative once zigzag-decoded), one that decodes to
+                    // i32::MAX, a list header claiming 2^31 elements, or a
+                    // little-endian u32 near u32::MAX.
                     1 => {
-                        let lie: &[u8] = if next() % 2 == 0 {
-                            &[0xff, 0xff, 0xff, 0xff, 0x07]
-                        } else {
-                            &[0xfd, 0xff, 0xff, 0xff]
+                        let lie: &[u8] = match next() % 4 {
+                            0 => &[0xff, 0xff, 0xff, 0xff, 0x07],
+                            1 => &[0xfe, 0xff, 0xff, 0xff, 0x0f],
+                            2 => &[0xfc, 0x80, 0x80, 0x80, 0x80, 0x08],
+                            _ => &[0xfd, 0xff, 0xff, 0xff],
                         };
                         for (k, b) in lie.iter().enumerate() {
                             if at + k < body.end {
                                 bytes[at + k] = *b;
                             }
                         }
+                    }
+                    // Deep nesting: a run of struct-field headers, each
+                    // opening a struct inside the last.
+                    2 if next() % 4 == 0 => {
+                        let end = (at + 64 + (next() as usize) % 4096).min(body.end);
+                        bytes[at..end].fill(0x1c);
                     }
                     // A run of zeros.
                     _ => {

@@ -1,0 +1,157 @@
+//! Walks every page header of a segment's column chunks before a decode,
+//! so no page can make the decoder allocate more than its chunk honestly
+//! needs.
+//!
+//! The parquet crate allocates a page's `uncompressed_page_size` before it
+//! decompresses (LZ4_RAW and Snappy zero-fill it), and a dictionary's
+//! `num_values` entries before it decodes them. Both are 32-bit numbers a
+//! few hostile bytes control. Here each page must fit in its chunk, the
+//! pages' uncompressed sizes together must fit in the chunk's declared
+//! uncompressed size, which [`super::footer`] has already bounded by the
+//! codec's largest honest ratio, and a dictionary may not claim more
+//! entries than its decompressed bytes can hold.
+
+use super::footer::{Chunk, Footer};
+use super::thrift::{Compact, Result};
+
+const DICTIONARY_PAGE: i32 = 2;
+
+/// What one page header declares, as far as the bounds need it.
+#[derive(Default)]
+struct Header {
+    kind: Option<i32>,
+    uncompressed: Option<i32>,
+    compressed: Option<i32>,
+    dictionary_values: Option<i32>,
+    levels: Option<(i32, i32)>,
+}
+
+/// The fewest bits one PLAIN value of physical type `physical` takes.
+fn min_value_bits(physical: i32) -> u64 {
+    match physical {
+        0 => 1,      // BOOLEAN
+        1 | 4 => 32, // INT32, FLOAT
+        2 | 5 => 64, // INT64, DOUBLE
+        3 => 96,     // INT96
+        6 => 32,     // BYTE_ARRAY: its length prefix
+        _ => 8,      // FIXED_LEN_BYTE_ARRAY, whatever its width
+    }
+}
+
+/// Checks every page of every chunk `footer` lists in the segment `file`.
+pub fn check(file: &[u8], footer: &Footer) -> Result<()> {
+    footer
+        .chunks
+        .iter()
+        .try_for_each(|chunk| check_chunk(file, chunk))
+}
+
+fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
+    let here = |page: usize| {
+        format!(
+            "page {page} of column chunk {} of row group {}",
+            chunk.column, chunk.group
+        )
+    };
+    // The footer check placed the chunk inside the file.
+    let bytes = &file[chunk.start as usize..(chunk.start + chunk.compressed) as usize];
+    let mut at = 0usize;
+    let mut uncompressed_total = 0u64;
+    let mut page = 0usize;
+    while at < bytes.len() {
+        let mut c = Compact::new(&bytes[at..]);
+        let header = read_header(&mut c).map_err(|e| format!("{}: {e}", here(page)))?;
+        at += c.position();
+        let (Some(kind), Some(uncompressed), Some(compressed)) =
+            (header.kind, header.uncompressed, header.compressed)
+        else {
+            return Err(format!(
+                "{}: the header lacks its type or sizes",
+                here(page)
+            ));
+        };
+        let (Ok(uncompressed), Ok(compressed)) =
+            (u64::try_from(uncompressed), u64::try_from(compressed))
+        else {
+            return Err(format!(
+                "{} claims {compressed} compressed and {uncompressed} uncompressed bytes",
+                here(page)
+            ));
+        };
+        let left = (bytes.len() - at) as u64;
+        if compressed > left {
+            return Err(format!(
+                "{} claims {compressed} bytes but its chunk has {left} left",
+                here(page)
+            ));
+        }
+        uncompressed_total += uncompressed;
+        if uncompressed_total > chunk.uncompressed {
+            return Err(format!(
+                "{} would bring the chunk to {uncompressed_total} uncompressed bytes, \
+                 more than the {} its footer declares",
+                here(page),
+                chunk.uncompressed
+            ));
+        }
+        if let Some((definition, repetition)) = header.levels {
+            let levels = i64::from(definition) + i64::from(repetition);
+            if definition < 0 || repetition < 0 || levels as u64 > uncompressed.min(compressed) {
+                return Err(format!(
+                    "{} claims {definition} and {repetition} bytes of levels",
+                    here(page)
+                ));
+            }
+        }
+        if kind == DICTIONARY_PAGE {
+            let values = header.dictionary_values.unwrap_or(0);
+            let bits = u64::try_from(values)
+                .map(|v| v.saturating_mul(min_value_bits(chunk.physical)))
+                .map_err(|_| format!("{} claims {values} dictionary values", here(page)))?;
+            if bits > uncompressed * 8 {
+                return Err(format!(
+                    "{} claims {values} dictionary values in {uncompressed} bytes",
+                    here(page)
+                ));
+            }
+        }
+        at += compressed as usize;
+        page += 1;
+    }
+    Ok(())
+}
+
+fn read_header(c: &mut Compact) -> Result<Header> {
+    let mut h = Header::default();
+    c.walk("a page header", |c, id, kind| {
+        match id {
+            1 => h.kind = Some(c.i32(kind, "type")?),
+            2 => h.uncompressed = Some(c.i32(kind, "uncompressed_page_size")?),
+            3 => h.compressed = Some(c.i32(kind, "compressed_page_size")?),
+            7 => {
+                c.nested(kind, "a dictionary page header", |c, id, kind| {
+                    if id != 1 {
+                        return Ok(false);
+                    }
+                    h.dictionary_values = Some(c.i32(kind, "num_values")?);
+                    Ok(true)
+                })?;
+            }
+            8 => {
+                let (mut definition, mut repetition) = (0, 0);
+                c.nested(kind, "a v2 data page header", |c, id, kind| {
+                    match id {
+                        5 => definition = c.i32(kind, "definition_levels_byte_length")?,
+                        6 => repetition = c.i32(kind, "repetition_levels_byte_length")?,
+                        _ => return Ok(false),
+                    }
+                    Ok(true)
+                })?;
+                h.levels = Some((definition, repetition));
+            }
+            _ => return Ok(false),
+        }
+        Ok(true)
+    })?;
+    Ok(h)
+}

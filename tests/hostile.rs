@@ -1,0 +1,245 @@
+//! Hostile segments, written byte by byte (`tests/common/parquet_bytes.rs`):
+//! a few hundred bytes whose page headers claim gigabytes, footers whose
+//! schema claims `i32::MAX` children or nests ten thousand deep, counts no
+//! bytes back. Each is refused with an error naming the cause, before the
+//! parquet crate allocates or recurses; none panics, aborts or overflows
+//! the stack. A counting allocator measures the largest single allocation
+//! each refusal made.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod common;
+#[path = "common/parquet_bytes.rs"]
+mod parquet_bytes;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use dendro::segment::{decode_segment, read_footer, segment_schema};
+use dendro::{Archive, Error};
+use parquet_bytes::{Page, Plan, LZ4_RAW, UNCOMPRESSED};
+
+/// The system allocator, noting the largest request of each thread, and
+/// refusing any single request over [`CEILING`]: without the checks the
+/// lies below would ask for 2 GiB and more, and on a shared machine the
+/// test should abort (a refused allocation aborts) rather than take it.
+struct Counting;
+
+const CEILING: usize = 1 << 30;
+
+thread_local! {
+    static LARGEST: Cell<usize> = const { Cell::new(0) };
+}
+
+/// Notes a request of `size` bytes; `false` when it is over the ceiling.
+fn note(size: usize) -> bool {
+    let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+    size <= CEILING
+}
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        if !note(layout.size()) {
+            return std::ptr::null_mut();
+        }
+        unsafe { System.alloc(layout) }
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) }
+    }
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        if !note(layout.size()) {
+            return std::ptr::null_mut();
+        }
+        unsafe { System.alloc_zeroed(layout) }
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if !note(new_size) {
+            return std::ptr::null_mut();
+        }
+        unsafe { System.realloc(ptr, layout, new_size) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+/// Runs `work` and answers its result with the largest single allocation
+/// this thread made meanwhile.
+fn largest_allocation<T>(work: impl FnOnce() -> T) -> (T, usize) {
+    LARGEST.with(|l| l.set(0));
+    let out = work();
+    (out, LARGEST.with(Cell::get))
+}
+
+/// No refusal may allocate more than this at once: far above what parsing
+/// a few hundred bytes needs, far below what the lies claim.
+const SMALL: usize = 1 << 20;
+
+/// Every entry point that parses a segment refuses `bytes`, with an error
+/// containing `cause`, and none allocates more than [`SMALL`] at once.
+fn refused_everywhere(bytes: &[u8], cause: &str, pages_only: bool) {
+    let (decoded, largest) = largest_allocation(|| decode_segment(bytes.to_vec(), None));
+    let err = decoded.expect_err("decode refuses");
+    assert!(err.contains(cause), "decode: {err}");
+    assert!(largest < SMALL, "decode allocated {largest} bytes at once");
+    if pages_only {
+        // The footer alone is honest: the schema and footer readers,
+        // which never look at pages, accept it.
+        assert!(segment_schema(bytes).is_ok());
+        return;
+    }
+    let (schema, largest) = largest_allocation(|| segment_schema(bytes));
+    assert!(schema.expect_err("schema refuses").contains(cause));
+    assert!(largest < SMALL, "schema allocated {largest} bytes at once");
+    let (footer, largest) = largest_allocation(|| {
+        read_footer(bytes.len(), |at, buf| {
+            buf.copy_from_slice(&bytes[at..at + buf.len()]);
+            Ok(())
+        })
+    });
+    assert!(footer.expect_err("footer refuses").contains(cause));
+    assert!(largest < SMALL, "footer allocated {largest} bytes at once");
+}
+
+fn ts(n: i64) -> Vec<i64> {
+    (0..n).map(|i| i * 1_000).collect()
+}
+
+#[test]
+fn hand_made_segments_are_real_parquet() {
+    for codec in [UNCOMPRESSED, LZ4_RAW] {
+        let bytes = Plan::honest(&ts(20), codec).build();
+        let batches = decode_segment(bytes.clone(), None).unwrap();
+        assert_eq!(batches[0].num_rows(), 20);
+        assert_eq!(segment_schema(&bytes).unwrap().field(0).name(), "ts");
+    }
+    // A few nested groups are fine too.
+    let mut nested = Plan::honest(&ts(3), UNCOMPRESSED);
+    nested.nesting = 3;
+    assert!(segment_schema(&nested.build()).is_ok());
+}
+
+#[test]
+fn a_tiny_segment_claiming_two_gib_is_refused_by_its_footer() {
+    let mut plan = Plan::honest(&ts(20), LZ4_RAW);
+    plan.pages[0].uncompressed = i32::MAX;
+    plan.chunk_uncompressed = Some(i64::from(i32::MAX) + 100);
+    let bytes = plan.build();
+    assert!(bytes.len() < 500, "{} bytes", bytes.len());
+    refused_everywhere(&bytes, "more than its codec can produce", false);
+}
+
+#[test]
+fn a_page_claiming_more_than_its_chunk_declares_is_refused_before_decompressing() {
+    // The footer's chunk size is honest; only the page header lies.
+    let mut plan = Plan::honest(&ts(20), LZ4_RAW);
+    plan.pages[0].uncompressed = i32::MAX;
+    plan.chunk_uncompressed = Some(400);
+    refused_everywhere(&plan.build(), "more than the 400 its footer declares", true);
+}
+
+#[test]
+fn a_page_claiming_more_bytes_than_its_chunk_holds_is_refused() {
+    let mut plan = Plan::honest(&ts(20), UNCOMPRESSED);
+    plan.pages[0].compressed = Some(i32::MAX);
+    refused_everywhere(&plan.build(), "left", true);
+    plan.pages[0].compressed = Some(-5);
+    refused_everywhere(&plan.build(), "claims -5 compressed", true);
+}
+
+#[test]
+fn a_dictionary_claiming_i32_max_entries_is_refused() {
+    let mut plan = Plan::honest(&ts(4), UNCOMPRESSED);
+    let dictionary = Page {
+        kind: 2,
+        uncompressed: 32,
+        data: ts(4).iter().flat_map(|v| v.to_le_bytes()).collect(),
+        compressed: None,
+        num_values: i32::MAX,
+    };
+    plan.pages.insert(0, dictionary);
+    refused_everywhere(&plan.build(), "dictionary values", true);
+}
+
+#[test]
+fn a_schema_claiming_i32_max_children_is_refused() {
+    let mut plan = Plan::honest(&ts(5), UNCOMPRESSED);
+    plan.root_children = Some(i32::MAX);
+    refused_everywhere(&plan.build(), "claims 2147483647 children", false);
+    plan.root_children = Some(-1);
+    refused_everywhere(&plan.build(), "claims -1 children", false);
+}
+
+#[test]
+fn a_schema_nested_ten_thousand_deep_is_refused_without_recursion() {
+    let mut plan = Plan::honest(&ts(5), UNCOMPRESSED);
+    plan.nesting = 10_000;
+    // Without the check the parquet crate converts this schema by
+    // recursion: a stack overflow, which aborts every build.
+    refused_everywhere(&plan.build(), "nests deeper than 32", false);
+}
+
+#[test]
+fn thrift_nested_past_the_cap_in_an_unknown_field_is_refused() {
+    let mut plan = Plan::honest(&ts(5), UNCOMPRESSED);
+    plan.unknown_nesting = 10_000;
+    refused_everywhere(&plan.build(), "nests more than", false);
+}
+
+#[test]
+fn a_list_claiming_more_elements_than_bytes_is_refused() {
+    let mut plan = Plan::honest(&ts(5), UNCOMPRESSED);
+    plan.row_groups_claimed = Some(i32::MAX as u64);
+    refused_everywhere(&plan.build(), "claims 2147483647 elements", false);
+}
+
+/// Through an archive: a hostile segment stored as a BLOB is an error of
+/// that segment naming the file, and its footer statistics are simply
+/// unknown; the archive stays readable.
+#[test]
+fn a_hostile_blob_in_an_archive_is_a_segment_error_naming_the_file() {
+    let fixture = common::fixtures_dir().join("a_single_sealed.dendro");
+    let (_dir, path) = common::copy_fixture(&fixture);
+    let mut plan = Plan::honest(&ts(20), LZ4_RAW);
+    plan.pages[0].uncompressed = i32::MAX;
+    plan.chunk_uncompressed = Some(i64::from(i32::MAX));
+    let (source_id, stream, seq): (i64, String, i64) = {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        let key = conn
+            .query_row(
+                "SELECT source_id, stream, seq FROM segments ORDER BY seq LIMIT 1",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )
+            .unwrap();
+        conn.execute(
+            "UPDATE segments SET bytes = ?1 WHERE source_id = ?2 AND stream = ?3 AND seq = ?4",
+            rusqlite::params![plan.build(), key.0, key.1, key.2],
+        )
+        .unwrap();
+        key
+    };
+    let archive = Archive::open(&path).unwrap();
+    let read =
+        dendro::read::stream_range(&archive, source_id, &stream, i64::MIN, i64::MAX, None).unwrap();
+    let record = read.segments.iter().find(|r| r.seq == seq).unwrap();
+    let bytes = dendro::read::segment_bytes(&archive, source_id, &stream, seq).unwrap();
+    let (outcome, largest) =
+        largest_allocation(|| dendro::read::decode(&archive, record, bytes, None));
+    match outcome {
+        Err(Error::Segment { file, cause, .. }) => {
+            assert_eq!(file, path.display().to_string());
+            assert!(cause.contains("more than its codec can produce"), "{cause}");
+        }
+        other => panic!("expected a segment error, got {other:?}"),
+    }
+    assert!(largest < SMALL, "decode allocated {largest} bytes at once");
+    assert_eq!(
+        dendro::read::stats::segment_stats(&archive, record).unwrap(),
+        None
+    );
+    assert!(
+        dendro::read::describe(&archive).is_ok(),
+        "the archive stays usable"
+    );
+}
