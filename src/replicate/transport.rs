@@ -1,0 +1,1 @@
+//! Transports (feature `write`): the format leaves them to the caller.
