@@ -11,3 +11,4 @@ mod support;
 mod codec;
 mod interop;
 mod round_trip;
+mod rules;
