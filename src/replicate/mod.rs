@@ -22,4 +22,4 @@ pub use codec::{
 };
 pub use publisher::Publisher;
 #[cfg(feature = "write")]
-pub use subscriber::{Applied, Subscriber};
+pub use subscriber::{Applied, Subscriber, VerbatimOnly};

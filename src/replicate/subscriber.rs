@@ -457,3 +457,19 @@ impl Replica {
         Ok(self.writer.as_ref().expect("set above"))
     }
 }
+
+/// The encoder of a replica that is never asked to encode (a subscriber
+/// never seals; its segments are the origin's). It reports no version, so
+/// every source's `encoder` key is accepted and kept as the origin wrote
+/// it: what `dendro subscribe` uses, since it cannot know the callers'
+/// encoders.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VerbatimOnly;
+
+impl SegmentEncoder for VerbatimOnly {
+    fn encode(&self, stream: &str, _: &[WalRow]) -> std::result::Result<Option<Segment>, String> {
+        Err(format!(
+            "stream {stream:?} is a replica's: its segments come from its origin, not from here"
+        ))
+    }
+}
