@@ -55,6 +55,8 @@ pub struct Applied {
     pub clock_offsets: u64,
     /// `Rows` frames whose seq did not follow the previous one's.
     pub gaps: u64,
+    /// Replicas finalized because their origin said it is complete.
+    pub finalized: u64,
     /// The newest row timestamp applied, for lag.
     pub newest_ts: Option<i64>,
 }
@@ -442,6 +444,7 @@ impl Subscriber {
         if replica.source.complete {
             if let Some(writer) = replica.writer.take() {
                 writer.finish_replica(true, replica.last_offset)?;
+                self.applied.finalized += 1;
             }
         }
         Ok(())

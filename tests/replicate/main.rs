@@ -10,5 +10,6 @@ mod support;
 
 mod codec;
 mod interop;
+mod live;
 mod round_trip;
 mod rules;
