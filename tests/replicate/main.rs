@@ -13,3 +13,4 @@ mod interop;
 mod live;
 mod round_trip;
 mod rules;
+mod wire_doc;
