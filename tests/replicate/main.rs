@@ -10,6 +10,8 @@ mod support;
 
 mod codec;
 mod interop;
+#[cfg(feature = "cli")]
+mod kill;
 mod live;
 mod round_trip;
 mod rules;
