@@ -199,6 +199,70 @@ impl fmt::Display for ReadOnly {
     }
 }
 
+/// What is wrong with a replication stream (`WIRE.md`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum WireProblem {
+    /// The stream does not start with `dendro-repl\0`; what it started with.
+    WrongMagic(Vec<u8>),
+    /// A protocol version this build does not speak.
+    UnknownVersion(u16),
+    /// A frame length above the 64 MiB limit, refused before allocating.
+    TooLong(u32),
+    /// The stream ended inside a frame (or the preamble).
+    Truncated {
+        /// Bytes the frame needed.
+        needed: usize,
+        /// Bytes there were.
+        got: usize,
+    },
+    /// A payload shorter than its own fields.
+    ShortPayload {
+        /// Bytes the next field needed.
+        needed: usize,
+        /// Bytes left in the payload.
+        left: usize,
+    },
+    /// A payload with bytes after its last field.
+    TrailingBytes(usize),
+    /// A field holding a value the format does not allow.
+    BadValue(String),
+}
+
+impl fmt::Display for WireProblem {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            WireProblem::WrongMagic(seen) => write!(
+                f,
+                "not a dendro replication stream: it starts with {:?}, not \"dendro-repl\\0\"",
+                String::from_utf8_lossy(seen)
+            ),
+            WireProblem::UnknownVersion(v) => write!(
+                f,
+                "replication protocol version {v} is not spoken here (this build speaks {})",
+                crate::replicate::PROTOCOL_VERSION
+            ),
+            WireProblem::TooLong(len) => write!(
+                f,
+                "a frame claims {len} bytes, above the limit of {} bytes; refused before \
+                 reading it",
+                crate::replicate::MAX_FRAME_BYTES
+            ),
+            WireProblem::Truncated { needed, got } => write!(
+                f,
+                "the stream ends inside a frame: {got} of its {needed} bytes arrived"
+            ),
+            WireProblem::ShortPayload { needed, left } => write!(
+                f,
+                "a payload ends inside a field: it needs {needed} more bytes, {left} are left"
+            ),
+            WireProblem::TrailingBytes(n) => {
+                write!(f, "a payload has {n} bytes after its last field")
+            }
+            WireProblem::BadValue(what) => write!(f, "a frame holds an invalid value: {what}"),
+        }
+    }
+}
+
 /// Everything that can go wrong, each naming the file.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -386,6 +450,25 @@ pub enum Error {
         /// What SQLite kept answering.
         cause: String,
     },
+    /// A replication stream that cannot be read as one (`WIRE.md`).
+    #[error("{file}: at byte {offset} of the replication stream: {problem}")]
+    Wire {
+        /// The stream's name: a file, an address, or `stdin`.
+        file: String,
+        /// Where the offending frame (or the preamble) starts.
+        offset: u64,
+        /// What is wrong.
+        problem: WireProblem,
+    },
+    /// A replication stream that reads well but breaks the protocol's rules
+    /// (a frame for a source with no handshake, a uuid reused).
+    #[error("{file}: replication refused: {message}")]
+    Replication {
+        /// The archive being applied to.
+        file: String,
+        /// Which rule, and what broke it.
+        message: String,
+    },
 }
 
 impl Error {
@@ -410,6 +493,8 @@ impl Error {
             Error::DuplicateRow { .. } => "DuplicateRow",
             Error::TickDropped { .. } => "TickDropped",
             Error::TooLarge { .. } => "TooLarge",
+            Error::Wire { .. } => "Wire",
+            Error::Replication { .. } => "Replication",
         }
     }
 

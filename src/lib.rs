@@ -15,6 +15,7 @@
 //! - [`verify`]: the soundness check.
 //! - [`keys`] and [`reserved`]: reserved metadata keys, and the JSON some
 //!   of them hold, parsed.
+//! - [`replicate`]: the replication wire, its publisher and subscriber.
 //! - `write` (feature `write`): the streaming writer, sealing, retention.
 //!
 //! With the default `write` feature off, the crate is a reader with no
@@ -26,6 +27,7 @@ pub mod container;
 pub mod error;
 pub mod keys;
 pub mod read;
+pub mod replicate;
 pub mod reserved;
 pub mod segment;
 pub mod typed;
@@ -39,7 +41,7 @@ pub use catalog::{CallerRow, ClockOffset, Labels, SegmentRecord, SourceRecord, S
 pub use container::Archive;
 #[cfg(feature = "write")]
 pub use container::{ArchiveMut, Transaction};
-pub use error::{EngineKind, Error, NotArchive, ReadOnly, Result};
+pub use error::{EngineKind, Error, NotArchive, ReadOnly, Result, WireProblem};
 pub use segment::{Segment, SegmentEncoder};
 #[cfg(feature = "write")]
 pub use write::{Evicted, SealPolicy, SourceWriter, Writer, WriterOptions};

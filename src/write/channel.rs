@@ -29,6 +29,11 @@ pub(super) enum Msg {
         source: NewSource,
         reply: Reply<Opened>,
     },
+    /// Open a replica of a source written elsewhere.
+    Mirror {
+        source: NewSource,
+        reply: Reply<Opened>,
+    },
     Resume {
         source: SourceRef,
         anchor: i64,
@@ -51,7 +56,7 @@ pub(super) enum Msg {
     },
     Finalize {
         source_id: i64,
-        last: ClockOffset,
+        last: Option<ClockOffset>,
         reply: Reply<()>,
     },
     /// A handle was dropped without finalizing.

@@ -450,7 +450,10 @@ pub enum Adopted {
 
 /// Inserts a segment someone else encoded (a replica, a copy) at the
 /// stream's next seq, if it fits after what the stream already has. Seals
-/// in flight must be drained first.
+/// in flight must be drained first. With `covers_live` (a replica) the
+/// segment may cover rows of the stream's unsealed tail: they are the
+/// origin's rows that it sealed there, so the segment holds them too.
+#[allow(clippy::too_many_arguments)]
 pub(super) fn adopt(
     conn: &Connection,
     file: &str,
@@ -458,6 +461,7 @@ pub(super) fn adopt(
     source_id: i64,
     stream: &str,
     segment: Segment,
+    covers_live: bool,
 ) -> Result<Adopted> {
     let invalid = |message: String| Error::Invalid {
         file: file.to_string(),
@@ -485,7 +489,7 @@ pub(super) fn adopt(
         }
     }
     let live = Snapshot::on_writer(conn, file).live_wal_span(source_id, stream)?;
-    if let Some(live) = live.filter(|l| l.first_ts <= segment.last_ts) {
+    if let Some(live) = live.filter(|l| !covers_live && l.first_ts <= segment.last_ts) {
         return Err(invalid(format!(
             "it reaches to {}, past the unsealed row at {}; it would hide rows it does not hold",
             segment.last_ts, live.first_ts
@@ -497,6 +501,12 @@ pub(super) fn adopt(
         tx.insert_segment(source_id, stream, seq, &segment)?;
         tx.commit()
     })?;
+    if covers_live {
+        // Rows of the replica's tail the segment now covers are counted
+        // as covered, for the prune, by reading the stream back.
+        streams.refresh(conn, file, source_id, stream)?;
+        return Ok(Adopted::Inserted { seq });
+    }
     let st = streams.get_mut(source_id, stream);
     st.next_seq = seq + 1;
     st.watermark = Some(segment.last_ts);

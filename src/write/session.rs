@@ -118,6 +118,9 @@ pub(super) struct SourceState {
     floor: Option<i64>,
     /// Rows dropped as out of order, shared with the source's handle.
     dropped: Arc<AtomicU64>,
+    /// A replica of a source written elsewhere: its segments arrive built
+    /// and may cover rows it holds unsealed (see [`Sessions::mirror`]).
+    mirrored: bool,
 }
 
 impl SourceState {
@@ -134,6 +137,11 @@ impl SourceState {
     /// On a resumed source, the newest row the previous session left.
     pub fn floor(&self) -> Option<i64> {
         self.floor
+    }
+
+    /// Whether this is a replica of a source written elsewhere.
+    pub fn mirrored(&self) -> bool {
+        self.mirrored
     }
 
     /// Counts a row dropped as out of order, where its handle can read it.
@@ -175,6 +183,7 @@ impl Sessions {
                 resumed,
                 floor,
                 dropped: Arc::clone(&dropped),
+                mirrored: false,
             },
         );
         self.opened += 1;
@@ -294,6 +303,79 @@ impl Sessions {
         })
     }
 
+    /// Opens a replica of a source written elsewhere (replication): the
+    /// source keeps its uuid, labels, metadata and anchor. The first time,
+    /// it is inserted as [`Sessions::add_source`] does (recording this
+    /// session); afterwards it is reopened as it is, its caller metadata
+    /// brought up to date, with none of a resume's rules: a replica's rows
+    /// carry the origin's timeline, not a new session's, and arrive for
+    /// each stream on its own. Never sealed here: its segments arrive built.
+    pub fn mirror(
+        &mut self,
+        conn: &Connection,
+        file: &str,
+        encoder: &dyn SegmentEncoder,
+        streams: &mut StreamCache,
+        source: NewSource,
+    ) -> Result<Opened> {
+        let held = match &source.uuid {
+            Some(uuid) => Snapshot::on_writer(conn, file)
+                .sources()?
+                .into_iter()
+                .find(|s| {
+                    s.uuid
+                        .as_deref()
+                        .is_some_and(|u| u.eq_ignore_ascii_case(uuid))
+                }),
+            None => None,
+        };
+        let opened = match held {
+            None => self.add_source(conn, file, encoder, source)?,
+            Some(record) => {
+                let source_id = record.id;
+                if self.sources.contains_key(&source_id) {
+                    return Err(Error::Invalid {
+                        file: file.to_string(),
+                        message: format!(
+                            "source {source_id} is already being written by this writer"
+                        ),
+                    });
+                }
+                crate::segment::check_encoder(file, source_id, &source.metadata, encoder)?;
+                let mut patch: BTreeMap<String, Option<String>> = source
+                    .metadata
+                    .iter()
+                    .filter(|(k, _)| *k != keys::WRITER_SESSIONS)
+                    .map(|(k, v)| (k.clone(), Some(v.clone())))
+                    .collect();
+                for key in record.metadata.keys() {
+                    if key != keys::WRITER_SESSIONS && !source.metadata.contains_key(key) {
+                        patch.insert(key.clone(), None);
+                    }
+                }
+                with_retries(file, "reopening a replica", || {
+                    let tx = Transaction::begin(conn, file)?;
+                    tx.patch_metadata(source_id, &patch)?;
+                    tx.commit()
+                })?;
+                for stream in Snapshot::on_writer(conn, file).streams(source_id)? {
+                    streams.refresh(conn, file, source_id, &stream)?;
+                }
+                let dropped = self.register(source_id, false, None);
+                Opened {
+                    source_id,
+                    uuid: record.uuid.unwrap_or_default(),
+                    floor: None,
+                    dropped,
+                }
+            }
+        };
+        if let Some(state) = self.sources.get_mut(&opened.source_id) {
+            state.mirrored = true;
+        }
+        Ok(opened)
+    }
+
     /// Continues a source as a new session anchored at `anchor` (§7).
     /// Its covered rows join the prune's count (`streams`) now that it is
     /// written to; a source this writer never touches keeps its file as it
@@ -395,7 +477,8 @@ impl Sessions {
         })
     }
 
-    /// The last clock observation, `complete = 1`, and the deletion of every
+    /// The last clock observation (a replica may have none to add),
+    /// `complete = 1`, and the deletion of every
     /// row the source's segments cover, in one transaction: a finalized
     /// source holds no covered rows, whatever happens to the process next.
     /// Seals are drained before this runs.
@@ -406,7 +489,7 @@ impl Sessions {
         streams: &mut StreamCache,
         pruner: &mut Pruner,
         source_id: i64,
-        last: ClockOffset,
+        last: Option<ClockOffset>,
     ) -> Result<()> {
         self.require(file, source_id)?;
         with_retries(file, "finalizing a source", || {
@@ -414,7 +497,9 @@ impl Sessions {
             pruner
                 .source_in(tx.sql(), streams, source_id)
                 .map_err(|e| Error::sqlite(file, "cannot prune a finalized source", e))?;
-            tx.insert_clock_offset(source_id, last.ts, last.offset_ns)?;
+            if let Some(last) = last {
+                tx.insert_clock_offset(source_id, last.ts, last.offset_ns)?;
+            }
             tx.set_complete(source_id, true)?;
             tx.commit()
         })?;

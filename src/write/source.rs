@@ -176,6 +176,24 @@ impl SourceWriter {
         let source_id = self.source_id;
         let done = request(&self.tx, &self.shared, |reply| Msg::Finalize {
             source_id,
+            last: Some(last),
+            reply,
+        });
+        self.released = done.is_ok();
+        done
+    }
+
+    /// Ends a replica's session ([`crate::Writer::mirror_source`]) as its
+    /// origin stands: `complete` finalizes it (with `last`, the newest
+    /// clock observation the origin sent, if any) and otherwise the handle
+    /// is released and the source stays as it is.
+    pub fn finish_replica(mut self, complete: bool, last: Option<ClockOffset>) -> Result<()> {
+        if !complete {
+            return Ok(());
+        }
+        let source_id = self.source_id;
+        let done = request(&self.tx, &self.shared, |reply| Msg::Finalize {
+            source_id,
             last,
             reply,
         });

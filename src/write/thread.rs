@@ -353,7 +353,7 @@ impl WriterThread {
         )
     }
 
-    fn finalize(&mut self, source_id: i64, last: ClockOffset) -> Result<()> {
+    fn finalize(&mut self, source_id: i64, last: Option<ClockOffset>) -> Result<()> {
         self.sessions.finalize(
             &self.conn,
             &self.file,
@@ -373,6 +373,17 @@ impl WriterThread {
                         self.sessions
                             .add_source(conn, file, self.encoder.as_ref(), source),
                     );
+            }
+            Msg::Mirror { source, reply } => {
+                self.drain_seals()?;
+                let opened = self.sessions.mirror(
+                    &self.conn,
+                    &self.file,
+                    self.encoder.as_ref(),
+                    &mut self.streams,
+                    source,
+                );
+                let _ = reply.send(opened);
             }
             Msg::Resume {
                 source,
@@ -456,8 +467,8 @@ impl WriterThread {
                 let adopted = self
                     .sessions
                     .require(&self.file, source_id)
-                    .map(|_| ())
-                    .and_then(|()| {
+                    .map(|s| s.mirrored())
+                    .and_then(|mirrored| {
                         seal::adopt(
                             &self.conn,
                             &self.file,
@@ -465,6 +476,7 @@ impl WriterThread {
                             source_id,
                             &stream,
                             segment,
+                            mirrored,
                         )
                     });
                 let _ = reply.send(adopted);

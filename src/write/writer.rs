@@ -182,6 +182,23 @@ impl Writer {
         self.add(source, clock)
     }
 
+    /// Opens a replica of a source written elsewhere, for replication: the
+    /// first time it is inserted with the origin's uuid, labels, metadata
+    /// and anchor (this session recorded in `writer_sessions`); when the
+    /// archive already holds the uuid it is reopened, its metadata brought
+    /// up to date, with none of a resume's rules, since its rows carry the
+    /// origin's timeline. Its segments are adopted as the origin built them
+    /// ([`SourceWriter::adopt_segment`]), and may cover its unsealed tail.
+    /// Refused if the origin's `encoder` differs from this writer's.
+    pub fn mirror_source(&self, source: NewSource) -> Result<SourceWriter> {
+        let clock = SourceClock::new(source.clock_anchor_wall_ns);
+        let opened = request(self.sender()?, &self.shared, |reply| Msg::Mirror {
+            source,
+            reply,
+        })?;
+        self.handle(opened, clock)
+    }
+
     fn add(&self, source: NewSource, clock: SourceClock) -> Result<SourceWriter> {
         let opened = request(self.sender()?, &self.shared, |reply| Msg::AddSource {
             source,

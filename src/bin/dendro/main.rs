@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+mod replicate;
 mod serve;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -98,6 +99,12 @@ enum Command {
         #[arg(long)]
         hostile: bool,
     },
+    /// Publish an archive as a replication stream (WIRE.md): over TCP, to a
+    /// file, or to standard output.
+    Publish(replicate::PublishArgs),
+    /// Apply a replication stream to a replica: from a publisher over TCP,
+    /// a file, or standard input.
+    Subscribe(replicate::SubscribeArgs),
     /// Serve the built viewer on 127.0.0.1 and offer the given archives.
     Serve {
         /// Archives to offer (each checked first).
@@ -150,6 +157,8 @@ fn main() -> ExitCode {
             to,
         } => run_cat(&file, &source, &stream, format, from, to),
         Command::Serve { files, port, root } => run_serve(files, port, root),
+        Command::Publish(args) => replicate::run_publish(args),
+        Command::Subscribe(args) => replicate::run_subscribe(args),
         Command::Demo {
             out,
             live,

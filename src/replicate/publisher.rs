@@ -1,0 +1,334 @@
+//! The publisher: tails an archive through the reader and turns what it
+//! finds into frames by the protocol's rules (`WIRE.md` §5). It reads only
+//! and spawns nothing, so it is part of the reader build; pacing (one
+//! [`Publisher::poll`] per interval) and the byte transport are the
+//! caller's.
+//!
+//! Per source it remembers what it has shipped on this connection: the
+//! newest segment seq and row timestamp of each stream, the newest clock
+//! observation, how far into each caller-row series it is. A poll ships
+//! what lies past those marks, read in one snapshot so that segments and
+//! rows agree: the segments first, then the rows past the newest sealed
+//! one, so a row the subscriber receives is never below a segment it has
+//! yet to receive.
+
+use std::collections::{BTreeMap, HashMap};
+
+use super::codec::{Frame, IndexKind, IndexState, WireRow};
+use crate::catalog::{Labels, Snapshot, SourceRecord};
+use crate::container::Archive;
+use crate::error::Result;
+
+/// One caller-row entry's contribution to its source's index state: two
+/// FNV-1a 64 passes with different bases over `(name, ts, blob)`. The state
+/// of a set is the wrapping sum of its entries', so the empty set is
+/// `(0, 0)` and the order entries arrive in does not matter.
+pub fn index_entry_digest(name: &str, ts: i64, blob: &[u8]) -> IndexState {
+    let fnv = |basis: u64| {
+        let mut h = basis;
+        let mut eat = |bytes: &[u8]| {
+            for b in bytes {
+                h ^= *b as u64;
+                h = h.wrapping_mul(0x0000_0100_0000_01b3);
+            }
+        };
+        eat(&(name.len() as u64).to_le_bytes());
+        eat(name.as_bytes());
+        eat(&ts.to_le_bytes());
+        eat(&(blob.len() as u64).to_le_bytes());
+        eat(blob);
+        h
+    };
+    (fnv(0xcbf2_9ce4_8422_2325), fnv(0x8422_2325_cbf2_9ce4))
+}
+
+fn add_state(a: IndexState, b: IndexState) -> IndexState {
+    (a.0.wrapping_add(b.0), a.1.wrapping_add(b.1))
+}
+
+/// What was last said about a source in a handshake.
+#[derive(PartialEq, Eq)]
+struct Said {
+    labels: Labels,
+    metadata: Labels,
+    complete: bool,
+}
+
+/// How far into one source this connection has shipped.
+struct Shipped {
+    ordinal: u32,
+    said: Said,
+    /// The next `Rows` frame's seq.
+    seq: u64,
+    /// Per stream: the newest publisher seq shipped as a `Segment`.
+    segments: HashMap<String, i64>,
+    /// Per stream: the newest timestamp the subscriber holds, by a row or
+    /// a segment. Rows at or below it are not shipped again.
+    newest: HashMap<String, i64>,
+    /// The newest clock observation shipped.
+    clock: Option<i64>,
+    /// Per caller-row name: the newest ts shipped and how many rows at it.
+    caller: HashMap<String, (i64, usize)>,
+    /// The index state the subscriber holds once it applied what was shipped.
+    state: IndexState,
+    /// Whether the index was ever sent whole on this connection.
+    full_sent: bool,
+}
+
+/// Tails one archive and yields frames. One publisher is one connection:
+/// a reconnect is a new publisher (rule 8), and its first poll restates
+/// everything.
+pub struct Publisher {
+    archive: Archive,
+    sources: BTreeMap<i64, Shipped>,
+    next_ordinal: u32,
+}
+
+impl std::fmt::Debug for Publisher {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Publisher")
+            .field("file", &self.archive.file())
+            .field("sources", &self.sources.len())
+            .finish()
+    }
+}
+
+impl Publisher {
+    /// A publisher over `archive` that has shipped nothing yet.
+    pub fn new(archive: Archive) -> Publisher {
+        Publisher {
+            archive,
+            sources: BTreeMap::new(),
+            next_ordinal: 0,
+        }
+    }
+
+    /// The archive being published.
+    pub fn archive(&self) -> &Archive {
+        &self.archive
+    }
+
+    /// One interval: for every source, a handshake if it is new (or what
+    /// it says changed), its index (whole the first time and after each
+    /// new segment, the seal cadence of rule 7; new entries otherwise), its
+    /// new segments and clock observations; then one `Rows` frame per
+    /// source with the rows past what was shipped, empty if there are none.
+    /// The first poll of a publisher is the catch-up.
+    pub fn poll(&mut self) -> Result<Vec<Frame>> {
+        let archive = &self.archive;
+        let sources = &mut self.sources;
+        let next_ordinal = &mut self.next_ordinal;
+        archive.read_snapshot(|snap| {
+            let mut catalog = Vec::new();
+            let mut rows = Vec::new();
+            for record in snap.sources()? {
+                let shipped = sources.entry(record.id).or_insert_with(|| {
+                    let ordinal = *next_ordinal;
+                    *next_ordinal += 1;
+                    Shipped::new(ordinal)
+                });
+                shipped.catalog_frames(snap, &record, &mut catalog)?;
+                rows.push(shipped.rows_frame(snap, &record)?);
+            }
+            catalog.extend(rows);
+            Ok(catalog)
+        })
+    }
+}
+
+impl Shipped {
+    fn new(ordinal: u32) -> Shipped {
+        Shipped {
+            ordinal,
+            said: Said {
+                labels: Labels::new(),
+                metadata: Labels::new(),
+                complete: false,
+            },
+            seq: 0,
+            segments: HashMap::new(),
+            newest: HashMap::new(),
+            clock: None,
+            caller: HashMap::new(),
+            state: (0, 0),
+            full_sent: false,
+        }
+    }
+
+    /// The handshake, index, segment and clock frames of one poll.
+    fn catalog_frames(
+        &mut self,
+        snap: &Snapshot<'_>,
+        record: &SourceRecord,
+        out: &mut Vec<Frame>,
+    ) -> Result<()> {
+        let said = Said {
+            labels: record.labels.clone(),
+            metadata: record.metadata.clone(),
+            complete: record.complete,
+        };
+        let first = !self.full_sent;
+        if first || said != self.said {
+            out.push(Frame::Handshake {
+                source: self.ordinal,
+                uuid: record.uuid.clone(),
+                labels: said.labels.clone(),
+                metadata: said.metadata.clone(),
+                clock_anchor_wall_ns: record.clock_anchor_wall_ns,
+                complete: said.complete,
+            });
+            self.said = said;
+        }
+        let mut segments = Vec::new();
+        for stream in snap.streams(record.id)? {
+            self.segment_frames(snap, record.id, &stream, &mut segments)?;
+        }
+        // Rule 7: the index goes out whole first and again whenever the
+        // source sealed, so retention can never leave rows without it.
+        self.index_frames(snap, record.id, first || !segments.is_empty(), out)?;
+        self.full_sent = true;
+        out.extend(segments);
+        for offset in snap.clock_offsets(record.id)? {
+            if self.clock.is_some_and(|c| offset.ts <= c) {
+                continue;
+            }
+            self.clock = Some(offset.ts);
+            out.push(Frame::ClockOffset {
+                source: self.ordinal,
+                ts: offset.ts,
+                offset_ns: offset.offset_ns,
+            });
+        }
+        Ok(())
+    }
+
+    fn segment_frames(
+        &mut self,
+        snap: &Snapshot<'_>,
+        source_id: i64,
+        stream: &str,
+        out: &mut Vec<Frame>,
+    ) -> Result<()> {
+        let shipped = self.segments.get(stream).copied();
+        let fresh: Vec<_> = snap
+            .segments(source_id, stream)?
+            .into_iter()
+            .filter(|r| shipped.is_none_or(|s| r.seq > s))
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        let mut indexes: HashMap<i64, Option<Vec<u8>>> = if fresh.iter().any(|r| r.caller_index) {
+            snap.caller_indexes(source_id, stream)?
+                .into_iter()
+                .collect()
+        } else {
+            HashMap::new()
+        };
+        for record in fresh {
+            let bytes = snap.segment_bytes(source_id, stream, record.seq)?;
+            out.push(Frame::Segment {
+                source: self.ordinal,
+                stream: stream.to_string(),
+                rows: record.rows.max(0) as u64,
+                first_ts: record.first_ts,
+                last_ts: record.last_ts,
+                bytes,
+                caller_index: indexes.remove(&record.seq).flatten(),
+            });
+            self.segments.insert(stream.to_string(), record.seq);
+            let newest = self.newest.entry(stream.to_string()).or_insert(i64::MIN);
+            *newest = (*newest).max(record.last_ts);
+        }
+        Ok(())
+    }
+
+    /// The caller-row series as `Index` frames: every entry (`Full`) when
+    /// `whole`, else the entries past what was shipped (`Delta`).
+    fn index_frames(
+        &mut self,
+        snap: &Snapshot<'_>,
+        source_id: i64,
+        whole: bool,
+        out: &mut Vec<Frame>,
+    ) -> Result<()> {
+        if whole {
+            self.state = (0, 0);
+            self.caller.clear();
+        }
+        let names: Vec<String> = snap
+            .caller_row_counts()?
+            .into_iter()
+            .filter(|(id, _, _)| *id == source_id)
+            .map(|(_, name, _)| name)
+            .collect();
+        for name in names {
+            let (from, skip) = self.caller.get(&name).copied().unwrap_or((i64::MIN, 0));
+            let rows = snap.caller_rows(source_id, &name, from, i64::MAX)?;
+            let mut cursor = (from, skip);
+            for (i, row) in rows.into_iter().enumerate() {
+                if row.ts == from && i < skip {
+                    continue;
+                }
+                cursor = if row.ts == cursor.0 {
+                    (row.ts, cursor.1 + 1)
+                } else {
+                    (row.ts, 1)
+                };
+                self.state = add_state(self.state, index_entry_digest(&name, row.ts, &row.blob));
+                out.push(Frame::Index {
+                    source: self.ordinal,
+                    stream: name.clone(),
+                    ts: row.ts,
+                    kind: if whole {
+                        IndexKind::Full
+                    } else {
+                        IndexKind::Delta
+                    },
+                    state: self.state,
+                    blob: row.blob,
+                });
+            }
+            self.caller.insert(name, cursor);
+        }
+        Ok(())
+    }
+
+    /// This interval's `Rows` frame: every live row past what was shipped,
+    /// in timestamp order across the source's streams.
+    fn rows_frame(&mut self, snap: &Snapshot<'_>, record: &SourceRecord) -> Result<Frame> {
+        let mut rows = Vec::new();
+        for stream in snap.streams(record.id)? {
+            let from = match self.newest.get(&stream) {
+                Some(&n) if n == i64::MAX => continue,
+                Some(&n) => n + 1,
+                None => i64::MIN,
+            };
+            for row in snap.live_wal_rows_between(record.id, &stream, from, i64::MAX)? {
+                rows.push(WireRow {
+                    stream: stream.clone(),
+                    ts: row.ts,
+                    wall_offset: row.wall_offset,
+                    row: row.row,
+                });
+            }
+            if let Some(last) = rows
+                .iter()
+                .filter(|r| r.stream == stream)
+                .map(|r| r.ts)
+                .max()
+            {
+                self.newest.insert(stream, last);
+            }
+        }
+        rows.sort_by(|a, b| a.ts.cmp(&b.ts).then_with(|| a.stream.cmp(&b.stream)));
+        let frame = Frame::Rows {
+            source: self.ordinal,
+            seq: self.seq,
+            index_state: self.state,
+            rows,
+        };
+        self.seq += 1;
+        Ok(frame)
+    }
+}

@@ -1,0 +1,478 @@
+//! The subscriber (feature `write`): applies frames to a local archive
+//! through the streaming writer, so the replica is a live archive like any
+//! other and can itself be read, or published, while it is written.
+//!
+//! Applying is idempotent, which is what makes a reconnect (rule 8: a new
+//! handshake and full state) and a kill at any moment harmless:
+//! - a source is found again by its uuid ([`Writer::mirror_source`]);
+//! - a segment the stream already reaches is recognised as held;
+//! - a row at or below its stream's newest held timestamp is held: a
+//!   stream's rows arrive in order and each `Rows` frame is one
+//!   transaction, so everything below the newest is there;
+//! - a caller row identical to one held is held;
+//! - a clock observation is kept once per timestamp by the table itself.
+//!
+//! It never seals: a replica's segments are the origin's, adopted byte
+//! for byte.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use serde::Serialize;
+
+use super::codec::{Frame, IndexKind, IndexState, WireRow};
+use crate::catalog::{CallerRow, ClockOffset, WalRow};
+use crate::container::{Archive, NewSource};
+use crate::error::{Error, Result};
+use crate::segment::{Segment, SegmentEncoder};
+use crate::write::{Adopted, SourceWriter, Writer, WriterOptions};
+
+/// What a subscriber has applied, and what it recognised or refused to.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Applied {
+    /// Frames applied (of every kind).
+    pub frames: u64,
+    /// Handshakes applied.
+    pub sources: u64,
+    /// Segments inserted.
+    pub segments: u64,
+    /// Segments the replica already held.
+    pub segments_held: u64,
+    /// WAL rows inserted.
+    pub rows: u64,
+    /// Rows the replica already held.
+    pub rows_held: u64,
+    /// Rows skipped because their index state did not match (rule 9).
+    pub rows_skipped: u64,
+    /// Caller rows inserted from `Index` frames.
+    pub index_entries: u64,
+    /// `Index` entries the replica already held.
+    pub index_held: u64,
+    /// `Delta` entries skipped for arriving before any `Full`.
+    pub index_skipped: u64,
+    /// Clock observations applied.
+    pub clock_offsets: u64,
+    /// `Rows` frames whose seq did not follow the previous one's.
+    pub gaps: u64,
+    /// Replicas finalized because their origin said it is complete.
+    pub finalized: u64,
+    /// The newest row timestamp applied, for lag.
+    pub newest_ts: Option<i64>,
+}
+
+/// A replicated source: its writer handle and what it holds.
+struct Replica {
+    writer: Option<SourceWriter>,
+    source: NewSource,
+    /// Per stream: the newest timestamp held, by a row or a segment.
+    newest: HashMap<String, i64>,
+    last_offset: Option<ClockOffset>,
+}
+
+/// What this connection knows of an ordinal.
+struct Ordinal {
+    key: String,
+    last_seq: Option<u64>,
+    state: IndexState,
+    full_seen: bool,
+}
+
+/// Applies replication frames to one archive. One subscriber outlives
+/// connections: call [`Subscriber::new_connection`] when a new stream
+/// starts, since ordinals are per connection.
+pub struct Subscriber {
+    writer: Writer,
+    path: PathBuf,
+    file: String,
+    replicas: HashMap<String, Replica>,
+    ordinals: HashMap<u32, Ordinal>,
+    applied: Applied,
+    minted: u64,
+    reader: Option<Archive>,
+}
+
+impl std::fmt::Debug for Subscriber {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Subscriber")
+            .field("file", &self.file)
+            .field("applied", &self.applied)
+            .finish()
+    }
+}
+
+impl Subscriber {
+    /// Applies to the archive at `path`, created if it does not exist.
+    /// `encoder` must agree with every source's `encoder` key when it
+    /// reports a version; it is never asked to encode.
+    pub fn open(path: impl AsRef<Path>, encoder: Arc<dyn SegmentEncoder>) -> Result<Subscriber> {
+        let path = path.as_ref();
+        let options = WriterOptions::default();
+        let exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
+        let writer = if exists {
+            Writer::open_with(path, encoder, options)?
+        } else {
+            Writer::create_with(path, encoder, options)?
+        };
+        Ok(Subscriber {
+            writer,
+            path: path.to_path_buf(),
+            file: path.display().to_string(),
+            replicas: HashMap::new(),
+            ordinals: HashMap::new(),
+            applied: Applied::default(),
+            minted: 0,
+            reader: None,
+        })
+    }
+
+    /// Forgets the ordinals of the previous connection (rule 8).
+    pub fn new_connection(&mut self) {
+        self.ordinals.clear();
+    }
+
+    /// What has been applied so far.
+    pub fn applied(&self) -> &Applied {
+        &self.applied
+    }
+
+    /// Applies one frame. A frame is applied whole or not at all.
+    pub fn apply(&mut self, frame: Frame) -> Result<()> {
+        match frame {
+            Frame::Handshake {
+                source,
+                uuid,
+                labels,
+                metadata,
+                clock_anchor_wall_ns,
+                complete,
+            } => self.handshake(
+                source,
+                NewSource {
+                    uuid,
+                    labels,
+                    metadata,
+                    complete,
+                    clock_anchor_wall_ns,
+                },
+            )?,
+            Frame::Index {
+                source,
+                stream,
+                ts,
+                kind,
+                state,
+                blob,
+            } => self.index(source, stream, ts, kind, state, blob)?,
+            Frame::Rows {
+                source,
+                seq,
+                index_state,
+                rows,
+            } => self.rows(source, seq, index_state, rows)?,
+            Frame::Segment {
+                source,
+                stream,
+                rows,
+                first_ts,
+                last_ts,
+                bytes,
+                caller_index,
+            } => {
+                let segment = Segment {
+                    bytes,
+                    rows: i64::try_from(rows).unwrap_or(i64::MAX),
+                    first_ts,
+                    last_ts,
+                    caller_index,
+                };
+                self.segment(source, &stream, segment)?
+            }
+            Frame::ClockOffset {
+                source,
+                ts,
+                offset_ns,
+            } => {
+                let offset = ClockOffset { ts, offset_ns };
+                let (writer, replica) = self.replica(source)?;
+                replica.handle(writer)?.clock_offset(offset)?;
+                if replica.last_offset.is_none_or(|o| o.ts <= ts) {
+                    replica.last_offset = Some(offset);
+                }
+                self.applied.clock_offsets += 1;
+            }
+        }
+        self.applied.frames += 1;
+        Ok(())
+    }
+
+    /// Finalizes every replica whose origin is complete and stops the
+    /// writer: what a stream's clean end calls for.
+    pub fn finish(mut self) -> Result<Applied> {
+        let keys: Vec<String> = self.replicas.keys().cloned().collect();
+        for key in keys {
+            self.settle(&key)?;
+        }
+        for replica in self.replicas.values_mut() {
+            drop(replica.writer.take());
+        }
+        let applied = self.applied.clone();
+        self.writer.join()?;
+        Ok(applied)
+    }
+
+    /// Waits until everything applied is durable, then returns the counts.
+    pub fn sync(&self) -> Result<&Applied> {
+        self.writer.sync()?;
+        Ok(&self.applied)
+    }
+
+    fn refused(&self, message: String) -> Error {
+        Error::Replication {
+            file: self.file.clone(),
+            message,
+        }
+    }
+
+    fn handshake(&mut self, ordinal: u32, source: NewSource) -> Result<()> {
+        let key = match &source.uuid {
+            Some(uuid) => uuid.to_ascii_lowercase(),
+            None => {
+                // No identity to find it by again: a fresh source each time.
+                self.minted += 1;
+                format!("minted-{}", self.minted)
+            }
+        };
+        if let Some(known) = self.ordinals.get(&ordinal) {
+            if known.key != key {
+                return Err(self.refused(format!(
+                    "source ordinal {ordinal} was given to {} and is handed to {} now",
+                    known.key, key
+                )));
+            }
+        }
+        let newest = match self.replicas.get_mut(&key) {
+            Some(replica) => {
+                // The same source said again: what it says may have changed.
+                replica.source = source;
+                None
+            }
+            None => {
+                let writer = self.writer.mirror_source(source.clone())?;
+                let newest = self.held_newest(writer.id())?;
+                self.replicas.insert(
+                    key.clone(),
+                    Replica {
+                        writer: Some(writer),
+                        source,
+                        newest: HashMap::new(),
+                        last_offset: None,
+                    },
+                );
+                Some(newest)
+            }
+        };
+        if let (Some(newest), Some(replica)) = (newest, self.replicas.get_mut(&key)) {
+            replica.newest = newest;
+        }
+        self.ordinals.entry(ordinal).or_insert(Ordinal {
+            key,
+            last_seq: None,
+            state: (0, 0),
+            full_seen: false,
+        });
+        self.applied.sources += 1;
+        Ok(())
+    }
+
+    /// Per stream, the newest timestamp the file holds for a source.
+    fn held_newest(&mut self, source_id: i64) -> Result<HashMap<String, i64>> {
+        self.reader()?.read_snapshot(|snap| {
+            let mut newest = HashMap::new();
+            for stream in snap.streams(source_id)? {
+                let sealed = snap.watermark(source_id, &stream)?;
+                let live = snap.live_wal_span(source_id, &stream)?.map(|s| s.last_ts);
+                if let Some(n) = sealed.max(live) {
+                    newest.insert(stream, n);
+                }
+            }
+            Ok(newest)
+        })
+    }
+
+    /// A reading connection onto the replica, for what it already holds.
+    fn reader(&mut self) -> Result<&Archive> {
+        if self.reader.is_none() {
+            self.reader = Some(Archive::open(&self.path)?);
+        }
+        Ok(self.reader.as_ref().expect("set above"))
+    }
+
+    /// Rule 1: a frame naming an ordinal no handshake introduced is refused.
+    fn ordinal(&mut self, ordinal: u32) -> Result<&mut Ordinal> {
+        match self.ordinals.get_mut(&ordinal) {
+            Some(known) => Ok(known),
+            None => Err(Error::Replication {
+                file: self.file.clone(),
+                message: format!(
+                    "a frame names source ordinal {ordinal}, which no handshake introduced"
+                ),
+            }),
+        }
+    }
+
+    /// The writer and the replica an ordinal names.
+    fn replica(&mut self, ordinal: u32) -> Result<(&Writer, &mut Replica)> {
+        let key = self.ordinal(ordinal)?.key.clone();
+        let replica = self
+            .replicas
+            .get_mut(&key)
+            .expect("an ordinal names a replica");
+        Ok((&self.writer, replica))
+    }
+
+    fn index(
+        &mut self,
+        ordinal: u32,
+        name: String,
+        ts: i64,
+        kind: IndexKind,
+        state: IndexState,
+        blob: Vec<u8>,
+    ) -> Result<()> {
+        let known = self.ordinal(ordinal)?;
+        if kind == IndexKind::Delta && !known.full_seen {
+            self.applied.index_skipped += 1;
+            return Ok(());
+        }
+        known.full_seen = true;
+        known.state = state;
+        let (writer, replica) = self.replica(ordinal)?;
+        let source_id = replica.handle(writer)?.id();
+        let held = self.reader()?.read_snapshot(|snap| {
+            Ok(snap
+                .caller_rows(source_id, &name, ts, ts)?
+                .iter()
+                .any(|r| r.blob == blob))
+        })?;
+        if !held {
+            let (writer, replica) = self.replica(ordinal)?;
+            replica
+                .handle(writer)?
+                .caller_rows(&name, vec![CallerRow { ts, blob }])?;
+        }
+        match held {
+            true => self.applied.index_held += 1,
+            false => self.applied.index_entries += 1,
+        }
+        Ok(())
+    }
+
+    fn rows(
+        &mut self,
+        ordinal: u32,
+        seq: u64,
+        index_state: IndexState,
+        rows: Vec<WireRow>,
+    ) -> Result<()> {
+        let known = self.ordinal(ordinal)?;
+        let gap = known
+            .last_seq
+            .is_some_and(|last| last.checked_add(1) != Some(seq));
+        known.last_seq = Some(seq);
+        let matches = known.state == index_state;
+        let key = known.key.clone();
+        if gap {
+            self.applied.gaps += 1;
+        }
+        if !matches {
+            self.applied.rows_skipped += rows.len() as u64;
+            return Ok(());
+        }
+        let replica = self
+            .replicas
+            .get_mut(&key)
+            .expect("an ordinal names a replica");
+        let mut fresh = Vec::with_capacity(rows.len());
+        let mut newest = replica.newest.clone();
+        for row in rows {
+            if newest.get(&row.stream).is_some_and(|&n| row.ts <= n) {
+                self.applied.rows_held += 1;
+                continue;
+            }
+            newest.insert(row.stream.clone(), row.ts);
+            fresh.push((
+                row.stream,
+                WalRow {
+                    ts: row.ts,
+                    wall_offset: row.wall_offset,
+                    row: row.row,
+                },
+            ));
+        }
+        if !fresh.is_empty() {
+            let count = fresh.len() as u64;
+            let top = fresh.iter().map(|(_, r)| r.ts).max();
+            replica.handle(&self.writer)?.wal(fresh)?;
+            replica.newest = newest;
+            self.applied.rows += count;
+            self.applied.newest_ts = self.applied.newest_ts.max(top);
+        }
+        // A Rows frame closes the source's interval: a replica whose
+        // origin is complete is finalized now that it holds what was sent.
+        self.settle(&key)
+    }
+
+    fn segment(&mut self, ordinal: u32, stream: &str, segment: Segment) -> Result<()> {
+        let last_ts = segment.last_ts;
+        let (writer, replica) = self.replica(ordinal)?;
+        let adopted = replica.handle(writer)?.adopt_segment(stream, segment)?;
+        let newest = replica.newest.entry(stream.to_string()).or_insert(last_ts);
+        *newest = (*newest).max(last_ts);
+        match adopted {
+            Adopted::Inserted { .. } => self.applied.segments += 1,
+            Adopted::AlreadyHeld => self.applied.segments_held += 1,
+        }
+        Ok(())
+    }
+
+    /// Finalizes a replica whose origin said it is complete.
+    fn settle(&mut self, key: &str) -> Result<()> {
+        let Some(replica) = self.replicas.get_mut(key) else {
+            return Ok(());
+        };
+        if replica.source.complete {
+            if let Some(writer) = replica.writer.take() {
+                writer.finish_replica(true, replica.last_offset)?;
+                self.applied.finalized += 1;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Replica {
+    /// The writer handle, reopened if the replica was finalized earlier.
+    fn handle(&mut self, writer: &Writer) -> Result<&SourceWriter> {
+        if self.writer.is_none() {
+            self.writer = Some(writer.mirror_source(self.source.clone())?);
+        }
+        Ok(self.writer.as_ref().expect("set above"))
+    }
+}
+
+/// The encoder of a replica that is never asked to encode (a subscriber
+/// never seals; its segments are the origin's). It reports no version, so
+/// every source's `encoder` key is accepted and kept as the origin wrote
+/// it: what `dendro subscribe` uses, since it cannot know the callers'
+/// encoders.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct VerbatimOnly;
+
+impl SegmentEncoder for VerbatimOnly {
+    fn encode(&self, stream: &str, _: &[WalRow]) -> std::result::Result<Option<Segment>, String> {
+        Err(format!(
+            "stream {stream:?} is a replica's: its segments come from its origin, not from here"
+        ))
+    }
+}

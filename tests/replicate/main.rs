@@ -1,0 +1,18 @@
+//! Replication's tests, one binary with a module per rule family: the
+//! codec's refusals and round trips, the original's stream applied, the
+//! round trip of every fixture through publisher and subscriber, the live
+//! path over TCP with kills, and a reader written from `WIRE.md` alone.
+#![cfg(all(feature = "write", not(target_arch = "wasm32")))]
+
+#[path = "../common/mod.rs"]
+mod common;
+mod support;
+
+mod codec;
+mod interop;
+#[cfg(feature = "cli")]
+mod kill;
+mod live;
+mod round_trip;
+mod rules;
+mod wire_doc;
