@@ -15,6 +15,8 @@
 //! - [`keys`] and [`reserved`]: reserved metadata keys, and the JSON some
 //!   of them hold, parsed.
 //! - `write` (feature `write`): the streaming writer, sealing, retention.
+//! - `rewrite` (feature `write`): copy, combine, compact, project,
+//!   exact copies of a live file.
 //!
 //! With the default `write` feature off, the crate is a reader with no
 //! thread and no writer code, which is what compiles to wasm32.
@@ -26,6 +28,8 @@ pub mod error;
 pub mod keys;
 pub mod read;
 pub mod reserved;
+#[cfg(feature = "write")]
+pub mod rewrite;
 pub mod segment;
 pub mod verify;
 #[cfg(target_arch = "wasm32")]

@@ -1,0 +1,1 @@
+//! Export for query engines (not yet built).
