@@ -47,11 +47,11 @@ impl Staged {
                 }
             }
             let sidecar = crate::container::sidecar_path(target, "-wal");
-            if std::fs::metadata(&sidecar).is_ok() {
+            if std::fs::metadata(&sidecar).is_ok_and(|m| m.len() > 0) {
                 return Err(Error::Invalid {
                     file,
-                    message: "the output has a -wal sidecar: it is open, or was not closed \
-                              cleanly; refusing to replace it"
+                    message: "the output has commits in its -wal sidecar: it is open in a \
+                              writer, or was not closed cleanly; refusing to replace it"
                         .into(),
                 });
             }
@@ -101,6 +101,13 @@ impl Staged {
         if self.temp.is_dir() && self.target.is_dir() {
             std::fs::remove_dir_all(&self.target)
                 .map_err(|e| Error::io(&file, "cannot remove the old output", e))?;
+        }
+        // The old file's sidecars hold nothing (checked in `new`) but would
+        // sit beside the new file under its name.
+        if !self.temp.is_dir() {
+            for suffix in ["-wal", "-shm"] {
+                let _ = std::fs::remove_file(crate::container::sidecar_path(&self.target, suffix));
+            }
         }
         std::fs::rename(&self.temp, &self.target)
             .map_err(|e| Error::io(&file, "cannot move the finished output into place", e))?;
