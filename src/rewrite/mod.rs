@@ -14,11 +14,12 @@
 //! segments go where, merging a source that appears in several inputs by
 //! uuid), `reencode` (trim and projection of one segment), `copy` and
 //! `combine` (writing a plan), `merge` (the schema rule and the
-//! concatenation compaction uses), `compact`.
+//! concatenation compaction uses), `compact`, `export`.
 
 mod combine;
 mod compact;
 mod copy;
+mod export;
 mod inputs;
 mod merge;
 mod output;
@@ -30,4 +31,5 @@ pub use compact::{
     compact, CompactEvent, CompactReport, CompactSpec, Target, DEFAULT_TARGET_BYTES,
 };
 pub use copy::{copy, project, vacuum_into, CopyReport, CopySpec, SourceSelector};
+pub use export::{export, hive_escape, ExportReport, EXPORT_FORMAT};
 pub use merge::{same_series, union_fields};

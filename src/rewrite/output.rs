@@ -98,9 +98,15 @@ impl Staged {
                 message: "the output is a directory".into(),
             });
         }
-        if self.temp.is_dir() && self.target.is_dir() {
-            std::fs::remove_dir_all(&self.target)
-                .map_err(|e| Error::io(&file, "cannot remove the old output", e))?;
+        // A directory cannot be renamed over anything: the old output goes
+        // first (a file is replaced by the rename itself, atomically).
+        if self.temp.is_dir() && std::fs::symlink_metadata(&self.target).is_ok() {
+            let removed = if self.target.is_dir() {
+                std::fs::remove_dir_all(&self.target)
+            } else {
+                std::fs::remove_file(&self.target)
+            };
+            removed.map_err(|e| Error::io(&file, "cannot remove the old output", e))?;
         }
         // The old file's sidecars hold nothing (checked in `new`) but would
         // sit beside the new file under its name.

@@ -24,7 +24,14 @@ fn text(out: &Output) -> String {
 
 #[test]
 fn every_rewrite_command_explains_itself() {
-    for command in ["copy", "combine", "compact", "project", "vacuum-into"] {
+    for command in [
+        "copy",
+        "combine",
+        "compact",
+        "project",
+        "vacuum-into",
+        "export",
+    ] {
         let out = dendro(&[command, "--help"]);
         assert_eq!(out.status.code(), Some(0), "{command}");
         assert!(
@@ -59,6 +66,8 @@ fn bad_arguments_exit_2_with_a_message() {
         vec!["project", input, out],
         vec!["project", input, out, "--columns", "nope"],
         vec!["vacuum-into", input],
+        vec!["export", input],
+        vec!["export", "--out", out],
     ] {
         let result = dendro(&args);
         assert_eq!(result.status.code(), Some(2), "{args:?}: {}", text(&result));
@@ -78,6 +87,7 @@ fn an_existing_output_is_kept_without_force_and_replaced_with_it() {
         vec!["combine", out, input],
         vec!["project", input, out, "--columns", "value"],
         vec!["vacuum-into", input, out],
+        vec!["export", input, "--out", out],
     ] {
         std::fs::write(&out_path, b"keep me").unwrap();
         let refused = dendro(&args);
@@ -88,7 +98,12 @@ fn an_existing_output_is_kept_without_force_and_replaced_with_it() {
         forced.push("--force");
         let done = dendro(&forced);
         assert_eq!(done.status.code(), Some(0), "{forced:?}: {}", text(&done));
-        assert_sound(&out_path);
+        if args[0] == "export" {
+            assert!(out_path.join("catalog.json").is_file());
+            std::fs::remove_dir_all(&out_path).unwrap();
+        } else {
+            assert_sound(&out_path);
+        }
     }
 }
 

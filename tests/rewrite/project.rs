@@ -67,3 +67,44 @@ fn vacuum_into_copies_a_file_a_writer_holds_exactly() {
     drop(writer);
     assert_sound(&output);
 }
+
+#[test]
+fn an_export_writes_each_segment_once_as_plain_parquet_with_a_catalog() {
+    let (dir, b) = copy_fixture(&fixtures_dir().join("b_multi_source.dendro"));
+    let (_d2, a) = copy_fixture(&fixtures_dir().join("a_single_sealed.dendro"));
+    let out = dir.path().join("export");
+    // b twice: its sources are one directory each, no file written twice.
+    let report = dendro::rewrite::export(&[&a, &b, &b], &out, false).unwrap();
+    let mut expected = blobs(&a);
+    expected.extend(blobs(&b));
+    let files: usize = expected.values().map(Vec::len).sum();
+    assert_eq!(report.files, files);
+    for ((uuid, stream), segments) in &expected {
+        for (seq, (bytes, _)) in segments.iter().enumerate() {
+            let path = out.join(format!(
+                "source={uuid}/stream={}/seq={seq}.parquet",
+                dendro::rewrite::hive_escape(stream)
+            ));
+            assert_eq!(&std::fs::read(&path).unwrap(), bytes, "{}", path.display());
+        }
+    }
+    let catalog: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("catalog.json")).unwrap()).unwrap();
+    assert_eq!(catalog["format"], dendro::rewrite::EXPORT_FORMAT);
+    assert_eq!(catalog["sources"].as_array().unwrap().len(), 3);
+    let live: i64 = Archive::open(&b)
+        .unwrap()
+        .read_snapshot(|s| s.all_live_spans())
+        .unwrap()
+        .iter()
+        .map(|(_, _, span)| span.rows)
+        .sum();
+    assert_eq!(
+        report.live_rows_not_exported, live,
+        "b's live rows, counted once per copy"
+    );
+    assert!(matches!(
+        dendro::rewrite::export(&[&a], &out, false),
+        Err(Error::Invalid { .. })
+    ));
+}

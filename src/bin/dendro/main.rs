@@ -126,6 +126,10 @@ enum Command {
     /// Write an exact, compacted copy of an archive, even one a writer has
     /// open (a plain cp can miss its recent commits).
     VacuumInto(rewrite::VacuumIntoArgs),
+    /// Write every sealed segment as a plain Parquet file in a
+    /// Hive-partitioned directory (source=<uuid>/stream=<name>/seq=<n>.parquet)
+    /// with catalog.json, for DuckDB, DataFusion, Spark or Trino.
+    Export(rewrite::ExportArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -181,6 +185,7 @@ fn main() -> ExitCode {
         Command::Compact(args) => rewrite::run_compact(args),
         Command::Project(args) => rewrite::run_project(args),
         Command::VacuumInto(args) => rewrite::run_vacuum_into(args),
+        Command::Export(args) => rewrite::run_export(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,4 +1,5 @@
-//! The rewriting commands: copy, combine, compact, project, vacuum-into.
+//! The rewriting commands: copy, combine, compact, project, vacuum-into,
+//! export.
 //! Parsing and printing only; the work is `dendro::rewrite`.
 
 use std::io::IsTerminal;
@@ -89,6 +90,21 @@ pub struct ProjectArgs {
     force: bool,
 }
 
+/// `dendro export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The archives to export.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The new directory: source=<uuid>/stream=<name>/seq=<n>.parquet and
+    /// catalog.json (must not exist unless --force).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Replace the directory if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
 /// `dendro vacuum-into`.
 #[derive(Args)]
 pub struct VacuumIntoArgs {
@@ -160,6 +176,25 @@ pub fn run_vacuum_into(args: VacuumIntoArgs) -> Result<(), Failure> {
         args.output.display(),
         args.file.display()
     );
+    Ok(())
+}
+
+pub fn run_export(args: ExportArgs) -> Result<(), Failure> {
+    let report = rewrite::export(&args.files, &args.out, args.force)?;
+    println!(
+        "{}: {} source(s), {} Parquet file(s), {} bytes",
+        args.out.display(),
+        report.sources,
+        report.files,
+        report.bytes
+    );
+    if report.live_rows_not_exported > 0 {
+        eprintln!(
+            "dendro: {} live row(s) were not exported: they are committed but need the \
+             writer's encoder to become columns (catalog.json lists them per stream)",
+            report.live_rows_not_exported
+        );
+    }
     Ok(())
 }
 
