@@ -17,6 +17,8 @@
 //!   of them hold, parsed.
 //! - [`replicate`]: the replication wire, its publisher and subscriber.
 //! - `write` (feature `write`): the streaming writer, sealing, retention.
+//! - `rewrite` (feature `write`): copy, combine, compact, project,
+//!   exact copies of a live file.
 //!
 //! With the default `write` feature off, the crate is a reader with no
 //! thread and no writer code, which is what compiles to wasm32.
@@ -29,6 +31,8 @@ pub mod keys;
 pub mod read;
 pub mod replicate;
 pub mod reserved;
+#[cfg(feature = "write")]
+pub mod rewrite;
 pub mod segment;
 pub mod typed;
 pub mod verify;

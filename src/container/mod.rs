@@ -15,7 +15,7 @@ mod transaction;
 #[cfg(feature = "write")]
 pub use handle::ArchiveMut;
 #[cfg(feature = "write")]
-pub(crate) use handle::{create_file, open_streaming};
+pub(crate) use handle::{create_file, open_streaming, sidecar_path};
 pub use handle::{Archive, Snapshot};
 pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
 #[cfg(not(target_arch = "wasm32"))]

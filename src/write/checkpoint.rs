@@ -82,6 +82,24 @@ pub(super) fn reclaim_at_close(conn: &Connection, file: &str) -> Result<()> {
     Ok(())
 }
 
+/// Hands back every free page, a capped pass at a time (each pass its own
+/// transaction, so a kill between passes loses nothing). Returns the pages
+/// handed back. For a rewrite that holds the file (compaction), which has
+/// no ticks to make room for.
+pub(crate) fn reclaim_free_pages(conn: &Connection, file: &str) -> Result<u64> {
+    let before = pragma(conn, file, "freelist_count")?;
+    let mut left = before;
+    while left > 0 {
+        incremental_vacuum(conn, file)?;
+        let now = pragma(conn, file, "freelist_count")?;
+        if now >= left {
+            break;
+        }
+        left = now;
+    }
+    Ok(before.saturating_sub(left))
+}
+
 /// One pass of at most [`RECLAIM_PAGES_PER_PASS`] pages. The pragma hands
 /// back one page per step (each step yields an empty row), so it must be
 /// stepped to the end; a single step, which is all a batch execution does,

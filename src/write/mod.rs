@@ -48,6 +48,7 @@ mod thread;
 mod writer;
 
 pub use append::{TickRow, TickRows};
+pub(crate) use checkpoint::reclaim_free_pages;
 pub use checkpoint::{CheckpointReport, RECLAIM_FREE_DIVISOR, RECLAIM_PAGES_PER_PASS};
 pub use options::{WriterOptions, CHECKPOINT_INTERVAL};
 pub use policy::SealPolicy;

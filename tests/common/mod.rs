@@ -184,3 +184,33 @@ pub fn sample_archive(path: &Path) -> i64 {
     tx.commit().unwrap();
     id
 }
+
+/// The environment variable carrying a child's arguments, one per line.
+const CHILD_ARGS_VAR: &str = "DENDRO_TEST_CHILD_ARGS";
+
+/// Starts the running test binary again as a child process in `mode` with
+/// `args`: it runs only the binary's ignored test `child::child_process`,
+/// which reads them back with [`child_args`]. A crash test kills it; no
+/// separate helper binary is built or installed.
+pub fn child_command(mode: &str, args: &[&str]) -> std::process::Command {
+    let mut line = vec![mode];
+    line.extend_from_slice(args);
+    let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
+    cmd.args([
+        "--ignored",
+        "--exact",
+        "child::child_process",
+        "--nocapture",
+        "--quiet",
+    ])
+    .env(CHILD_ARGS_VAR, line.join("\n"));
+    cmd
+}
+
+/// In a child started by [`child_command`]: its mode and arguments, one
+/// string with a line each.
+pub fn child_args() -> String {
+    std::env::var(CHILD_ARGS_VAR).unwrap_or_else(|_| {
+        panic!("run through common::child_command, which passes {CHILD_ARGS_VAR}")
+    })
+}

@@ -220,34 +220,17 @@ fn read(path: &Path, stop: &Path) {
     }
 }
 
-/// The environment variable carrying a child's arguments, one per line.
-const ARGS_VAR: &str = "DENDRO_TEST_CHILD_ARGS";
-
-/// Starts this test binary again as a child in `mode` with `args`: the
-/// binary runs only [`child_process`], which reads them from the
-/// environment. No separate helper binary is built or installed.
+/// Starts this test binary again as a child in `mode` with `args`
+/// (`common::child_command`); it runs only [`child_process`].
 pub fn command(mode: &str, args: &[&str]) -> std::process::Command {
-    let mut line = vec![mode];
-    line.extend_from_slice(args);
-    let mut cmd = std::process::Command::new(std::env::current_exe().expect("the test binary"));
-    cmd.args([
-        "--ignored",
-        "--exact",
-        "child::child_process",
-        "--nocapture",
-        "--quiet",
-    ])
-    .env(ARGS_VAR, line.join("\n"));
-    cmd
+    crate::common::child_command(mode, args)
 }
 
 /// The child's body, run only by [`command`]: ignored in a normal run.
 #[test]
 #[ignore = "a child process of the crash and live-reader tests; they start it"]
 fn child_process() {
-    let Ok(line) = std::env::var(ARGS_VAR) else {
-        panic!("run through child::command, which passes {ARGS_VAR}");
-    };
+    let line = crate::common::child_args();
     let args: Vec<&str> = line.split('\n').collect();
     let arg = |i: usize| args.get(i).copied().unwrap_or_default();
     let number = |i: usize| arg(i).parse::<i64>().expect("a number");

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 mod replicate;
+mod rewrite;
 mod serve;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -116,6 +117,26 @@ enum Command {
         #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/www/dist"))]
         root: PathBuf,
     },
+    /// Copy sources, streams and a time window into a new archive; segments
+    /// pass through byte for byte (a segment partly inside the window is
+    /// kept whole unless --trim).
+    Copy(rewrite::CopyArgs),
+    /// Combine archives into a new one: a source in several inputs (equal
+    /// uuid) is written once, with no segment twice.
+    Combine(rewrite::CombineArgs),
+    /// Merge each stream's small adjacent segments into larger ones in
+    /// place, reclaiming the space; stops at a schema change.
+    Compact(rewrite::CompactArgs),
+    /// Copy keeping only some columns of every segment (re-encoded; caller
+    /// indexes dropped).
+    Project(rewrite::ProjectArgs),
+    /// Write an exact, compacted copy of an archive, even one a writer has
+    /// open (a plain cp can miss its recent commits).
+    VacuumInto(rewrite::VacuumIntoArgs),
+    /// Write every sealed segment as a plain Parquet file in a
+    /// Hive-partitioned directory (source=<uuid>/stream=<name>/seq=<n>.parquet)
+    /// with catalog.json, for DuckDB, DataFusion, Spark or Trino.
+    Export(rewrite::ExportArgs),
 }
 
 #[derive(Clone, Copy, ValueEnum)]
@@ -168,6 +189,12 @@ fn main() -> ExitCode {
             minutes,
             hostile,
         } => run_demo(&out, live, run_for, size, hosts, minutes, hostile),
+        Command::Copy(args) => rewrite::run_copy(args),
+        Command::Combine(args) => rewrite::run_combine(args),
+        Command::Compact(args) => rewrite::run_compact(args),
+        Command::Project(args) => rewrite::run_project(args),
+        Command::VacuumInto(args) => rewrite::run_vacuum_into(args),
+        Command::Export(args) => rewrite::run_export(args),
     };
     match outcome {
         Ok(()) => ExitCode::SUCCESS,

@@ -1,0 +1,257 @@
+//! The rewriting commands: copy, combine, compact, project, vacuum-into,
+//! export.
+//! Parsing and printing only; the work is `dendro::rewrite`.
+
+use std::io::IsTerminal;
+use std::path::PathBuf;
+
+use clap::Args;
+use dendro::rewrite::{
+    self, CompactEvent, CompactSpec, CopyReport, CopySpec, SourceSelector, Target,
+};
+
+use crate::Failure;
+
+/// `dendro copy`.
+#[derive(Args)]
+pub struct CopyArgs {
+    /// The archive to copy from.
+    input: PathBuf,
+    /// The new archive (must not exist unless --force).
+    output: PathBuf,
+    /// Take only this source: an id, a uuid, or a label as KEY=VALUE.
+    /// Repeat to take several.
+    #[arg(long = "source", value_name = "SOURCE")]
+    sources: Vec<String>,
+    /// Take only this stream (and the caller rows under its name). Repeat
+    /// to take several.
+    #[arg(long = "stream", value_name = "NAME")]
+    streams: Vec<String>,
+    /// Take only what reaches at or after this timestamp (ns since the epoch).
+    #[arg(long, allow_hyphen_values = true, value_name = "NS")]
+    from: Option<i64>,
+    /// Take only what reaches at or before this timestamp (ns since the epoch).
+    #[arg(long, allow_hyphen_values = true, value_name = "NS")]
+    to: Option<i64>,
+    /// Re-encode a segment partly inside --from/--to to the rows inside,
+    /// instead of keeping it whole (its caller index is dropped).
+    #[arg(long)]
+    trim: bool,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `dendro combine`.
+#[derive(Args)]
+pub struct CombineArgs {
+    /// The new archive (must not exist unless --force).
+    output: PathBuf,
+    /// The archives to combine.
+    #[arg(required = true)]
+    inputs: Vec<PathBuf>,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `dendro compact`.
+#[derive(Args)]
+pub struct CompactArgs {
+    /// The archive to compact in place (no writer may hold it).
+    file: PathBuf,
+    /// Merge into segments of at most this many rows.
+    #[arg(long, value_name = "N", conflicts_with = "target_bytes",
+          value_parser = clap::value_parser!(u64).range(1..))]
+    target_rows: Option<u64>,
+    /// Merge into segments of at most this many payload bytes (the
+    /// default is 1,400,000).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    target_bytes: Option<u64>,
+    /// Also merge across a column set that grew or shrank, null-filling
+    /// the rows that lack a column (never across a column whose type or
+    /// metadata changed).
+    #[arg(long)]
+    union_fields: bool,
+}
+
+/// `dendro project`.
+#[derive(Args)]
+pub struct ProjectArgs {
+    /// The archive to copy from.
+    input: PathBuf,
+    /// The new archive (must not exist unless --force).
+    output: PathBuf,
+    /// The columns to keep, comma-separated (the time column is always kept).
+    #[arg(long, value_delimiter = ',', required = true, value_name = "A,B")]
+    columns: Vec<String>,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `dendro export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// The archives to export.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+    /// The new directory: source=<uuid>/stream=<name>/seq=<n>.parquet and
+    /// catalog.json (must not exist unless --force).
+    #[arg(long, value_name = "DIR")]
+    out: PathBuf,
+    /// Replace the directory if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+/// `dendro vacuum-into`.
+#[derive(Args)]
+pub struct VacuumIntoArgs {
+    /// The archive, possibly open in a writer.
+    file: PathBuf,
+    /// The copy (must not exist unless --force).
+    output: PathBuf,
+    /// Replace the output if it exists.
+    #[arg(long)]
+    force: bool,
+}
+
+pub fn run_copy(args: CopyArgs) -> Result<(), Failure> {
+    if let (Some(from), Some(to)) = (args.from, args.to) {
+        if from > to {
+            return Err(Failure::Error(format!(
+                "--from {from} is after --to {to}: the window is empty"
+            )));
+        }
+    }
+    if args.trim && args.from.is_none() && args.to.is_none() {
+        return Err(Failure::Error(
+            "--trim needs --from or --to: there is no window to trim to".into(),
+        ));
+    }
+    let spec = CopySpec {
+        sources: args
+            .sources
+            .iter()
+            .map(|s| SourceSelector::parse(s))
+            .collect(),
+        streams: args.streams,
+        from: args.from,
+        to: args.to,
+        trim: args.trim,
+        columns: None,
+        replace: args.force,
+    };
+    let report = rewrite::copy(&args.input, &args.output, &spec)?;
+    print_copy(&args.output, &report);
+    Ok(())
+}
+
+pub fn run_combine(args: CombineArgs) -> Result<(), Failure> {
+    let report = rewrite::combine(&args.output, &args.inputs, args.force)?;
+    print_copy(&args.output, &report);
+    Ok(())
+}
+
+pub fn run_project(args: ProjectArgs) -> Result<(), Failure> {
+    let columns: Vec<String> = args
+        .columns
+        .into_iter()
+        .map(|c| c.trim().to_string())
+        .filter(|c| !c.is_empty())
+        .collect();
+    if columns.is_empty() {
+        return Err(Failure::Error("--columns names no column".into()));
+    }
+    let report = rewrite::project(&args.input, &args.output, &columns, args.force)?;
+    print_copy(&args.output, &report);
+    Ok(())
+}
+
+pub fn run_vacuum_into(args: VacuumIntoArgs) -> Result<(), Failure> {
+    rewrite::vacuum_into(&args.file, &args.output, args.force)?;
+    println!(
+        "{}: an exact copy of {}",
+        args.output.display(),
+        args.file.display()
+    );
+    Ok(())
+}
+
+pub fn run_export(args: ExportArgs) -> Result<(), Failure> {
+    let report = rewrite::export(&args.files, &args.out, args.force)?;
+    println!(
+        "{}: {} source(s), {} Parquet file(s), {} bytes",
+        args.out.display(),
+        report.sources,
+        report.files,
+        report.bytes
+    );
+    if report.live_rows_not_exported > 0 {
+        eprintln!(
+            "dendro: {} live row(s) were not exported: they are committed but need the \
+             writer's encoder to become columns (catalog.json lists them per stream)",
+            report.live_rows_not_exported
+        );
+    }
+    Ok(())
+}
+
+pub fn run_compact(args: CompactArgs) -> Result<(), Failure> {
+    let target = match (args.target_rows, args.target_bytes) {
+        (Some(rows), _) => Target::Rows(rows),
+        (None, Some(bytes)) => Target::Bytes(bytes),
+        (None, None) => CompactSpec::default().target,
+    };
+    let spec = CompactSpec {
+        target,
+        union_fields: args.union_fields,
+    };
+    // Progress goes to a terminal only; piped or redirected, the command
+    // prints its summary alone.
+    let progress = std::io::stderr().is_terminal();
+    let report = rewrite::compact(&args.file, &spec, |event| {
+        if let (
+            true,
+            CompactEvent::Committed {
+                source_id,
+                stream,
+                seq,
+                rows,
+            },
+        ) = (progress, event)
+        {
+            eprint!("\rdendro: merged source {source_id} stream {stream:?} into segment {seq} ({rows} rows)\x1b[K");
+        }
+    })?;
+    if progress {
+        eprintln!();
+    }
+    println!(
+        "{}: {} run(s) merged, {} segment(s) now {}, {} schema break(s) left apart; {} bytes now {}",
+        args.file.display(),
+        report.runs,
+        report.segments_before,
+        report.segments_after,
+        report.schema_breaks,
+        report.bytes_before,
+        report.bytes_after
+    );
+    Ok(())
+}
+
+fn print_copy(output: &std::path::Path, report: &CopyReport) {
+    println!(
+        "{}: {} source(s), {} segment(s) ({} re-encoded, {} already present), {} live row(s), \
+         {} caller row(s), {} clock offset(s)",
+        output.display(),
+        report.sources,
+        report.segments,
+        report.reencoded,
+        report.duplicates,
+        report.live_rows,
+        report.caller_rows,
+        report.clock_offsets
+    );
+}

@@ -1,0 +1,35 @@
+//! Offline rewrites of whole archives (feature `write`): copy with a
+//! selection, combine several archives, compact a stream in place, project
+//! columns, take an exact copy of a live file, export for query engines.
+//!
+//! The rule they share: a segment's Parquet bytes pass through untouched
+//! unless the caller asked for something only re-encoding can give (a
+//! trimmed time bound, a column subset, a merge of small segments), and
+//! then they are re-encoded with the archive's own settings
+//! ([`crate::segment::writer_props`]). Only the catalog is rewritten.
+//!
+//! The files: `output` (a new archive written beside its final name and
+//! renamed into place, with commits batched), `inputs` (archives read
+//! through one held snapshot each), `plan` (which sources, streams and
+//! segments go where, merging a source that appears in several inputs by
+//! uuid), `reencode` (trim and projection of one segment), `copy` and
+//! `combine` (writing a plan), `merge` (the schema rule and the
+//! concatenation compaction uses), `compact`, `export`.
+
+mod combine;
+mod compact;
+mod copy;
+mod export;
+mod inputs;
+mod merge;
+mod output;
+mod plan;
+mod reencode;
+
+pub use combine::combine;
+pub use compact::{
+    compact, CompactEvent, CompactReport, CompactSpec, Target, DEFAULT_TARGET_BYTES,
+};
+pub use copy::{copy, project, vacuum_into, CopyReport, CopySpec, SourceSelector};
+pub use export::{export, hive_escape, ExportReport, EXPORT_FORMAT};
+pub use merge::{same_series, union_fields};
