@@ -85,6 +85,7 @@ impl BlockCache {
     }
 
     /// The most bytes this cache holds.
+    #[cfg(test)]
     pub(crate) fn budget(&self) -> usize {
         self.budget
     }
