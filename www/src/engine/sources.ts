@@ -80,13 +80,13 @@ function strong(etag: string | null): string | null {
 }
 
 /**
- * Asks `url` for its first `bytes` bytes. A server that answers 206 can be
- * read in place; any other answer (200: it ignores ranges; an error
- * status) is null, and the caller downloads the file whole instead, which
- * reports a failing status in its own words. The body of a 200 answer is
- * not read.
+ * Asks `url` for its first `bytes` bytes. A server that answers 206 for a
+ * file of at least `minSize` bytes can be read in place; any other answer
+ * (200: it ignores ranges; an error status; a smaller file) is null, and
+ * the caller downloads the file whole instead, which reports a failing
+ * status in its own words. The body is read only when the answer is used.
  */
-export async function probeUrl(url: string, bytes: number): Promise<Probe | null> {
+export async function probeUrl(url: string, bytes: number, minSize: number): Promise<Probe | null> {
   let res: Response;
   try {
     res = await fetch(url, { headers: { Range: `bytes=0-${bytes - 1}` }, cache: "no-store" });
@@ -94,7 +94,7 @@ export async function probeUrl(url: string, bytes: number): Promise<Probe | null
     return null;
   }
   const size = totalOf(res.headers.get("content-range"));
-  if (res.status !== 206 || size === null) {
+  if (res.status !== 206 || size === null || size < minSize) {
     void res.body?.cancel().catch(() => {});
     return null;
   }

@@ -122,8 +122,8 @@ function keep(a: Archive): number {
 
 /** openUrl: in place when the server answers ranges and the file is large enough, else null. */
 async function openUrl(req: Extract<Request, { op: "openUrl" }>): Promise<number | null> {
-  const probe = await probeUrl(req.url, PROBE_BYTES);
-  if (!probe || probe.size < req.minLazyBytes) return null;
+  const probe = await probeUrl(req.url, PROBE_BYTES, req.minLazyBytes);
+  if (!probe) return null;
   return keep(Archive.openLazy(new HttpSource(req.url, probe), req.name, true));
 }
 

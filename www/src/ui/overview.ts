@@ -40,8 +40,17 @@ function field(label: string, key: string, value: Child, raw?: string | number |
   );
 }
 
+/**
+ * Verify reads every page of an archive. Read in place, that is the whole
+ * file again: done at once for a local file up to this size (a fraction of
+ * a second), on a click for a larger one or one read over the network.
+ */
+export const AUTO_VERIFY_IN_PLACE_BYTES = 256 << 20;
+
 export class Overview {
   readonly el: HTMLElement;
+  /** Verify waits for a click (see AUTO_VERIFY_IN_PLACE_BYTES) rather than starting by itself. */
+  readonly verifiesOnClick: boolean;
   private readonly badge: HTMLElement;
   private readonly spanValue: HTMLElement;
 
@@ -52,14 +61,20 @@ export class Overview {
     const t = totals(desc);
     const span = archiveSpan(desc);
     const lazy = host.handle.mode === "lazy";
-    this.badge = lazy
+    this.verifiesOnClick = lazy && (host.url !== null || desc.file_bytes > AUTO_VERIFY_IN_PLACE_BYTES);
+    this.badge = this.verifiesOnClick
       ? h(
           "button",
-          { type: "button", class: "dv-badge", data: { testid: "verify", state: "idle" }, title: "Verify reads every page of the archive; read in place, that means fetching the whole file" },
+          {
+            type: "button",
+            class: "dv-badge",
+            data: { testid: "verify", state: "idle" },
+            title: "Verify reads every page of the archive; read in place, that means reading the whole file again",
+          },
           "verify…",
         )
       : h("button", { type: "button", class: "dv-badge dv-badge-wait", data: { testid: "verify" } }, "verifying…");
-    if (lazy)
+    if (this.verifiesOnClick)
       this.badge.onclick = () => {
         this.badge.onclick = null;
         this.badge.className = "dv-badge dv-badge-wait";
