@@ -121,13 +121,17 @@ pub enum EngineKind {
     Crashed,
     /// The caller withdrew the request before its answer came.
     Cancelled,
+    /// A file read in place changed while it was being read.
+    Changed,
+    /// A file read in place stopped answering reads.
+    Unreadable,
     /// Anything else: a fault in the engine, not in the file.
     Internal,
 }
 
 impl EngineKind {
     /// Every kind, in the order the contract lists them.
-    pub const ALL: [EngineKind; 9] = [
+    pub const ALL: [EngineKind; 11] = [
         EngineKind::NotAnArchive,
         EngineKind::UnsupportedSchema,
         EngineKind::Corrupt,
@@ -136,6 +140,8 @@ impl EngineKind {
         EngineKind::Segment,
         EngineKind::Crashed,
         EngineKind::Cancelled,
+        EngineKind::Changed,
+        EngineKind::Unreadable,
         EngineKind::Internal,
     ];
 
@@ -156,6 +162,10 @@ impl EngineKind {
             }
             EngineKind::Crashed => "the worker's instance trapped; it was restarted",
             EngineKind::Cancelled => "the caller withdrew the request before its answer came",
+            EngineKind::Changed => "a file read in place changed while it was being read",
+            EngineKind::Unreadable => {
+                "a file read in place stopped answering reads (gone, or the server refused a range)"
+            }
             EngineKind::Internal => "a fault in the engine, not in the file",
         }
     }
@@ -171,6 +181,8 @@ impl EngineKind {
             EngineKind::Segment => "Segment",
             EngineKind::Crashed => "Crashed",
             EngineKind::Cancelled => "Cancelled",
+            EngineKind::Changed => "Changed",
+            EngineKind::Unreadable => "Unreadable",
             EngineKind::Internal => "Internal",
         }
     }
@@ -438,6 +450,16 @@ pub enum Error {
         /// The most this reader holds in memory.
         limit: u64,
     },
+    /// An archive read in place (a dropped file, a URL read by ranges)
+    /// could not serve a read: it changed under the reader, or the source
+    /// stopped answering. Nothing read after that is trusted.
+    #[error("{file}: {cause}")]
+    Source {
+        /// The file.
+        file: String,
+        /// What the source said.
+        cause: crate::container::lazy::SourceFailure,
+    },
     /// A condition that usually clears by itself (a lock held elsewhere, a
     /// full disk) outlasted the writer's retries, so the tick was dropped.
     /// The writer carries on with the next one.
@@ -495,6 +517,7 @@ impl Error {
             Error::TooLarge { .. } => "TooLarge",
             Error::Wire { .. } => "Wire",
             Error::Replication { .. } => "Replication",
+            Error::Source { .. } => "Source",
         }
     }
 
@@ -512,6 +535,10 @@ impl Error {
             Error::Corrupt { .. } => EngineKind::Corrupt,
             Error::NotFound { .. } | Error::Invalid { .. } => EngineKind::NotFound,
             Error::Segment { .. } => EngineKind::Segment,
+            Error::Source { cause, .. } => match cause {
+                crate::container::lazy::SourceFailure::Changed(_) => EngineKind::Changed,
+                crate::container::lazy::SourceFailure::Unreadable(_) => EngineKind::Unreadable,
+            },
             _ => EngineKind::Internal,
         }
     }

@@ -124,6 +124,32 @@ impl Archive {
         Ok(archive)
     }
 
+    /// Opens an archive that SQLite reads in place through the VFS named
+    /// `vfs`, which serves the file it knows as `path` read-only (see
+    /// [`super::lazy`]). `header` is the file's first bytes, read through
+    /// the same VFS: they are checked before SQLite sees the file. The open
+    /// is `immutable`: no locks, no journal, no change detection by SQLite
+    /// (the VFS detects a changed source itself).
+    pub fn from_vfs(name: &str, header: &[u8], vfs: &str, path: &str) -> Result<Archive> {
+        let file = name.to_string();
+        sniff_bytes(header).require_readable(&file)?;
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY
+            | rusqlite::OpenFlags::SQLITE_OPEN_URI
+            | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let uri = format!("file:{path}?immutable=1");
+        let conn = Connection::open_with_flags_and_vfs(uri, flags, vfs)
+            .ctx(&file, "cannot open the file in place")?;
+        let mut archive = Archive {
+            conn,
+            file,
+            shape: CatalogShape::CURRENT,
+            #[cfg(not(target_arch = "wasm32"))]
+            path: None,
+        };
+        archive.check_opened()?;
+        Ok(archive)
+    }
+
     /// Opens an archive from bytes already in memory (copied once into SQLite).
     pub fn from_bytes(name: &str, bytes: &[u8]) -> Result<Archive> {
         Archive::from_reader(name, bytes, bytes.len())

@@ -6,6 +6,7 @@
 //! writes. The streaming writer opens its own connection (see `write`).
 
 mod handle;
+pub mod lazy;
 pub mod pragmas;
 mod schema;
 mod sniff;

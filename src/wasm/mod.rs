@@ -14,6 +14,7 @@
 mod convert;
 mod input;
 mod js;
+mod vfs;
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;
@@ -48,9 +49,28 @@ fn noting<T>(what: impl FnOnce() -> String, decode: impl FnOnce() -> T) -> T {
 
 type JsResult<T> = Result<T, JsValue>;
 
+/// A crate error as a JS `Error`; a SQLite I/O error caused by a lazily
+/// read source is reported as that source's failure.
 fn fail(err: Error) -> JsValue {
-    js::from_error(&err)
+    js::from_error(&vfs::explain(err))
 }
+
+/// A new id for an open archive, and the decoded-segment cache told how
+/// much it should weigh.
+fn opened(weight: u64) -> u32 {
+    let id = NEXT_ID.with(|n| {
+        let id = n.get();
+        n.set(id.wrapping_add(1));
+        id
+    });
+    CACHE.with(|c| c.borrow_mut().opened(id, weight));
+    id
+}
+
+/// What an archive read in place weighs in the decoded-segment cache's
+/// default budget (a quarter of what is open): not its size, which may be
+/// far past memory, but at most this.
+const LAZY_CACHE_WEIGHT: u64 = 256 << 20;
 
 /// A JS number that must be a whole id (source id or seq).
 fn whole(what: &str, file: &str, v: f64) -> JsResult<i64> {
@@ -95,11 +115,14 @@ fn range_request<'a>(
     })
 }
 
-/// An archive open in this engine: read-only, in memory.
+/// An archive open in this engine, read-only: held in memory, or read in
+/// place through a byte source (`openLazy`).
 #[wasm_bindgen(js_name = Archive)]
 pub struct JsArchive {
     id: u32,
     archive: Rc<Archive>,
+    /// The file read in place, for an archive opened with `openLazy`.
+    lazy: Option<vfs::SharedFile>,
 }
 
 #[wasm_bindgen(js_class = Archive)]
@@ -113,16 +136,63 @@ impl JsArchive {
         let len = bytes.length() as u64;
         let reader = input::JsBytes::new(bytes.clone());
         let archive = Archive::from_reader(name, reader, len as usize).map_err(fail)?;
-        let id = NEXT_ID.with(|n| {
-            let id = n.get();
-            n.set(id.wrapping_add(1));
-            id
-        });
-        CACHE.with(|c| c.borrow_mut().opened(id, len));
         Ok(JsArchive {
-            id,
+            id: opened(len),
             archive: Rc::new(archive),
+            lazy: None,
         })
+    }
+
+    /// Opens an archive in place: SQLite reads it through `source`,
+    /// `{ size: number, read(offset: number, length: number): Uint8Array }`,
+    /// a range at a time, through a bounded cache, so its size is not
+    /// limited by memory (offsets are 64-bit). Opening reads the header
+    /// and the catalog's pages; a segment's pages are read when it is
+    /// decoded. `http` tunes the read-ahead for a network source. `read`
+    /// throws an `Error` with `kind` "Changed" when the file is no longer
+    /// the one opened; every later read of the archive then fails with
+    /// that kind.
+    #[wasm_bindgen(js_name = openLazy)]
+    pub fn open_lazy(source: JsValue, name: &str, http: bool) -> JsResult<JsArchive> {
+        console_error_panic_hook::set_once();
+        let (archive, file) = vfs::open(name, source, http).map_err(fail)?;
+        let weight = file.borrow().len().min(LAZY_CACHE_WEIGHT);
+        Ok(JsArchive {
+            id: opened(weight),
+            archive: Rc::new(archive),
+            lazy: Some(file),
+        })
+    }
+
+    /// "lazy" for an archive read in place, "memory" for one held whole.
+    #[wasm_bindgen(getter)]
+    pub fn mode(&self) -> String {
+        if self.lazy.is_some() {
+            "lazy"
+        } else {
+            "memory"
+        }
+        .to_string()
+    }
+
+    /// The traffic of an archive read in place: `{ size, fetches,
+    /// fetchedBytes, hits, misses, cachedBytes }`, or `null`
+    /// for one held in memory.
+    #[wasm_bindgen(js_name = lazyStats)]
+    pub fn lazy_stats(&self) -> JsValue {
+        let Some(file) = &self.lazy else {
+            return JsValue::NULL;
+        };
+        let file = file.borrow();
+        let s = file.stats();
+        js::Obj::new()
+            .set("size", JsValue::from_f64(file.len() as f64))
+            .set("fetches", JsValue::from_f64(s.fetches as f64))
+            .set("fetchedBytes", JsValue::from_f64(s.fetched_bytes as f64))
+            .set("hits", JsValue::from_f64(s.hits as f64))
+            .set("misses", JsValue::from_f64(s.misses as f64))
+            .set("cachedBytes", JsValue::from_f64(s.cached_bytes as f64))
+            .build()
     }
 
     /// The name given at open.

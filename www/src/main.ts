@@ -5,6 +5,8 @@
 // {dendro: {ready: true}} to its parent and then opens any
 // {dendro: {buffer, name}} the parent posts to it ({dendro: {ping: true}}
 // makes it repeat the handshake, for a parent that started listening late).
+// ?mode=lazy or ?mode=memory overrides how files and URLs are opened (see
+// ViewerOptions.openMode).
 
 import { type OpenResult, Viewer } from "./ui/viewer";
 import { parseState } from "./ui/state";
@@ -13,6 +15,8 @@ const params = new URLSearchParams(location.search);
 const iframeMode = params.has("embed") && window.parent !== window;
 const state = parseState(location.search);
 const app = document.getElementById("app") ?? document.body;
+const modeParam = params.get("mode");
+const openMode = modeParam === "lazy" || modeParam === "memory" ? modeParam : "auto";
 app.textContent = "";
 
 let replyOrigin = "*";
@@ -21,6 +25,7 @@ const viewer = new Viewer(app, {
   embedded: iframeMode,
   urlState: !iframeMode,
   dropOnDocument: true,
+  openMode,
   ...(state.tz ? { tz: state.tz } : {}),
   ...(iframeMode ? { onOpen: (r: OpenResult) => reportToParent(r) } : {}),
 });

@@ -1,6 +1,8 @@
 // A small static server for the page tests: www/dist at /, plus extra
 // mounts (the shared fixtures, generated archives), on 127.0.0.1 and a
-// free port. Serves .wasm as application/wasm and honours byte ranges.
+// free port. Serves .wasm as application/wasm and honours byte ranges,
+// with a strong ETag (size, modification time, inode) as `dendro serve`
+// sends, so a file rewritten under a reader shows up as a new ETag.
 // Paths under /slow/ are the same files, stopped halfway: the first half is
 // sent, the rest waits until the test calls `releaseSlow()`, so a test sees
 // the download progress bar part-way as surely as it likes, not by timing.
@@ -67,6 +69,7 @@ export async function startServer({ root, mounts = {} }) {
       "content-type": TYPES[extname(file)] ?? "application/octet-stream",
       "accept-ranges": "bytes",
       "cache-control": "no-store",
+      etag: `"${info.size.toString(16)}-${Math.round(info.mtimeMs * 1000).toString(16)}-${info.ino.toString(16)}"`,
     };
     let start = 0;
     let end = info.size - 1;

@@ -1,5 +1,7 @@
 //! `dendro serve`: the built viewer and the given archives over HTTP on
-//! 127.0.0.1, with byte ranges so a browser can fetch a large file in parts.
+//! 127.0.0.1, with byte ranges so a browser can fetch a large file in parts,
+//! and a strong `ETag` on every answer, so a viewer reading an archive in
+//! place by ranges notices when the file was replaced between two reads.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
@@ -77,6 +79,22 @@ fn header(name: &str, value: &str) -> Header {
     Header::from_bytes(name.as_bytes(), value.as_bytes()).expect("ASCII header")
 }
 
+/// A strong validator for the file as it is now: its length, modification
+/// time (nanoseconds) and, on Unix, its inode, so a rewrite in place or a
+/// replacement by rename both change it. Unchanged files keep theirs.
+pub fn etag(meta: &std::fs::Metadata) -> String {
+    let modified = meta
+        .modified()
+        .ok()
+        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+        .map_or(0, |d| d.as_nanos());
+    #[cfg(unix)]
+    let inode = std::os::unix::fs::MetadataExt::ino(meta);
+    #[cfg(not(unix))]
+    let inode = 0u64;
+    format!("\"{:x}-{modified:x}-{inode:x}\"", meta.len())
+}
+
 /// Parses a single `bytes=a-b`, `bytes=a-` or `bytes=-n` range against `len`.
 pub fn parse_range(value: &str, len: u64) -> Option<(u64, u64)> {
     let spec = value.trim().strip_prefix("bytes=")?;
@@ -105,7 +123,11 @@ fn respond(site: &Site, request: Request) {
         let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
         return;
     };
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let Ok(meta) = file.metadata() else {
+        let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
+        return;
+    };
+    let len = meta.len();
     let range = request
         .headers()
         .iter()
@@ -117,6 +139,7 @@ fn respond(site: &Site, request: Request) {
         header("Content-Security-Policy", CSP),
         header("X-Content-Type-Options", "nosniff"),
         header("Cache-Control", "no-cache"),
+        header("ETag", &etag(&meta)),
     ];
     let result = match range.map(|r| parse_range(&r, len)) {
         Some(Some((start, end))) => {
@@ -193,6 +216,29 @@ mod tests {
         assert_eq!(parse_range("bytes=5-1", 1000), None);
         assert_eq!(parse_range("bytes=0-1,5-6", 1000), None);
         assert_eq!(parse_range("items=0-1", 1000), None);
+    }
+
+    #[test]
+    fn the_etag_is_strong_stable_and_changes_with_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.dendro");
+        std::fs::write(&path, b"one").unwrap();
+        let first = etag(&std::fs::metadata(&path).unwrap());
+        assert!(first.starts_with('"') && first.ends_with('"'), "{first}");
+        assert_eq!(first, etag(&std::fs::metadata(&path).unwrap()));
+        // Same length, new content, replaced by rename: a new file.
+        let other = dir.path().join("b.dendro");
+        std::fs::write(&other, b"two").unwrap();
+        std::fs::rename(&other, &path).unwrap();
+        assert_ne!(first, etag(&std::fs::metadata(&path).unwrap()));
+        // Appended to in place.
+        let before = etag(&std::fs::metadata(&path).unwrap());
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, b"!"))
+            .unwrap();
+        assert_ne!(before, etag(&std::fs::metadata(&path).unwrap()));
     }
 
     #[test]

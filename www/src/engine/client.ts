@@ -29,7 +29,9 @@ import type {
   Engine,
   EngineError,
   EngineErrorKind,
+  LazyStats,
   LiveTail,
+  OpenMode,
   RangeEnvelope,
   RangeOptions,
   RefusalDetail,
@@ -187,7 +189,20 @@ class WorkerEngine implements Engine {
   async open(bytes: ArrayBuffer, name: string): Promise<ArchiveHandle> {
     const generation = this.generation;
     const handle = (await this.request({ op: "open", name, bytes }, `opening ${name}`, [bytes])) as number;
-    return new Handle(this, handle, name, generation);
+    return new Handle(this, handle, name, generation, "memory");
+  }
+
+  async openFile(file: Blob, name: string): Promise<ArchiveHandle> {
+    const generation = this.generation;
+    const handle = (await this.request({ op: "openFile", name, file }, `opening ${name}`)) as number;
+    return new Handle(this, handle, name, generation, "lazy");
+  }
+
+  async openUrl(url: string, name: string, opts: { minLazyBytes?: number } = {}): Promise<ArchiveHandle | null> {
+    const generation = this.generation;
+    const minLazyBytes = opts.minLazyBytes ?? 0;
+    const handle = (await this.request({ op: "openUrl", name, url, minLazyBytes }, `opening ${name}`)) as number | null;
+    return handle === null ? null : new Handle(this, handle, name, generation, "lazy");
   }
 
   /** Makes the worker's module trap, as a hostile segment would. For tests. */
@@ -228,6 +243,7 @@ class Handle implements ArchiveHandle {
     private readonly id: number,
     readonly name: string,
     private readonly generation: number,
+    readonly mode: OpenMode,
   ) {}
 
   private call<M extends Method>(method: M, args: Calls[M]["args"], what: string, signal?: AbortSignal): Promise<Calls[M]["result"]> {
@@ -289,6 +305,10 @@ class Handle implements ArchiveHandle {
 
   verify(): Promise<VerifyReport> {
     return this.call("verify", [], "verify");
+  }
+
+  lazyStats(): Promise<LazyStats | null> {
+    return this.call("lazyStats", [], "the traffic");
   }
 
   async close(): Promise<void> {

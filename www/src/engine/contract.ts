@@ -11,6 +11,8 @@ export const ERROR_KINDS = [
   "Segment", // one segment could not be decoded; the archive is otherwise usable
   "Crashed", // the worker's instance trapped; it was restarted
   "Cancelled", // the caller withdrew the request before its answer came
+  "Changed", // a file read in place changed while it was being read
+  "Unreadable", // a file read in place stopped answering reads (gone, or the server refused a range)
   "Internal", // a fault in the engine, not in the file
 ] as const;
 export type EngineErrorKind = (typeof ERROR_KINDS)[number];

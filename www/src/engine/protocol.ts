@@ -7,6 +7,7 @@ import type {
   CallerRow,
   DecodedBatch,
   EngineError,
+  LazyStats,
   LiveTail,
   RangeEnvelope,
   StreamSchema,
@@ -38,6 +39,8 @@ export interface Calls {
   callerIndex: { args: [source: number, stream: string, seq: number]; result: Uint8Array | null };
   callerRows: { args: [source: number, name: string, from: bigint, to: bigint]; result: CallerRow[] };
   verify: { args: []; result: VerifyReport };
+  /** Traffic of an archive read in place; null for one held in memory. */
+  lazyStats: { args: []; result: LazyStats | null };
 }
 
 export type Method = keyof Calls;
@@ -48,6 +51,14 @@ export type CallRequest = {
 
 export type Request =
   | { id: number; op: "open"; name: string; bytes: ArrayBuffer }
+  /** Reads the file in place, a range at a time (the File is a reference, not a copy). */
+  | { id: number; op: "openFile"; name: string; file: Blob }
+  /**
+   * Reads the URL in place with Range requests when the server answers
+   * them and the file is at least `minLazyBytes`; the answer is then the
+   * handle, else null (the caller downloads the file whole).
+   */
+  | { id: number; op: "openUrl"; name: string; url: string; minLazyBytes: number }
   | { id: number; op: "close"; handle: number }
   /**
    * `cacheBytes`: the decoded-segment cache's budget. `decoder`: false
@@ -82,7 +93,7 @@ export type Release = { op: "release"; id: number };
 export type ToWorker = Request | Cancel | Release;
 
 export type Response =
-  /** For "open", `value` is the new handle's id. */
+  /** For "open", "openFile" and "openUrl", `value` is the new handle's id (null: see openUrl). */
   | { id: number; ok: true; value: unknown }
   /**
    * `fatal`: the WebAssembly instance trapped and is unusable; the client

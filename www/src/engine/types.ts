@@ -239,9 +239,32 @@ export interface Cancellable {
   signal?: AbortSignal;
 }
 
+/** The traffic of an archive read in place (`ArchiveHandle.lazyStats`). */
+export interface LazyStats {
+  /** The file's size in bytes. */
+  size: number;
+  /** Reads of the file: HTTP requests, or ranges read from a File. */
+  fetches: number;
+  /** Bytes those reads returned. */
+  fetchedBytes: number;
+  /** Pages served from the engine's block cache, and pages fetched. */
+  hits: number;
+  misses: number;
+  /** Bytes the block cache holds now (bounded, whatever the file's size). */
+  cachedBytes: number;
+}
+
+/**
+ * How an archive is held: "memory" copies the whole file into the engine
+ * (fastest to query; limited by memory); "lazy" reads it in place, a range
+ * at a time through a bounded cache, so any size opens.
+ */
+export type OpenMode = "memory" | "lazy";
+
 /** One archive open in the engine. Every method runs in the worker. */
 export interface ArchiveHandle {
   readonly name: string;
+  readonly mode: OpenMode;
   describe(): Promise<Description>;
   schema(source: number, stream: string): Promise<StreamSchema>;
   readSegment(source: number, stream: string, seq: number, columns?: string[], opts?: Cancellable): Promise<DecodedBatch>;
@@ -256,6 +279,8 @@ export interface ArchiveHandle {
   callerIndex(source: number, stream: string, seq: number): Promise<Uint8Array | null>;
   callerRows(source: number, name: string, from: bigint, to: bigint, opts?: Cancellable): Promise<CallerRow[]>;
   verify(): Promise<VerifyReport>;
+  /** Traffic so far of an archive read in place; null in memory mode. */
+  lazyStats(): Promise<LazyStats | null>;
   close(): Promise<void>;
 }
 
@@ -263,5 +288,13 @@ export interface ArchiveHandle {
 export interface Engine {
   /** Takes ownership of the buffer (it is transferred to the worker). */
   open(bytes: ArrayBuffer, name: string): Promise<ArchiveHandle>;
+  /** Reads a File (or Blob) in place: nothing is copied up front, and any size opens. */
+  openFile(file: Blob, name: string): Promise<ArchiveHandle>;
+  /**
+   * Reads a URL in place with HTTP Range requests, when its server answers
+   * them (206) and it is at least `minLazyBytes` long (default 0);
+   * otherwise resolves null, and the caller downloads it whole.
+   */
+  openUrl(url: string, name: string, opts?: { minLazyBytes?: number }): Promise<ArchiveHandle | null>;
   terminate(): void;
 }

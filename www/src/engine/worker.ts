@@ -25,6 +25,7 @@ import init, * as module from "../../pkg/dendro.js";
 import { Archive, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import { packDescription } from "./packing";
+import { BlobSource, HttpSource, probeUrl } from "./sources";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { Description, EngineError, EngineErrorKind, RefusalDetail } from "./types";
@@ -105,7 +106,26 @@ const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls
   callerIndex: (a, source, stream, seq) => a.callerIndex(source, stream, seq) ?? null,
   callerRows: (a, source, name, from, to) => a.callerRows(source, name, from, to),
   verify: (a) => a.verify(),
+  lazyStats: (a) => a.lazyStats() as Calls["lazyStats"]["result"],
 };
+
+/** The first bytes asked of a URL: the header and the first pages of the catalog, in one request. */
+const PROBE_BYTES = 16 << 10;
+
+/** An archive just opened, kept under a new handle. */
+function keep(a: Archive): number {
+  if (useDecoder) decoder.warm();
+  const handle = nextHandle++;
+  archives.set(handle, a);
+  return handle;
+}
+
+/** openUrl: in place when the server answers ranges and the file is large enough, else null. */
+async function openUrl(req: Extract<Request, { op: "openUrl" }>): Promise<number | null> {
+  const probe = await probeUrl(req.url, PROBE_BYTES, req.minLazyBytes);
+  if (!probe) return null;
+  return keep(Archive.openLazy(new HttpSource(req.url, probe), req.name, true));
+}
 
 function call<M extends Method>(a: Archive, method: M, args: Calls[M]["args"]): Calls[M]["result"] {
   const run = methods[method] as ((a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"]) | undefined;
@@ -301,11 +321,12 @@ function run(req: Request): unknown {
       } finally {
         release(req.bytes);
       }
-      if (useDecoder) decoder.warm();
-      const handle = nextHandle++;
-      archives.set(handle, a);
-      return handle;
+      return keep(a);
     }
+    case "openFile":
+      return keep(Archive.openLazy(new BlobSource(req.file, req.name), req.name, false));
+    case "openUrl":
+      return openUrl(req);
     case "close": {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);

@@ -228,7 +228,9 @@ export class ArchiveView {
     if (pick) this.select(pick.source, pick.stream, pick.seq, pick.columns, pick.notify ?? false);
     // verify reads every segment; the worker answers in order, so it waits
     // until the first plot is up (or a moment has passed) instead of
-    // standing in front of it.
+    // standing in front of it. Read in place, it reads the whole file
+    // again: past a size, or over the network, it waits for a click.
+    if (this.overview.verifiesOnClick) return;
     const first = this.streamView ? this.streamInit.then(() => this.streamView?.firstPlot()) : Promise.resolve();
     void Promise.race([first, new Promise((r) => setTimeout(r, 2500))]).then(() => this.overview.verify());
   }

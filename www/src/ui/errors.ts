@@ -130,6 +130,21 @@ export function explain(e: unknown, name: string, fileBytes?: number): Explained
       };
     case "Cancelled":
       return { kind: e.kind, title: "Cancelled", hint: "A newer request replaced this one.", message };
+    case "Changed":
+      return {
+        kind: e.kind,
+        title: `${name} changed while it was being read`,
+        hint:
+          "The viewer reads this archive in place, a part at a time, and the file (or the server's copy) was replaced or modified after it was opened. Nothing read after the change is shown. Open it again to see the new version.",
+        message,
+      };
+    case "Unreadable":
+      return {
+        kind: e.kind,
+        title: `Part of ${name} could not be read`,
+        hint: "The viewer reads this archive in place, a part at a time: the file was moved or deleted, or the server stopped answering range requests. Open it again.",
+        message,
+      };
     case "Crashed":
       return {
         kind: e.kind,

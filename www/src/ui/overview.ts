@@ -40,8 +40,17 @@ function field(label: string, key: string, value: Child, raw?: string | number |
   );
 }
 
+/**
+ * Verify reads every page of an archive. Read in place, that is the whole
+ * file again: done at once for a local file up to this size (a fraction of
+ * a second), on a click for a larger one or one read over the network.
+ */
+export const AUTO_VERIFY_IN_PLACE_BYTES = 256 << 20;
+
 export class Overview {
   readonly el: HTMLElement;
+  /** Verify waits for a click (see AUTO_VERIFY_IN_PLACE_BYTES) rather than starting by itself. */
+  readonly verifiesOnClick: boolean;
   private readonly badge: HTMLElement;
   private readonly spanValue: HTMLElement;
 
@@ -51,7 +60,27 @@ export class Overview {
   ) {
     const t = totals(desc);
     const span = archiveSpan(desc);
-    this.badge = h("button", { type: "button", class: "dv-badge dv-badge-wait", data: { testid: "verify" } }, "verifying…");
+    const lazy = host.handle.mode === "lazy";
+    this.verifiesOnClick = lazy && (host.url !== null || desc.file_bytes > AUTO_VERIFY_IN_PLACE_BYTES);
+    this.badge = this.verifiesOnClick
+      ? h(
+          "button",
+          {
+            type: "button",
+            class: "dv-badge",
+            data: { testid: "verify", state: "idle" },
+            title: "Verify reads every page of the archive; read in place, that means reading the whole file again",
+          },
+          "verify…",
+        )
+      : h("button", { type: "button", class: "dv-badge dv-badge-wait", data: { testid: "verify" } }, "verifying…");
+    if (this.verifiesOnClick)
+      this.badge.onclick = () => {
+        this.badge.onclick = null;
+        this.badge.className = "dv-badge dv-badge-wait";
+        this.badge.textContent = "verifying…";
+        void this.verify();
+      };
     this.spanValue = h("span");
     const spanExtra: Record<string, string> = span ? { from: span[0].toString(), to: span[1].toString() } : {};
     this.el = h(
@@ -59,6 +88,20 @@ export class Overview {
       { class: "dv-overview", data: { testid: "overview" } },
       field("File", "name", fileText(host.name, { max: 80, what: "file name" }), undefined),
       field("Size", "file_bytes", h("span", { title: `${count(desc.file_bytes)} bytes` }, bytes(desc.file_bytes)), desc.file_bytes),
+      field(
+        "Read",
+        "mode",
+        h(
+          "span",
+          {
+            title: lazy
+              ? "Read in place: only the pages a view needs are read, through a bounded cache, so any size opens"
+              : "Copied whole into the viewer's memory",
+          },
+          lazy ? "in place" : "in memory",
+        ),
+        host.handle.mode,
+      ),
       field("Schema", "schema_version", `v${desc.schema_version}`, desc.schema_version),
       field("Sources", "sources", count(t.sources), t.sources),
       field("Streams", "streams", count(t.streams), t.streams),

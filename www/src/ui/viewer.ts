@@ -2,7 +2,7 @@
 // archive, the zone toggle, and the page-level overlays.
 
 import { createEngine } from "../engine/client";
-import type { ArchiveHandle, Description, Engine } from "../engine/types";
+import type { ArchiveHandle, Description, Engine, OpenMode } from "../engine/types";
 import { ArchiveView } from "./archive";
 import { type Child, FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace } from "./dom";
 import { type Explained, LoadError, explain } from "./errors";
@@ -33,6 +33,29 @@ export interface ViewerOptions {
   /** Told about every archive that opened or failed to. */
   onOpen?: (r: OpenResult) => void;
   tz?: TimeZoneMode;
+  /**
+   * How a file or URL is opened: "memory" copies it whole into the engine,
+   * "lazy" reads it in place a range at a time; "auto" (the default) reads
+   * in place from LAZY_FROM_BYTES up and copies what is smaller. Bytes
+   * handed over already in memory (openBytes) are always copied.
+   */
+  openMode?: OpenMode | "auto";
+}
+
+/**
+ * From this size up, "auto" reads a file or URL in place. Below it a whole
+ * copy opens about as fast and makes every later read a memory read; above
+ * it the copy's cost grows with the file while an in-place open does not
+ * (DESIGN.md, "Larger than memory").
+ */
+export const LAZY_FROM_BYTES = 32 << 20;
+
+/** How one archive is got: in place (null when it cannot be), or as bytes. */
+interface Getter {
+  lazy: (() => Promise<ArchiveHandle | null>) | null;
+  bytes: (progress: (loaded: number, total: number | null) => void) => Promise<ArrayBuffer>;
+  /** The size, when known before anything is read. */
+  size?: number;
 }
 
 type TabState =
@@ -192,51 +215,64 @@ export class Viewer {
 
   openFile(file: File | Blob, init?: ViewState, name?: string): Promise<OpenResult> {
     const n = name ?? (file instanceof File ? file.name : "archive.dendro");
-    return this.load(n, null, () => (file instanceof File ? readFile(file) : file.arrayBuffer()), init);
+    const mode = this.opts.openMode ?? "auto";
+    const lazy = mode === "lazy" || (mode === "auto" && file.size >= LAZY_FROM_BYTES);
+    return this.load(
+      n,
+      null,
+      {
+        lazy: lazy ? () => engine().openFile(file, n) : null,
+        bytes: () => (file instanceof File ? readFile(file) : file.arrayBuffer()),
+        size: file.size,
+      },
+      init,
+    );
   }
 
   /** The buffer is handed to the worker (detached here). */
   openBytes(buffer: ArrayBuffer, name: string, init?: ViewState): Promise<OpenResult> {
-    return this.load(name, null, () => Promise.resolve(buffer), init);
+    return this.load(name, null, { lazy: null, bytes: () => Promise.resolve(buffer), size: buffer.byteLength }, init);
   }
 
+  /**
+   * Reads the URL in place when its server answers Range requests (and,
+   * in "auto" mode, the file is at least LAZY_FROM_BYTES), else downloads
+   * it whole.
+   */
   openUrl(url: string, init?: ViewState): Promise<OpenResult> {
-    return this.load(nameFromUrl(url), url, (progress) => fetchWithProgress(url, progress), init);
+    const name = nameFromUrl(url);
+    const mode = this.opts.openMode ?? "auto";
+    const minLazyBytes = mode === "lazy" ? 0 : LAZY_FROM_BYTES;
+    return this.load(
+      name,
+      url,
+      {
+        lazy: mode === "memory" ? null : () => engine().openUrl(url, name, { minLazyBytes }),
+        bytes: (progress) => fetchWithProgress(url, progress),
+      },
+      init,
+    );
   }
 
-  private async load(
-    name: string,
-    url: string | null,
-    getBytes: (progress: (loaded: number, total: number | null) => void) => Promise<ArrayBuffer>,
-    init?: ViewState,
-  ): Promise<OpenResult> {
+  private async load(name: string, url: string | null, getter: Getter, init?: ViewState): Promise<OpenResult> {
     const tab = this.addTab(name, url);
     const bar = h("progress", { class: "dv-progress", data: { testid: "progress" } });
     const what = h("div", { class: "dv-loading-what" }, url ? "Downloading…" : "Reading the file…");
     replace(tab.el, h("div", { class: "dv-loading", data: { testid: "loading" } }, h("div", { class: "dv-loading-name" }, fileText(name, { max: 120 })), what, bar));
-    let buf: ArrayBuffer;
-    try {
-      buf = await getBytes((loaded, total) => {
-        if (total !== null && total > 0) {
-          bar.max = total;
-          bar.value = loaded;
-          what.textContent = `Downloading… ${bytes(loaded)} of ${bytes(total)} (${Math.floor((loaded / total) * 100)}%)`;
-        } else {
-          bar.removeAttribute("value");
-          what.textContent = `Downloading… ${bytes(loaded)}`;
-        }
-      });
-    } catch (e) {
-      return this.fail(tab, e, undefined);
+    let handle: ArchiveHandle | null = null;
+    let size = getter.size;
+    if (getter.lazy) {
+      what.textContent = url ? "Reading the archive's catalog from the server…" : "Reading the archive's catalog…";
+      try {
+        handle = await getter.lazy();
+      } catch (e) {
+        return this.fail(tab, e, size);
+      }
     }
-    const size = buf.byteLength;
-    what.textContent = `Opening ${bytes(size)} in the worker…`;
-    bar.removeAttribute("value");
-    let handle: ArchiveHandle;
-    try {
-      handle = await engine().open(buf, name);
-    } catch (e) {
-      return this.fail(tab, e, size);
+    if (!handle) {
+      const opened = await this.openWhole(tab, getter, what, bar);
+      if ("failed" in opened) return opened.failed;
+      ({ handle, size } = opened);
     }
     let desc: Description;
     try {
@@ -258,6 +294,7 @@ export class Viewer {
     );
     tab.state = { kind: "archive", view, handle };
     tab.button.dataset["state"] = "open";
+    tab.button.dataset["mode"] = handle.mode;
     replace(tab.el, view.el);
     if (this.active === tab) {
       view.shown();
@@ -266,6 +303,38 @@ export class Viewer {
     const r: OpenResult = { ok: true, name, description: desc };
     this.opts.onOpen?.(r);
     return r;
+  }
+
+  /** Gets the whole file's bytes (with progress) and copies them into the engine. */
+  private async openWhole(
+    tab: Tab,
+    getter: Getter,
+    what: HTMLElement,
+    bar: HTMLProgressElement,
+  ): Promise<{ handle: ArchiveHandle; size: number } | { failed: OpenResult }> {
+    let buf: ArrayBuffer;
+    try {
+      buf = await getter.bytes((loaded, total) => {
+        if (total !== null && total > 0) {
+          bar.max = total;
+          bar.value = loaded;
+          what.textContent = `Downloading… ${bytes(loaded)} of ${bytes(total)} (${Math.floor((loaded / total) * 100)}%)`;
+        } else {
+          bar.removeAttribute("value");
+          what.textContent = `Downloading… ${bytes(loaded)}`;
+        }
+      });
+    } catch (e) {
+      return { failed: this.fail(tab, e, undefined) };
+    }
+    const size = buf.byteLength;
+    what.textContent = `Opening ${bytes(size)} in the worker…`;
+    bar.removeAttribute("value");
+    try {
+      return { handle: await engine().open(buf, tab.name), size };
+    } catch (e) {
+      return { failed: this.fail(tab, e, size) };
+    }
   }
 
   private fail(tab: Tab, e: unknown, size: number | undefined): OpenResult {

@@ -1,0 +1,249 @@
+//! An archive read in place, a range at a time, instead of copied whole
+//! into memory: the browser's way to open a file larger than its memory
+//! (a dropped `File`, a URL answered with HTTP ranges). SQLite sees a
+//! read-only file through a VFS (`src/wasm/vfs.rs`, wasm32 only); every
+//! read it makes lands here, in [`LazyFile`], which serves it from a
+//! bounded cache of blocks and fetches misses from a [`ByteSource`] with
+//! read-ahead that grows along sequential walks.
+//!
+//! Everything here is plain Rust over a trait, so it is tested natively
+//! with a mock source that claims more than wasm32 could address.
+//! Offsets are `u64` throughout: only what is cached must fit in memory.
+
+mod blocks;
+mod heads;
+
+use blocks::BlockCache;
+use heads::ReadHeads;
+
+/// Why a lazily read file could not serve a read. Once a source fails,
+/// its file fails every later read the same way: a file that changed
+/// under the reader must not be read as half one version, half another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SourceFailure {
+    /// The file is no longer the one opened: its length or version tag
+    /// (an HTTP `ETag`) differs, or the browser says it was modified.
+    Changed(String),
+    /// A read could not be served at all: the file went away, the server
+    /// stopped answering, or it answered without the range asked for.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for SourceFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceFailure::Changed(why) => write!(
+                f,
+                "the file changed while it was being read ({why}); open it again to see the new version"
+            ),
+            SourceFailure::Unreadable(why) => write!(f, "a part of the file could not be read ({why})"),
+        }
+    }
+}
+
+/// Where a lazy file's bytes come from: random access by 64-bit offset.
+pub trait ByteSource {
+    /// The file's length in bytes, fixed when it was opened.
+    fn len(&self) -> u64;
+
+    /// Whether the file is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Fills all of `buf` from `offset`; the caller keeps the range inside
+    /// [`ByteSource::len`].
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), SourceFailure>;
+}
+
+/// How a lazy file caches and reads ahead.
+#[derive(Debug, Clone, Copy)]
+pub struct LazyConfig {
+    /// The cache's unit: SQLite's page size, so one page is one block.
+    pub block_bytes: u64,
+    /// The cache's budget in bytes.
+    pub cache_bytes: usize,
+    /// How many sequential walks are followed at once.
+    pub heads: usize,
+    /// The smallest fetch, in bytes (a random page read).
+    pub min_read_bytes: u64,
+    /// The largest fetch a walk grows to, in bytes.
+    pub max_read_bytes: u64,
+}
+
+impl LazyConfig {
+    /// A file on the reader's own machine: a read costs little more than
+    /// its bytes, so walks grow fast and the ceiling is high.
+    pub const LOCAL_FILE: LazyConfig = LazyConfig {
+        block_bytes: crate::container::PAGE_SIZE as u64,
+        cache_bytes: 32 << 20,
+        heads: 4,
+        min_read_bytes: 4 << 10,
+        max_read_bytes: 4 << 20,
+    };
+
+    /// A file behind HTTP: every request costs a round trip, so a miss
+    /// fetches several pages and a walk grows to a few MiB.
+    pub const HTTP: LazyConfig = LazyConfig {
+        block_bytes: crate::container::PAGE_SIZE as u64,
+        cache_bytes: 48 << 20,
+        heads: 4,
+        min_read_bytes: 16 << 10,
+        max_read_bytes: 4 << 20,
+    };
+}
+
+/// Counters of a lazy file's traffic, for benchmarks and the page.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct LazyStats {
+    /// Reads asked of the source (HTTP requests, `Blob.slice` reads).
+    pub fetches: u64,
+    /// Bytes those reads returned.
+    pub fetched_bytes: u64,
+    /// Blocks served from the cache.
+    pub hits: u64,
+    /// Blocks that had to be fetched.
+    pub misses: u64,
+    /// Bytes the cache holds now.
+    pub cached_bytes: u64,
+}
+
+/// A read-only file served from a [`ByteSource`] through a block cache.
+pub struct LazyFile<S> {
+    source: S,
+    len: u64,
+    cache: BlockCache,
+    heads: ReadHeads,
+    max_span: u64,
+    failed: Option<SourceFailure>,
+    stats: LazyStats,
+}
+
+impl<S: ByteSource> LazyFile<S> {
+    /// Serves `source` with `config`'s cache and read-ahead.
+    pub fn new(source: S, config: LazyConfig) -> LazyFile<S> {
+        let block = config.block_bytes.max(512);
+        let min_span = config.min_read_bytes.div_ceil(block).max(1);
+        // A fetch larger than a quarter of the budget would push out the
+        // very blocks it walks past.
+        let max_span = config
+            .max_read_bytes
+            .min(config.cache_bytes as u64 / 4)
+            .div_ceil(block)
+            .max(min_span);
+        LazyFile {
+            len: source.len(),
+            source,
+            cache: BlockCache::new(block, config.cache_bytes),
+            heads: ReadHeads::new(config.heads, min_span, max_span),
+            max_span,
+            failed: None,
+            stats: LazyStats::default(),
+        }
+    }
+
+    /// The file's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the file is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The failure that stopped this file, if one has.
+    pub fn failure(&self) -> Option<&SourceFailure> {
+        self.failed.as_ref()
+    }
+
+    /// Traffic so far.
+    pub fn stats(&self) -> LazyStats {
+        LazyStats {
+            cached_bytes: self.cache.bytes() as u64,
+            ..self.stats
+        }
+    }
+
+    /// Reads up to `buf.len()` bytes at `offset`, returning how many: fewer
+    /// only at the end of the file. The WAL marker of the header (bytes 18
+    /// and 19) reads as a rollback journal's, since this file has no
+    /// sidecars and SQLite must not look for them.
+    pub fn read(&mut self, buf: &mut [u8], offset: u64) -> Result<usize, SourceFailure> {
+        if let Some(failed) = &self.failed {
+            return Err(failed.clone());
+        }
+        if offset >= self.len || buf.is_empty() {
+            return Ok(0);
+        }
+        let want = (buf.len() as u64).min(self.len - offset) as usize;
+        let block_bytes = self.cache.block_bytes();
+        let mut done = 0usize;
+        while done < want {
+            let at = offset + done as u64;
+            let index = at / block_bytes;
+            let within = (at % block_bytes) as usize;
+            if let Some(block) = self.cache.get(index) {
+                self.stats.hits += 1;
+                let n = (block.len() - within).min(want - done);
+                buf[done..done + n].copy_from_slice(&block[within..within + n]);
+                done += n;
+                continue;
+            }
+            let fetched = match self.fetch_from(index) {
+                Ok(fetched) => fetched,
+                Err(failure) => {
+                    self.failed = Some(failure.clone());
+                    return Err(failure);
+                }
+            };
+            // Copy what was asked straight from the fetch, then keep it:
+            // the copy does not depend on the cache keeping the blocks.
+            let n = (fetched.len() - within).min(want - done);
+            buf[done..done + n].copy_from_slice(&fetched[within..within + n]);
+            done += n;
+            for (i, block) in fetched.chunks(block_bytes as usize).enumerate() {
+                self.cache.insert(index + i as u64, block);
+            }
+        }
+        Ok(want)
+    }
+
+    /// Fetches a run of blocks from `index` on: as many as the read heads
+    /// plan, stopping at the file's end and before a block already held.
+    fn fetch_from(&mut self, index: u64) -> Result<Vec<u8>, SourceFailure> {
+        let block_bytes = self.cache.block_bytes();
+        let planned = self.heads.plan(index).min(self.max_span);
+        let mut span = 1;
+        while span < planned && !self.cache.contains(index + span) {
+            span += 1;
+        }
+        let start = index * block_bytes;
+        let end = (start + span * block_bytes).min(self.len);
+        let mut data = vec![0u8; (end - start) as usize];
+        self.source.read_exact_at(start, &mut data)?;
+        self.stats.fetches += 1;
+        self.stats.misses += span;
+        self.stats.fetched_bytes += data.len() as u64;
+        if start == 0 {
+            as_rollback_header(&mut data);
+        }
+        Ok(data)
+    }
+}
+
+/// Marks a header that says WAL (format bytes 18 and 19 = 2) as a rollback
+/// journal's (1), so SQLite reads the main file alone, as it does for an
+/// archive opened from memory.
+fn as_rollback_header(head: &mut [u8]) {
+    for at in [18, 19] {
+        if let Some(byte) = head.get_mut(at) {
+            if *byte == 2 {
+                *byte = 1;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

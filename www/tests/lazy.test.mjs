@@ -1,0 +1,259 @@
+// Archives read in place (issue 12): every shared fixture reads the same
+// whether it is copied whole into the engine or read in place, a range at
+// a time, from a dropped (disk-backed) File or over HTTP ranges: describe,
+// every segment decoded and a reduced window, compared as digests. An
+// archive rewritten on the server between two reads is reported as
+// "Changed", in words, and never read as a mix of two versions; so is a
+// picked file modified on disk. The viewer says which mode it is in.
+//
+// The engine runs as the page runs it (www/src/engine/, bundled with
+// www/pkg by scripts/lib/engine-page.mjs); the viewer tests use www/dist.
+// The archive for the change tests is written by examples/big_archive.rs
+// (4 MB: four segments of about 1 MiB, so their pages are not read by the
+// open) into target/lazy-test/.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { existsSync } from "node:fs";
+import { appendFile, copyFile, mkdir, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { basename, join } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { bundleEngine } from "../../scripts/lib/engine-page.mjs";
+import { FIXTURES, ROOT, launch, missingPrerequisite, newPage, serve, soundFixtures } from "./helpers.mjs";
+import { startServer } from "./server.mjs";
+
+const T = { timeout: 180_000 };
+const WORK = join(ROOT, "target", "lazy-test");
+const BIG = join(WORK, "four-segments.dendro");
+
+function bigArchive() {
+  if (existsSync(BIG)) return;
+  const targetDir = process.env.CARGO_TARGET_DIR ?? join(ROOT, "target");
+  const built = [join(targetDir, "release/examples/big_archive"), join(targetDir, "debug/examples/big_archive")].find((b) => existsSync(b));
+  const [cmd, args] = built ? [built, [BIG, "4"]] : ["cargo", ["run", "--quiet", "--example", "big_archive", "--", BIG, "4"]];
+  execFileSync(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"], timeout: 1_800_000 });
+}
+
+/**
+ * Runs in the page: a SHA-256 of everything a viewer reads from `h`
+ * (describe; every segment decoded; a reduced window of each stream),
+ * with its errors' kinds and messages in place of what failed.
+ */
+async function digestInPage(h) {
+  const text = (v) =>
+    JSON.stringify(v, (_, x) => (typeof x === "bigint" ? `${x}n` : ArrayBuffer.isView(x) ? Array.from(x, String).join(",") : x));
+  const attempt = async (f) => {
+    try {
+      return text(await f());
+    } catch (e) {
+      return `error ${e.kind}: ${e.message}`;
+    }
+  };
+  const parts = [];
+  const d = await h.describe();
+  parts.push(text(d));
+  for (const s of d.sources)
+    for (const st of s.streams) {
+      for (const seg of st.segments) parts.push(await attempt(() => h.readSegment(s.id, st.name, seg.seq)));
+      if (st.segments.length > 0) {
+        const from = st.segments[0].first_ts;
+        const to = st.segments[st.segments.length - 1].last_ts;
+        parts.push(await attempt(() => h.readRange(s.id, st.name, from, to, { maxPoints: 300 })));
+      }
+      parts.push(await attempt(() => h.liveTail(s.id, st.name)));
+    }
+  const bytes = new TextEncoder().encode(parts.join("\n"));
+  const hash = new Uint8Array(await crypto.subtle.digest("SHA-256", bytes));
+  return { digest: Array.from(hash, (b) => b.toString(16).padStart(2, "0")).join(""), parts: parts.length };
+}
+
+const missing = missingPrerequisite();
+let browser;
+let server;
+const engineDir = join(tmpdir(), "dendro-lazy-test-engine");
+
+before(async () => {
+  if (missing) return;
+  await mkdir(WORK, { recursive: true });
+  bigArchive();
+  await bundleEngine(engineDir);
+  server = await serve({ "/engine/": engineDir, "/work/": WORK });
+  browser = await launch();
+});
+
+after(async () => {
+  await browser?.close();
+  await server?.close();
+});
+
+/** The engine page, with a file input the test fills with files on disk. */
+async function enginePage() {
+  const page = await newPage(browser);
+  await page.goto(`${server.url}/engine/index.html`);
+  await page.waitForFunction(() => typeof window.createEngine === "function");
+  await page.evaluate(() => {
+    const input = document.createElement("input");
+    input.type = "file";
+    input.multiple = true;
+    input.id = "files";
+    document.body.append(input);
+  });
+  return page;
+}
+
+describe("an archive read in place", { skip: missing ?? false }, () => {
+  it("reads every shared fixture as it reads the whole file: dropped and over HTTP", T, async () => {
+    const fixtures = await soundFixtures();
+    assert.ok(fixtures.length >= 5, `only ${fixtures.length} sound fixtures`);
+    const page = await enginePage();
+    await page.locator("#files").setInputFiles(fixtures.map((f) => f.path));
+    const results = await page.evaluate(
+      async ({ names, digestSrc }) => {
+        const digest = eval(`(${digestSrc})`);
+        const engine = window.createEngine();
+        const files = Array.from(document.getElementById("files").files);
+        const out = [];
+        for (const name of names) {
+          const file = files.find((f) => f.name === name);
+          const whole = await engine.open(await file.arrayBuffer(), name);
+          const dropped = await engine.openFile(file, name);
+          const http = await engine.openUrl(`/fixtures/${name}`, name, { minLazyBytes: 0 });
+          const row = { name, modes: [whole.mode, dropped.mode, http?.mode ?? null] };
+          row.whole = await digest(whole);
+          row.dropped = await digest(dropped);
+          row.http = http ? await digest(http) : null;
+          row.stats = [await whole.lazyStats(), await dropped.lazyStats(), http ? await http.lazyStats() : null];
+          for (const h of [whole, dropped, http]) await h?.close();
+          out.push(row);
+        }
+        engine.terminate();
+        return out;
+      },
+      { names: fixtures.map((f) => basename(f.path)), digestSrc: digestInPage.toString() },
+    );
+    for (const r of results) {
+      assert.deepEqual(r.modes, ["memory", "lazy", "lazy"], `${r.name}: modes`);
+      assert.ok(r.whole.parts >= 1, `${r.name}: read something`);
+      assert.equal(r.dropped.digest, r.whole.digest, `${r.name}: a dropped file read in place reads as the whole file`);
+      assert.equal(r.http.digest, r.whole.digest, `${r.name}: a URL read by ranges reads as the whole file`);
+      assert.equal(r.stats[0], null, `${r.name}: no traffic figures in memory mode`);
+      const [, dropped, http] = r.stats;
+      assert.ok(dropped.fetches > 0 && dropped.fetchedBytes <= dropped.size, `${r.name}: the file was read in ranges, no byte twice`);
+      assert.ok(http.fetches > 0 && http.fetchedBytes <= http.size, `${r.name}: the URL was read in ranges, no byte twice`);
+    }
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it("opens a large archive by reading its catalog only, and a segment's pages when it is read", T, async () => {
+    const page = await enginePage();
+    const r = await page.evaluate(async () => {
+      const engine = window.createEngine();
+      const h = await engine.openUrl("/work/four-segments.dendro", "four-segments.dendro", { minLazyBytes: 0 });
+      const d = await h.describe();
+      const opened = await h.lazyStats();
+      const st = d.sources[0].streams[0];
+      const last = st.segments[st.segments.length - 1];
+      await h.readSegment(d.sources[0].id, st.name, last.seq);
+      const read = await h.lazyStats();
+      engine.terminate();
+      return { opened, read, segmentBytes: last.bytes };
+    });
+    assert.ok(r.opened.fetchedBytes < r.opened.size / 4, `the open read ${r.opened.fetchedBytes} of ${r.opened.size} bytes`);
+    assert.ok(r.read.fetchedBytes - r.opened.fetchedBytes >= r.segmentBytes, "the segment's pages were read when it was decoded");
+    assert.ok(r.read.fetchedBytes - r.opened.fetchedBytes < 2 * r.segmentBytes + (64 << 10), "and not much more");
+    await page.close();
+  });
+
+  it("says the archive changed when the server's copy is rewritten between reads", T, async () => {
+    const dir = join(WORK, "changing");
+    await rm(dir, { recursive: true, force: true });
+    await mkdir(dir, { recursive: true });
+    await copyFile(BIG, join(dir, "a.dendro"));
+    const changing = await startServer({ root: engineDir, mounts: { "/engine/": engineDir, "/changing/": dir } });
+    const page = await newPage(browser);
+    await page.goto(`${changing.url}/engine/index.html`);
+    await page.waitForFunction(() => typeof window.createEngine === "function");
+    await page.evaluate(async () => {
+      const engine = window.createEngine();
+      window.h = await engine.openUrl("/changing/a.dendro", "a.dendro", { minLazyBytes: 0 });
+      window.d = await window.h.describe();
+    });
+    // Rewritten on the server: its ETag and length change.
+    await appendFile(join(dir, "a.dendro"), Buffer.alloc(4096, 7));
+    const r = await page.evaluate(async () => {
+      const st = window.d.sources[0].streams[0];
+      const last = st.segments[st.segments.length - 1];
+      const outcome = async (f) => {
+        try {
+          await f();
+          return { ok: true };
+        } catch (e) {
+          return { ok: false, kind: e.kind, message: e.message };
+        }
+      };
+      const first = await outcome(() => window.h.readSegment(window.d.sources[0].id, st.name, last.seq));
+      // Every later read fails the same way, even of pages read before.
+      const again = await outcome(() => window.h.readSegment(window.d.sources[0].id, st.name, st.segments[0].seq));
+      return { first, again };
+    });
+    assert.equal(r.first.ok, false, "no data from a file that changed");
+    assert.equal(r.first.kind, "Changed", r.first.message);
+    assert.match(r.first.message, /a\.dendro: the file changed while it was being read/);
+    assert.match(r.first.message, /ETag|bytes/);
+    assert.equal(r.again.kind, "Changed");
+    await page.close();
+    await changing.close();
+  });
+
+  it("says the archive changed when a picked file is modified on disk", T, async () => {
+    const path = join(WORK, "picked.dendro");
+    await copyFile(BIG, path);
+    const page = await enginePage();
+    await page.locator("#files").setInputFiles(path);
+    await page.evaluate(async () => {
+      const engine = window.createEngine();
+      const file = document.getElementById("files").files[0];
+      window.h = await engine.openFile(file, file.name);
+      window.d = await window.h.describe();
+    });
+    await appendFile(path, Buffer.alloc(4096, 7));
+    const r = await page.evaluate(async () => {
+      const st = window.d.sources[0].streams[0];
+      const last = st.segments[st.segments.length - 1];
+      try {
+        await window.h.readSegment(window.d.sources[0].id, st.name, last.seq);
+        return { ok: true };
+      } catch (e) {
+        return { ok: false, kind: e.kind, message: e.message };
+      }
+    });
+    assert.equal(r.ok, false, "no data from a file that changed");
+    assert.equal(r.kind, "Changed", r.message);
+    await page.close();
+  });
+
+  it("the viewer reads a drop in place in lazy mode, says so, and shows what memory mode shows", T, async () => {
+    const viewer = await startServer({ root: join(ROOT, "www", "dist"), mounts: { "/fixtures/": FIXTURES } });
+    const shown = {};
+    for (const mode of ["memory", "lazy"]) {
+      const page = await newPage(browser);
+      await page.goto(`${viewer.url}/?mode=${mode}`);
+      await page.locator('[data-testid="file-input"]').setInputFiles(join(FIXTURES, "b_multi_source.dendro"));
+      const overview = page.locator('[data-testid="overview"]');
+      await overview.waitFor();
+      await page.locator('[data-testid="plots"][data-state="drawn"]').first().waitFor();
+      shown[mode] = await overview.evaluate((el) =>
+        Object.fromEntries(Array.from(el.querySelectorAll("[data-field]"), (f) => [f.dataset.field, f.dataset.value ?? null])),
+      );
+      assert.deepEqual(page.problems, [], `${mode}: no page errors`);
+      await page.close();
+    }
+    assert.equal(shown.memory.mode, "memory");
+    assert.equal(shown.lazy.mode, "lazy");
+    for (const key of ["file_bytes", "sources", "streams", "segments", "rows", "span"])
+      assert.equal(shown.lazy[key], shown.memory[key], `overview field ${key}`);
+    await viewer.close();
+  });
+});
