@@ -198,12 +198,14 @@ pub fn export<P: AsRef<Path>>(
 /// outside `[A-Za-z0-9._-]` as `%XX` (what Hive itself escapes, and more),
 /// and `.`/`..` escaped whole so they cannot name a directory.
 pub fn hive_escape(name: &str) -> String {
-    if name.is_empty() || name == "." || name == ".." {
-        return name
-            .bytes()
-            .map(|b| format!("%{b:02X}"))
-            .collect::<String>()
-            + "%00";
+    // "", "." and ".." would name no folder or another one. Escaped, they
+    // stay distinct from every other name: "%" and "%2E" never come out
+    // of the loop below, which escapes '%' itself.
+    if name.is_empty() {
+        return "%".to_string();
+    }
+    if name == "." || name == ".." {
+        return name.bytes().map(|b| format!("%{b:02X}")).collect();
     }
     let mut out = String::with_capacity(name.len());
     for byte in name.bytes() {
