@@ -26,7 +26,7 @@ use std::time::Instant;
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use dendro::read::{self, Tail};
-use dendro::segment::encode_batch;
+use dendro::segment::segment_of_rows;
 use dendro::write::{TickRows, Writer, WriterOptions};
 use dendro::{Archive, ArchiveMut, ClockOffset, Labels, Segment, SegmentEncoder, WalRow};
 
@@ -64,13 +64,7 @@ impl SegmentEncoder for TableEncoder {
             Arc::new(StringArray::from(labels)),
         ];
         let batch = RecordBatch::try_new(schema, columns).map_err(|e| e.to_string())?;
-        Ok(Some(Segment {
-            bytes: encode_batch(&batch)?,
-            rows: rows.len() as i64,
-            first_ts: first.ts,
-            last_ts: last.ts,
-            caller_index: None,
-        }))
+        segment_of_rows(rows, &batch).map(Some)
     }
 
     fn version(&self) -> Option<String> {

@@ -83,6 +83,22 @@ pub fn encode_batch(batch: &RecordBatch) -> std::result::Result<Vec<u8>, String>
     Ok(out)
 }
 
+/// The segment an encoder answers for `rows` when `batch` holds all of
+/// them, one record per row: the batch's bytes with the rows' count and
+/// span, and no caller index.
+pub fn segment_of_rows(
+    rows: &[WalRow],
+    batch: &RecordBatch,
+) -> std::result::Result<Segment, String> {
+    Ok(Segment {
+        bytes: encode_batch(batch)?,
+        rows: rows.len() as i64,
+        first_ts: rows.first().map_or(0, |r| r.ts),
+        last_ts: rows.last().map_or(0, |r| r.ts),
+        caller_index: None,
+    })
+}
+
 /// Runs the encoder over `rows` and checks its answer against them: the
 /// same check at seal time and at read time, so a reader and the next seal
 /// agree about a tail. A segment must hold between one row and as many as

@@ -40,7 +40,7 @@ use arrow_schema::{DataType, Field};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Labels, WalRow};
-use crate::segment::{encode_batch, Segment, SegmentEncoder};
+use crate::segment::{segment_of_rows, Segment, SegmentEncoder};
 
 /// What [`TypedEncoder`] reports as its version, and the source's
 /// `encoder` metadata key says: the encoder's name and layout version.
@@ -597,17 +597,10 @@ impl SegmentEncoder for TypedEncoder {
         _stream: &str,
         rows: &[WalRow],
     ) -> std::result::Result<Option<Segment>, String> {
-        let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        if rows.is_empty() {
             return Ok(None);
-        };
-        let batch = self.decode_rows(rows)?;
-        Ok(Some(Segment {
-            bytes: encode_batch(&batch)?,
-            rows: rows.len() as i64,
-            first_ts: first.ts,
-            last_ts: last.ts,
-            caller_index: None,
-        }))
+        }
+        segment_of_rows(rows, &self.decode_rows(rows)?).map(Some)
     }
 
     fn version(&self) -> Option<String> {

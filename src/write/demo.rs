@@ -30,7 +30,7 @@ use super::{
 use crate::catalog::{ClockOffset, Labels, WalRow};
 use crate::error::{Error, Result};
 use crate::keys;
-use crate::segment::{encode_batch, Segment, SegmentEncoder};
+use crate::segment::{segment_of_rows, Segment, SegmentEncoder};
 use crate::typed::{self, Column, ColumnType, TypedEncoder, Value};
 
 /// The version [`DemoEncoder`] reports, stored as each source's `encoder`.
@@ -295,13 +295,7 @@ impl SegmentEncoder for DemoEncoder {
         }
         let batch = RecordBatch::try_new(Arc::new(Schema::new(fields)), arrays)
             .map_err(|e| e.to_string())?;
-        Ok(Some(Segment {
-            bytes: encode_batch(&batch)?,
-            rows: rows.len() as i64,
-            first_ts: first.ts,
-            last_ts: last.ts,
-            caller_index: None,
-        }))
+        segment_of_rows(rows, &batch).map(Some)
     }
 
     fn version(&self) -> Option<String> {
