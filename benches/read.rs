@@ -41,9 +41,9 @@ struct TableEncoder;
 
 impl SegmentEncoder for TableEncoder {
     fn encode(&self, _stream: &str, rows: &[WalRow]) -> Result<Option<Segment>, String> {
-        let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        if rows.is_empty() {
             return Ok(None);
-        };
+        }
         let mut values = Vec::with_capacity(rows.len());
         let mut labels = Vec::with_capacity(rows.len());
         for row in rows {

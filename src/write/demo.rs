@@ -265,9 +265,9 @@ impl SegmentEncoder for DemoEncoder {
         stream: &str,
         rows: &[WalRow],
     ) -> std::result::Result<Option<Segment>, String> {
-        let (Some(first), Some(last)) = (rows.first(), rows.last()) else {
+        if rows.is_empty() {
             return Ok(None);
-        };
+        }
         let parsed = rows
             .iter()
             .map(|r| parse_row(&r.row))
