@@ -417,6 +417,7 @@ pub struct StreamContents {
 /// seq order (gaps tolerated), then the live tail through `encoder`. The
 /// encoder is checked against each source's `encoder` key first.
 pub fn read_archive(archive: &Archive, encoder: &dyn SegmentEncoder) -> Result<Vec<SourceRead>> {
+    archive.map_pages()?;
     archive.read_snapshot(|s| {
         let mut out = Vec::new();
         for source in s.sources()? {
