@@ -113,6 +113,12 @@ impl Archive {
         let reader = std::io::Read::chain(&header[..], bytes);
         conn.deserialize_read_exact(rusqlite::MAIN_DB, reader, len, true)
             .ctx(&file, "cannot load the file into memory")?;
+        Archive::checked_without_path(conn, file)
+    }
+
+    /// An archive over a connection with no path on disk (bytes in memory,
+    /// or a VFS), once its catalog passes the open checks.
+    fn checked_without_path(conn: Connection, file: String) -> Result<Archive> {
         let mut archive = Archive {
             conn,
             file,
@@ -139,15 +145,7 @@ impl Archive {
         let uri = format!("file:{path}?immutable=1");
         let conn = Connection::open_with_flags_and_vfs(uri, flags, vfs)
             .ctx(&file, "cannot open the file in place")?;
-        let mut archive = Archive {
-            conn,
-            file,
-            shape: CatalogShape::CURRENT,
-            #[cfg(not(target_arch = "wasm32"))]
-            path: None,
-        };
-        archive.check_opened()?;
-        Ok(archive)
+        Archive::checked_without_path(conn, file)
     }
 
     /// Opens an archive from bytes already in memory (copied once into SQLite).
