@@ -13,11 +13,12 @@ use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use dendro::segment::encode_batch;
-use dendro::{ArchiveMut, Labels, Segment};
+use dendro::{ArchiveMut, Labels};
 
-/// 2026-01-01T00:00:00Z in nanoseconds; rows are one millisecond apart.
-const START_NS: i64 = 1_767_225_600_000_000_000;
+mod support;
+use support::{batch_segment, make, START_NS};
+
+/// Rows are one millisecond apart.
 const ROW_NS: i64 = 1_000_000;
 const PLOT_ROWS: usize = 3_000_000;
 const SEGMENT_ROWS: usize = 60_000;
@@ -78,37 +79,15 @@ fn write_plot_archive(path: &Path) {
         .expect("insert the source");
     for (seq, first) in (0..PLOT_ROWS).step_by(SEGMENT_ROWS).enumerate() {
         let n = SEGMENT_ROWS.min(PLOT_ROWS - first);
-        let segment = Segment {
-            bytes: encode_batch(&plot_batch(first, n)).expect("encode a segment"),
-            rows: n as i64,
-            first_ts: START_NS + first as i64 * ROW_NS,
-            last_ts: START_NS + (first + n - 1) as i64 * ROW_NS,
-            caller_index: None,
-        };
+        let segment = batch_segment(
+            &plot_batch(first, n),
+            START_NS + first as i64 * ROW_NS,
+            ROW_NS,
+        );
         tx.insert_segment(source, "metrics", seq as i64, &segment)
             .expect("insert a segment");
     }
     tx.commit().expect("commit");
-}
-
-/// Writes `name` through `write` into a temporary name, then moves it into
-/// place, so an interrupted run never leaves a half-written input behind.
-fn make(dir: &Path, name: &str, write: impl FnOnce(&Path)) {
-    let path = dir.join(name);
-    if path.exists() {
-        eprintln!("bench-viewer inputs: {name} is there");
-        return;
-    }
-    let tmp = dir.join(format!("{name}.partial"));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
-    }
-    eprintln!("bench-viewer inputs: writing {name}");
-    write(&tmp);
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
-    }
-    std::fs::rename(&tmp, &path).expect("move the archive into place");
 }
 
 fn main() {
@@ -117,5 +96,10 @@ fn main() {
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-viewer"));
     std::fs::create_dir_all(&dir).expect("create the output folder");
-    make(&dir, "plot3m.dendro", write_plot_archive);
+    make(
+        "bench-viewer inputs",
+        &dir,
+        "plot3m.dendro",
+        write_plot_archive,
+    );
 }

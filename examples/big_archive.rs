@@ -10,16 +10,13 @@
 //! `cargo run --release --example big_archive -- OUT SIZE_MB`
 //! (about a minute per 5 GB here; it skips an OUT that exists).
 
-use std::path::PathBuf;
-use std::sync::Arc;
+use std::path::{Path, PathBuf};
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
-use arrow_schema::{DataType, Field, Schema};
-use dendro::segment::encode_batch;
 use dendro::{ArchiveMut, Labels, Segment};
 
-/// 2026-01-01T00:00:00Z in nanoseconds.
-const START_NS: i64 = 1_767_225_600_000_000_000;
+mod support;
+use support::{make, ts_value_segment, START_NS};
+
 /// Rows 10 ms apart.
 const ROW_NS: i64 = 10_000_000;
 /// Rows per segment: with incompressible values, about 1 MiB of Parquet.
@@ -31,7 +28,6 @@ const BATCH: i64 = 64;
 /// generator, so values differ from segment to segment and do not compress.
 fn segment(seq: i64) -> Segment {
     let first_ts = START_NS + seq * SEGMENT_ROWS * ROW_NS;
-    let ts: Vec<i64> = (0..SEGMENT_ROWS).map(|i| first_ts + i * ROW_NS).collect();
     let mut state = (seq as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
     let value: Vec<f64> = (0..SEGMENT_ROWS)
         .map(|i| {
@@ -42,41 +38,12 @@ fn segment(seq: i64) -> Segment {
             (seq % 100) as f64 + i as f64 / SEGMENT_ROWS as f64 + noise
         })
         .collect();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("ts", DataType::Int64, false),
-        Field::new("value", DataType::Float64, false),
-    ]));
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::from(ts)),
-        Arc::new(Float64Array::from(value)),
-    ];
-    let batch = RecordBatch::try_new(schema, columns).expect("columns match the schema");
-    Segment {
-        bytes: encode_batch(&batch).expect("encode a segment"),
-        rows: SEGMENT_ROWS,
-        first_ts,
-        last_ts: first_ts + (SEGMENT_ROWS - 1) * ROW_NS,
-        caller_index: None,
-    }
+    ts_value_segment(first_ts, ROW_NS, value)
 }
 
-fn main() {
-    let mut args = std::env::args().skip(1);
-    let (Some(out), Some(size_mb)) = (args.next(), args.next()) else {
-        eprintln!("usage: big_archive OUT SIZE_MB");
-        std::process::exit(2);
-    };
-    let out = PathBuf::from(out);
-    let target: u64 = size_mb.parse::<u64>().expect("SIZE_MB is a whole number") << 20;
-    if out.exists() {
-        eprintln!("big archive: {} is there", out.display());
-        return;
-    }
-    let tmp = PathBuf::from(format!("{}.partial", out.display()));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
-    }
-    let mut archive = ArchiveMut::create(&tmp).expect("create the archive");
+/// Segments until the file holds `target` bytes of them.
+fn write_big(path: &Path, target: u64) {
+    let mut archive = ArchiveMut::create(path).expect("create the archive");
     let mut labels = Labels::new();
     labels.insert("host".into(), "big-archive".into());
     let source = {
@@ -101,15 +68,21 @@ fn main() {
         tx.commit().expect("commit");
         eprint!("\rbig archive: {} MB, {seq} segments", written >> 20);
     }
-    {
-        let tx = archive.transaction().expect("begin");
-        tx.set_complete(source, true).expect("complete");
-        tx.commit().expect("commit");
-    }
-    drop(archive);
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
-    }
-    std::fs::rename(&tmp, &out).expect("move the archive into place");
-    eprintln!("\nbig archive: wrote {} ({seq} segments)", out.display());
+    let tx = archive.transaction().expect("begin");
+    tx.set_complete(source, true).expect("complete");
+    tx.commit().expect("commit");
+    eprintln!();
+}
+
+fn main() {
+    let mut args = std::env::args().skip(1);
+    let (Some(out), Some(size_mb)) = (args.next(), args.next()) else {
+        eprintln!("usage: big_archive OUT SIZE_MB");
+        std::process::exit(2);
+    };
+    let out = PathBuf::from(out);
+    let target: u64 = size_mb.parse::<u64>().expect("SIZE_MB is a whole number") << 20;
+    let dir = out.parent().unwrap_or(Path::new("."));
+    let name = out.file_name().expect("OUT names a file").to_string_lossy();
+    make("big archive", dir, &name, |path| write_big(path, target));
 }

@@ -16,15 +16,12 @@
 //! `cargo run --example huge_catalogs -- [DIR]`
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
-use arrow_schema::{DataType, Field, Schema};
-use dendro::segment::encode_batch;
 use dendro::{ArchiveMut, Labels, Segment, Transaction};
 
-/// 2026-01-01T00:00:00Z in nanoseconds.
-const START_NS: i64 = 1_767_225_600_000_000_000;
+mod support;
+use support::{make, ts_value_segment, START_NS};
+
 /// Rows one second apart, four to a segment.
 const ROW_NS: i64 = 1_000_000_000;
 const SEGMENT_ROWS: i64 = 4;
@@ -32,26 +29,10 @@ const SEGMENT_ROWS: i64 = 4;
 /// Four rows from `first_ts` on, a second apart: a wave that tells
 /// neighbouring segments apart on a plot.
 fn tiny_segment(first_ts: i64, phase: i64) -> Segment {
-    let ts: Vec<i64> = (0..SEGMENT_ROWS).map(|i| first_ts + i * ROW_NS).collect();
-    let value: Vec<f64> = (0..SEGMENT_ROWS)
+    let values = (0..SEGMENT_ROWS)
         .map(|i| 50.0 + 40.0 * (((phase * SEGMENT_ROWS + i) as f64) / 997.0).sin())
         .collect();
-    let schema = Arc::new(Schema::new(vec![
-        Field::new("ts", DataType::Int64, false),
-        Field::new("value", DataType::Float64, false),
-    ]));
-    let columns: Vec<ArrayRef> = vec![
-        Arc::new(Int64Array::from(ts)),
-        Arc::new(Float64Array::from(value)),
-    ];
-    let batch = RecordBatch::try_new(schema, columns).expect("columns match the schema");
-    Segment {
-        bytes: encode_batch(&batch).expect("encode a segment"),
-        rows: SEGMENT_ROWS,
-        first_ts,
-        last_ts: first_ts + (SEGMENT_ROWS - 1) * ROW_NS,
-        caller_index: None,
-    }
+    ts_value_segment(first_ts, ROW_NS, values)
 }
 
 fn labels(pairs: &[(&str, String)]) -> Labels {
@@ -172,34 +153,14 @@ fn labels_1m(path: &Path) {
     });
 }
 
-/// Writes `name` through `write` into a temporary name, then moves it into
-/// place, so an interrupted run never leaves a half-written input behind.
-fn make(dir: &Path, name: &str, write: impl FnOnce(&Path)) {
-    let path = dir.join(name);
-    if path.exists() {
-        eprintln!("huge catalogs: {name} is there");
-        return;
-    }
-    let tmp = dir.join(format!("{name}.partial"));
-    for suffix in ["", "-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
-    }
-    eprintln!("huge catalogs: writing {name}");
-    write(&tmp);
-    for suffix in ["-wal", "-shm"] {
-        let _ = std::fs::remove_file(format!("{}{suffix}", tmp.display()));
-    }
-    std::fs::rename(&tmp, &path).expect("move the archive into place");
-}
-
 fn main() {
     let dir = std::env::args()
         .nth(1)
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/huge-catalogs"));
     std::fs::create_dir_all(&dir).expect("create the output folder");
-    make(&dir, "segments100k.dendro", segments_100k);
-    make(&dir, "streams10k.dendro", streams_10k);
-    make(&dir, "sources1k.dendro", sources_1k);
-    make(&dir, "labels1m.dendro", labels_1m);
+    make("huge catalogs", &dir, "segments100k.dendro", segments_100k);
+    make("huge catalogs", &dir, "streams10k.dendro", streams_10k);
+    make("huge catalogs", &dir, "sources1k.dendro", sources_1k);
+    make("huge catalogs", &dir, "labels1m.dendro", labels_1m);
 }

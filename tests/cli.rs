@@ -119,6 +119,17 @@ fn cat_prints_sealed_rows_exactly_and_counts_the_unread_tail() {
 }
 
 #[test]
+fn demo_refuses_zero_minutes_of_history_instead_of_writing_1970() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("demo.dendro");
+    let run = dendro(&["demo", out.to_str().unwrap(), "--minutes", "0"]);
+    assert_eq!(run.status.code(), Some(2));
+    let err = String::from_utf8(run.stderr).unwrap();
+    assert!(err.contains("--minutes"), "{err}");
+    assert!(!out.exists(), "nothing is written for a refused request");
+}
+
+#[test]
 fn demo_writes_a_sound_archive_with_sealed_segments_and_a_live_tail() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("demo.dendro");

@@ -91,8 +91,9 @@ enum Command {
         /// How many hosts (sources).
         #[arg(long)]
         hosts: Option<usize>,
-        /// Minutes of history before now.
-        #[arg(long)]
+        /// Minutes of history before now (at least 1: an archive of no
+        /// history has no "now" to end at).
+        #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
         minutes: Option<u64>,
         /// Fill labels, metadata and events with hostile text (markup,
         /// script payloads, 1 MB strings, control and bidi characters), to
