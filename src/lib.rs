@@ -41,6 +41,7 @@ pub mod wasm;
 #[cfg(feature = "write")]
 pub mod write;
 
+pub use bytes::Bytes;
 pub use catalog::{CallerRow, ClockOffset, Labels, SegmentRecord, SourceRecord, Span, WalRow};
 pub use container::Archive;
 #[cfg(feature = "write")]

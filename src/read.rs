@@ -406,8 +406,9 @@ pub struct SourceRead {
 pub struct StreamContents {
     /// The stream's name.
     pub name: String,
-    /// Sealed segments in seq order, with their payloads.
-    pub sealed: Vec<(SegmentRecord, Vec<u8>)>,
+    /// Sealed segments in seq order, with their payloads (slices of one
+    /// buffer per stream: cloning one is a reference count).
+    pub sealed: Vec<(SegmentRecord, bytes::Bytes)>,
     /// The live tail: materialized, empty, or (when the encoder encoded
     /// none of its rows) present but unread.
     pub tail: Tail,
@@ -417,21 +418,14 @@ pub struct StreamContents {
 /// seq order (gaps tolerated), then the live tail through `encoder`. The
 /// encoder is checked against each source's `encoder` key first.
 pub fn read_archive(archive: &Archive, encoder: &dyn SegmentEncoder) -> Result<Vec<SourceRead>> {
-    archive.map_pages()?;
+    archive.prepare_bulk_read()?;
     archive.read_snapshot(|s| {
         let mut out = Vec::new();
         for source in s.sources()? {
             check_encoder(s.file(), source.id, &source.metadata, encoder)?;
             let mut streams = Vec::new();
             for name in s.streams(source.id)? {
-                let sealed = s
-                    .segments(source.id, &name)?
-                    .into_iter()
-                    .map(|seg| {
-                        let bytes = s.segment_bytes(source.id, &name, seg.seq)?;
-                        Ok((seg, bytes))
-                    })
-                    .collect::<Result<Vec<_>>>()?;
+                let sealed = s.stream_payloads(source.id, &name)?;
                 let tail = read_tail(s, &source, &name, i64::MIN, i64::MAX, Some(encoder))?;
                 streams.push(StreamContents { name, sealed, tail });
             }
@@ -466,7 +460,7 @@ pub fn caller_rows(
 pub fn decode(
     archive: &Archive,
     record: &SegmentRecord,
-    bytes: Vec<u8>,
+    bytes: impl Into<bytes::Bytes>,
     columns: Option<&[String]>,
 ) -> Result<Vec<arrow_array::RecordBatch>> {
     crate::segment::decode_segment(bytes, columns).map_err(|cause| Error::Segment {

@@ -259,7 +259,7 @@ pub fn segment_schema(bytes: &[u8]) -> std::result::Result<SchemaRef, String> {
 /// Decodes a segment into record batches, keeping only `columns` when given
 /// (unknown names are ignored).
 pub fn decode_segment(
-    bytes: Vec<u8>,
+    bytes: impl Into<bytes::Bytes>,
     columns: Option<&[String]>,
 ) -> std::result::Result<Vec<RecordBatch>, String> {
     let wanted = columns.map(<[String]>::to_vec);
@@ -270,12 +270,12 @@ pub fn decode_segment(
 /// schema is known (`None`: every column; unknown names are ignored), so a
 /// caller can ask for "the time column and these" without a second parse.
 pub fn decode_segment_with(
-    bytes: Vec<u8>,
+    bytes: impl Into<bytes::Bytes>,
     choose: impl FnOnce(&SchemaRef) -> Option<Vec<String>>,
 ) -> std::result::Result<Vec<RecordBatch>, String> {
-    let footer = checked_footer(&bytes)?;
-    pages::check(&bytes, &footer)?;
-    let data = bytes::Bytes::from(bytes);
+    let data: bytes::Bytes = bytes.into();
+    let footer = checked_footer(&data)?;
+    pages::check(&data, &footer)?;
     guarded(|| {
         let builder =
             ParquetRecordBatchReaderBuilder::try_new(data.clone()).map_err(|e| e.to_string())?;

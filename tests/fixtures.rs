@@ -110,3 +110,43 @@ fn the_manifest_comparison_notices_a_wrong_value_and_a_missing_key() {
     let mismatches = compare(&manifest, &ours);
     assert_eq!(mismatches.len(), 2, "{mismatches:#?}");
 }
+
+#[test]
+fn a_whole_archive_read_hands_out_each_segment_exactly_as_stored() {
+    let mut segments = 0;
+    for (path, manifest) in common::fixtures() {
+        if expected_refusal(&manifest).is_some() {
+            continue;
+        }
+        let (_dir, copy) = common::copy_fixture(&path);
+        let archive = Archive::open(&copy).unwrap();
+        let whole = dendro::read::read_archive(&archive, &common::FixtureEncoder::default())
+            .unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        for source in &whole {
+            for stream in &source.streams {
+                let mut last_seq = None;
+                for (record, bytes) in &stream.sealed {
+                    let alone = dendro::read::segment_bytes(
+                        &archive,
+                        source.source.id,
+                        &stream.name,
+                        record.seq,
+                    )
+                    .unwrap();
+                    assert_eq!(bytes.len() as i64, record.bytes, "{}", path.display());
+                    assert_eq!(
+                        &bytes[..],
+                        &alone[..],
+                        "{} seq {}",
+                        path.display(),
+                        record.seq
+                    );
+                    assert!(last_seq < Some(record.seq), "seq order");
+                    last_seq = Some(record.seq);
+                    segments += 1;
+                }
+            }
+        }
+    }
+    assert!(segments >= 6, "only {segments} segments were compared");
+}

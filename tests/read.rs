@@ -15,7 +15,11 @@ fn sample() -> (tempfile::TempDir, std::path::PathBuf, i64) {
     (dir, path, id)
 }
 
-fn decoded_ts(archive: &Archive, rec: &dendro::SegmentRecord, bytes: Vec<u8>) -> Vec<i64> {
+fn decoded_ts(
+    archive: &Archive,
+    rec: &dendro::SegmentRecord,
+    bytes: impl Into<dendro::Bytes>,
+) -> Vec<i64> {
     use arrow_array::cast::AsArray;
     read::decode(archive, rec, bytes, None)
         .unwrap()

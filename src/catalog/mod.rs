@@ -420,6 +420,79 @@ impl Snapshot<'_> {
         Ok(bytes)
     }
 
+    /// Every sealed segment of a stream in seq order, with its payload.
+    /// The payloads are copied once, back to back, into one buffer sized
+    /// from the catalog (`length(bytes)`), and handed out as slices of it:
+    /// one allocation per stream instead of one per segment, and a stream's
+    /// worth of pages faulted in 2 MiB at a time (`container::bulk`).
+    pub fn stream_payloads(
+        &self,
+        source_id: i64,
+        stream: &str,
+    ) -> Result<Vec<(SegmentRecord, bytes::Bytes)>> {
+        let what = "cannot read a stream's segments";
+        let located = self.collect(
+            what,
+            &format!(
+                "SELECT {}, rowid FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq",
+                segment_columns(self.shape)
+            ),
+            params![source_id, stream],
+            |r| Ok((segment_record(r)?, r.get::<_, i64>(8)?)),
+        )?;
+        let total = located.iter().try_fold(0usize, |sum, (record, _)| {
+            usize::try_from(record.bytes)
+                .ok()
+                .and_then(|len| sum.checked_add(len))
+        });
+        let total = total.ok_or_else(|| Error::Corrupt {
+            file: self.file.to_string(),
+            detail: format!("the segments of stream {stream:?} in source {source_id} add up to more bytes than can be addressed"),
+        })?;
+        let mut buffer = crate::container::payload_buffer(self.file, total)?;
+        let mut blob: Option<rusqlite::blob::Blob<'_>> = None;
+        let mut start = 0;
+        for (record, rowid) in &located {
+            let handle = match blob.as_mut() {
+                Some(open) => {
+                    open.reopen(*rowid).ctx(self.file, what)?;
+                    open
+                }
+                None => blob.insert(
+                    self.conn
+                        .blob_open(rusqlite::MAIN_DB, "segments", "bytes", *rowid, true)
+                        .ctx(self.file, what)?,
+                ),
+            };
+            if handle.len() as i64 != record.bytes {
+                return Err(Error::Corrupt {
+                    file: self.file.to_string(),
+                    detail: format!(
+                        "segment {} of stream {stream:?} in source {source_id} changed length while read",
+                        record.seq
+                    ),
+                });
+            }
+            let end = start + record.bytes as usize;
+            handle
+                .read_at_exact(&mut buffer[start..end], 0)
+                .ctx(self.file, what)?;
+            start = end;
+        }
+        drop(blob);
+        let whole = bytes::Bytes::from(buffer);
+        let mut start = 0;
+        Ok(located
+            .into_iter()
+            .map(|(record, _)| {
+                let end = start + record.bytes as usize;
+                let payload = whole.slice(start..end);
+                start = end;
+                (record, payload)
+            })
+            .collect())
+    }
+
     /// One segment's payload opened for reading parts of it (SQLite's
     /// incremental blob I/O): a footer is read without fetching, or
     /// copying, the column data before it.

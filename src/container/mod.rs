@@ -5,6 +5,7 @@
 //! [`ArchiveMut`] (feature `write`) holds the file exclusively for catalog
 //! writes. The streaming writer opens its own connection (see `write`).
 
+mod bulk;
 mod handle;
 pub mod lazy;
 pub mod pragmas;
@@ -13,6 +14,7 @@ mod sniff;
 #[cfg(feature = "write")]
 mod transaction;
 
+pub(crate) use bulk::payload_buffer;
 #[cfg(feature = "write")]
 pub use handle::ArchiveMut;
 #[cfg(feature = "write")]

@@ -37,9 +37,9 @@ fn read_all(archive: &Archive) -> Read {
     };
     let mut streams = BTreeMap::new();
     for stream in source.streams {
-        let mut payloads: Vec<Vec<u8>> = stream.sealed.into_iter().map(|(_, b)| b).collect();
+        let mut payloads: Vec<dendro::Bytes> = stream.sealed.into_iter().map(|(_, b)| b).collect();
         match stream.tail {
-            Tail::Materialized(tail) => payloads.push(tail.bytes),
+            Tail::Materialized(tail) => payloads.push(tail.bytes.into()),
             Tail::Empty => {}
             Tail::Unread(span) => panic!("stream {}: live rows left unread: {span:?}", stream.name),
         }

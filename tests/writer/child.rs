@@ -141,10 +141,10 @@ fn read_once(path: &Path) -> Result<Vec<(String, Vec<i64>)>, String> {
     for source in sources {
         for stream in source.streams {
             let mut ts = Vec::new();
-            let mut segments: Vec<Vec<u8>> =
+            let mut segments: Vec<dendro::Bytes> =
                 stream.sealed.into_iter().map(|(_, bytes)| bytes).collect();
             if let dendro::read::Tail::Materialized(tail) = stream.tail {
-                segments.push(tail.bytes);
+                segments.push(tail.bytes.into());
             }
             for bytes in segments {
                 for batch in dendro::segment::decode_segment(bytes, Some(&["ts".to_string()]))? {
