@@ -14,6 +14,7 @@ mod sniff;
 mod transaction;
 
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use handle::ArchiveMut;
 #[cfg(feature = "write")]
 pub(crate) use handle::{create_file, open_streaming, sidecar_path};
@@ -23,6 +24,7 @@ pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
 pub use sniff::sniff;
 pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use transaction::{NewSource, Transaction};
 
 /// `application_id` of every archive: the ASCII bytes `dend`.
