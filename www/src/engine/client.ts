@@ -100,8 +100,12 @@ class WorkerEngine implements Engine {
   }
 
   private start(): void {
-    const url = this.options.workerUrl ?? new URL("./worker.js", import.meta.url);
-    const worker = new Worker(url, { type: "module", name: "dendro-engine" });
+    // Written out as `new Worker(new URL("./worker.js", import.meta.url))`
+    // so that Vite and webpack 5 find the worker (and, through it, the
+    // decoder and the wasm) when they bundle the npm package.
+    const worker = this.options.workerUrl
+      ? new Worker(this.options.workerUrl, { type: "module", name: "dendro-engine" })
+      : new Worker(new URL("./worker.js", import.meta.url), { type: "module", name: "dendro-engine" });
     this.worker = worker;
     this.generation++;
     this.started = false;
