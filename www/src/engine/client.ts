@@ -205,7 +205,10 @@ class WorkerEngine implements Engine {
   async openUrl(url: string, name: string, opts: { minLazyBytes?: number } = {}): Promise<ArchiveHandle | null> {
     const generation = this.generation;
     const minLazyBytes = opts.minLazyBytes ?? 0;
-    const handle = (await this.request({ op: "openUrl", name, url, minLazyBytes }, `opening ${name}`)) as number | null;
+    // A relative URL means the page's: the worker would resolve it against
+    // its own script's URL (wherever a bundler put worker.js).
+    const absolute = typeof document !== "undefined" ? new URL(url, document.baseURI).href : url;
+    const handle = (await this.request({ op: "openUrl", name, url: absolute, minLazyBytes }, `opening ${name}`)) as number | null;
     return handle === null ? null : new Handle(this, handle, name, generation, "lazy");
   }
 
