@@ -1,11 +1,11 @@
 // The npm package as a dashboard author gets it: the tarball `npm pack`
 // wrote (`npm run pack:package`) installed into a scratch project, a page
-// importing it bundled by esbuild and by Vite, each served on 127.0.0.1
+// importing it bundled by esbuild, Vite and webpack 5, each served on 127.0.0.1
 // and opened in headless Chromium on an archive. Nothing is copied out of
 // the package by hand except what its README tells esbuild users to copy.
 //
-// Vite comes from the npm registry (or npm's cache) into the scratch
-// project, at the version below: the repository's own devDependencies stay
+// Vite and webpack come from the npm registry (or npm's cache) into the
+// scratch project, at the versions below: the repository's own devDependencies stay
 // as they are. esbuild and TypeScript are the repository's.
 //
 // Prints what the dashboard loads, gzipped (JS and wasm), for DESIGN.md.
@@ -23,6 +23,7 @@ import { FIXTURES, ROOT, launch, missingPrerequisite, newPage } from "../tests/h
 import { startServer } from "../tests/server.mjs";
 
 const VITE = "vite@7.3.8";
+const WEBPACK = ["webpack@5.113.0", "webpack-cli@6.0.1"];
 const version = /^version\s*=\s*"([^"]+)"/m.exec(readFileSync(join(ROOT, "Cargo.toml"), "utf8"))?.[1];
 const TARBALL = join(ROOT, "target", `dendro-viewer-${version}.tgz`);
 const ARCHIVE = join(FIXTURES, "b_multi_source.dendro");
@@ -162,9 +163,9 @@ function sizes(outDir, what) {
     const gz = gzipSync(raw, { level: 9 }).length;
     if (p.endsWith(".wasm")) wasm += gz;
     else js += gz;
-    lines.push(`  ${p.slice(outDir.length + 1)}: ${(raw.length / 1024).toFixed(0)} KB, ${(gz / 1024).toFixed(0)} KB gzipped`);
+    lines.push(`  ${p.slice(outDir.length + 1)}: ${(raw.length / 1024).toFixed(0)} KiB, ${(gz / 1024).toFixed(0)} KiB gzipped`);
   }
-  console.log(`${what}: JS ${(js / 1024).toFixed(0)} KB gzipped, wasm ${(wasm / 1024).toFixed(0)} KB gzipped (budget 1,200 KB)\n${lines.join("\n")}`);
+  console.log(`${what}: JS ${(js / 1024).toFixed(0)} KiB gzipped, wasm ${(wasm / 1024).toFixed(0)} KiB gzipped (budget 1.2 MB)\n${lines.join("\n")}`);
   return { js, wasm };
 }
 
@@ -217,5 +218,21 @@ describe("the npm package in a dashboard", { skip: why ?? false }, () => {
     const loaded = await openDashboard(browser, out, "vite");
     assert.ok([...loaded.keys()].some((p) => basename(dirname(p)) === "assets"), "the page loaded vite's assets");
     sizes(out, "vite build");
+  });
+
+  it("bundled by `webpack --mode production` with no configuration at all", T, async () => {
+    npm(dir, "install", "--prefer-offline", "--save-dev", ...WEBPACK);
+    // webpack's defaults: src/index.js in, main.js out (a classic script, hence defer);
+    // only the output folder is named, so it does not land in vite's.
+    await copyFile(join(dir, "src/main.js"), join(dir, "src/index.js"));
+    const out = join(dir, "dist-webpack");
+    execFileSync(join(dir, "node_modules/.bin/webpack"), ["--mode", "production", "--no-stats", "--output-path", out], { cwd: dir, stdio: "pipe", encoding: "utf8" });
+    writeFileSync(
+      join(out, "index.html"),
+      readFileSync(join(dir, "index.html"), "utf8").replace('<script type="module" src="./src/main.js"></script>', '<script defer src="./main.js"></script>'),
+    );
+    assert.equal(readdirSync(out).filter((f) => f.endsWith(".wasm")).length, 1, "webpack emitted the wasm");
+    await openDashboard(browser, out, "webpack");
+    sizes(out, "webpack");
   });
 });
