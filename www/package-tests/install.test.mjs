@@ -11,8 +11,8 @@
 // Prints what the dashboard loads, gzipped (JS and wasm), for DESIGN.md.
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { copyFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
@@ -108,8 +108,8 @@ void el.open({ url: "b.dendro" });
 }
 
 /** Opens the built dashboard; returns what it loaded (path -> bytes), checking that it all worked. */
-async function openDashboard(browser, outDir, what) {
-  const server = await startServer({ root: outDir, mounts: { "/data/run.dendro": ARCHIVE } });
+async function openDashboard(browser, outDir, what, running = null) {
+  const server = running ?? (await startServer({ root: outDir, mounts: { "/data/run.dendro": ARCHIVE } }));
   const page = await newPage(browser);
   const loaded = new Map();
   const failed = [];
@@ -139,7 +139,7 @@ async function openDashboard(browser, outDir, what) {
     assert.deepEqual(page.problems, [], `${what}: errors in the page`);
   } finally {
     await page.context().close();
-    await server.close();
+    if (!running) await server.close();
   }
   return loaded;
 }
@@ -218,6 +218,30 @@ describe("the npm package in a dashboard", { skip: why ?? false }, () => {
     const loaded = await openDashboard(browser, out, "vite");
     assert.ok([...loaded.keys()].some((p) => basename(dirname(p)) === "assets"), "the page loaded vite's assets");
     sizes(out, "vite build");
+  });
+
+  it("served by `vite` (dev), with the one setting the README names for it", T, async () => {
+    assert.ok(existsSync(join(dir, "node_modules/.bin/vite")), "vite was installed by the build test");
+    // README: under vite dev, optimizeDeps: { exclude: ["dendro-viewer"] }.
+    writeFileSync(join(dir, "vite.config.js"), 'export default { optimizeDeps: { exclude: ["dendro-viewer"] } };\n');
+    mkdirSync(join(dir, "public/data"), { recursive: true });
+    await copyFile(ARCHIVE, join(dir, "public/data/run.dendro"));
+    const dev = spawn(join(dir, "node_modules/.bin/vite"), ["--port", "0", "--strictPort", "false", "--host", "127.0.0.1"], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+    try {
+      const url = await new Promise((resolve, reject) => {
+        let out = "";
+        dev.stdout.on("data", (d) => {
+          out += d;
+          const m = /http:\/\/127\.0\.0\.1:(\d+)\//.exec(out.replace(/\x1b\[[0-9;]*m/g, ""));
+          if (m) resolve(`http://127.0.0.1:${m[1]}`);
+        });
+        dev.on("exit", (code) => reject(new Error(`vite dev exited (${code}): ${out}`)));
+      });
+      await openDashboard(browser, null, "vite dev", { url, close: async () => {} });
+    } finally {
+      dev.kill();
+      rmSync(join(dir, "vite.config.js"));
+    }
   });
 
   it("bundled by `webpack --mode production` with no configuration at all", T, async () => {
