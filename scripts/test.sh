@@ -38,6 +38,13 @@ npm run typecheck
 npm run build:www
 npm run test:www
 
+# The npm package as it would ship (no test hooks: build-wasm.sh rebuilds
+# the release wasm without them), installed and bundled in a scratch project.
+step "npm package: packed, installed, bundled by esbuild and Vite, opened in Chromium"
+bash scripts/build-wasm.sh
+npm run pack:package
+npm run test:package
+
 step "skipped tests"
 if compgen -G "target/tmp/skipped/*.txt" >/dev/null; then
   echo "$(ls target/tmp/skipped/*.txt | wc -l) test(s) could not run here:"

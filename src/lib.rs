@@ -1,12 +1,12 @@
-//! dendro: a segmented-Parquet archive with a write-ahead log, in one
-//! SQLite file.
+#![doc = include_str!("../README.md")]
+//!
+//! ## The crate's modules
 //!
 //! Rows land in a durable, readable WAL table; a stream's rows are sealed
 //! into immutable Parquet segments stored as BLOBs; a reader sees the
 //! sealed segments plus the live tail while a writer keeps writing from
 //! another process. The file format is described in `FORMAT.md`.
 //!
-//! The map:
 //! - [`container`]: the SQLite file, its stamps, the read and write handles.
 //! - [`catalog`]: typed reads of the five tables, and the live-WAL rule.
 //! - [`segment`]: the encoder boundary and Parquet settings.
@@ -22,6 +22,7 @@
 //!
 //! With the default `write` feature off, the crate is a reader with no
 //! thread and no writer code, which is what compiles to wasm32.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 #![warn(missing_docs)]
 
 pub mod catalog;
@@ -32,6 +33,7 @@ pub mod read;
 pub mod replicate;
 pub mod reserved;
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod rewrite;
 pub mod segment;
 pub mod typed;
@@ -39,14 +41,17 @@ pub mod verify;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod write;
 
 pub use bytes::Bytes;
 pub use catalog::{CallerRow, ClockOffset, Labels, SegmentRecord, SourceRecord, Span, WalRow};
 pub use container::Archive;
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use container::{ArchiveMut, Transaction};
 pub use error::{EngineKind, Error, NotArchive, ReadOnly, Result, WireProblem};
 pub use segment::{Segment, SegmentEncoder};
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use write::{Evicted, SealPolicy, SourceWriter, Writer, WriterOptions};

@@ -348,6 +348,7 @@ impl<'a> Snapshot<'a> {
 /// mode), so nothing else can write behind its back and a second handle, or
 /// a streaming writer, is refused as [`Error::InUse`].
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub struct ArchiveMut {
     archive: Archive,
     _lock: WriterLock,

@@ -16,6 +16,7 @@ mod transaction;
 
 pub(crate) use bulk::payload_buffer;
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use handle::ArchiveMut;
 #[cfg(feature = "write")]
 pub(crate) use handle::{create_file, open_streaming, sidecar_path};
@@ -25,6 +26,7 @@ pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
 pub use sniff::sniff;
 pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use transaction::{NewSource, Transaction};
 
 /// `application_id` of every archive: the ASCII bytes `dend`.

@@ -14,7 +14,7 @@ pub const READER_CACHE_KIB: i64 = 8 * 1024;
 pub const WRITER_CACHE_KIB: i64 = 64 * 1024;
 
 /// How much of a file a whole-archive read maps into memory
-/// ([`super::Archive::prepare_bulk_read`]): address space, not memory.
+/// (`Archive::prepare_bulk_read`): address space, not memory.
 pub const BULK_READ_MAP_BYTES: i64 = 1 << 30;
 
 /// A reader sets its cache and forbids writes on its own connection.

@@ -12,8 +12,10 @@
 pub mod codec;
 pub mod publisher;
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod subscriber;
 #[cfg(all(feature = "write", not(target_arch = "wasm32")))]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod transport;
 
 pub use codec::{
@@ -22,4 +24,5 @@ pub use codec::{
 };
 pub use publisher::Publisher;
 #[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use subscriber::{Applied, Subscriber, VerbatimOnly};

@@ -30,7 +30,11 @@ describe("embedding examples", () => {
 
   it("mountViewer(element, { url | bytes }) shows the archive inside the host page", T, async () => {
     const page = await newPage(browser);
+    // Nothing the example asks for is missing, the worker's fetches included.
+    const missingFiles = [];
+    page.context().on("response", (r) => r.status() >= 400 && missingFiles.push(`${r.status()} ${new URL(r.url()).pathname}`));
     await page.goto(server.url + "/examples/module.html");
+    assert.match(await page.locator('[data-testid="own-file"]').innerText(), /\?src=URL/, "the page says how to open your own file");
     await page.locator('#status[data-state="ok"]').waitFor({ timeout: 20_000 });
     const viewer = page.locator("#viewer");
     // Playwright's CSS locators reach into the open shadow root.
@@ -49,6 +53,7 @@ describe("embedding examples", () => {
     assert.equal(await page.locator("#status").getAttribute("data-bytes-left"), String(SAMPLE_BYTES), "the host's buffer was copied, not detached");
     assert.equal(await viewer.locator('[data-testid="tab"]').count(), 2);
     await screenshot(page, "embed-module.png");
+    assert.deepEqual(missingFiles, []);
     assert.deepEqual(page.problems, []);
     assert.deepEqual(await page.cspViolations(), []);
     await page.context().close();

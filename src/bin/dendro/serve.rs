@@ -16,6 +16,9 @@ const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
                    base-uri 'none'; frame-ancestors 'self'";
 
 /// What is served: the viewer's folder, and archives under `/archives/NAME`.
+/// The first archive is also the embedding examples' sample
+/// (`/examples/sample.dendro`, what they open unless given `?src=`), so
+/// `dendro serve FILE` shows FILE in every example.
 pub struct Site {
     pub root: PathBuf,
     pub archives: Vec<PathBuf>,
@@ -39,6 +42,11 @@ impl Site {
                 .find(|a| a.file_name().is_some_and(|f| f.to_string_lossy() == name))
                 .cloned();
         }
+        if path == EXAMPLES_SAMPLE {
+            if let Some(first) = self.archives.first() {
+                return Some(first.clone());
+            }
+        }
         let relative = path.trim_start_matches('/');
         let relative = if relative.is_empty() {
             "index.html"
@@ -61,6 +69,9 @@ impl Site {
         }
     }
 }
+
+/// The archive the embedding examples open by default (www/examples/).
+pub const EXAMPLES_SAMPLE: &str = "/examples/sample.dendro";
 
 fn content_type(path: &Path) -> &'static str {
     match path.extension().and_then(|e| e.to_str()).unwrap_or("") {
@@ -196,6 +207,12 @@ pub fn serve(site: Site, port: u16) -> Result<(), String> {
             Site::archive_url(archive)
         );
     }
+    if let Some(first) = site.archives.first() {
+        println!(
+            "dendro: embedding examples on {} at http://127.0.0.1:{bound}/examples/",
+            first.file_name().unwrap_or_default().to_string_lossy()
+        );
+    }
     for request in server.incoming_requests() {
         respond(&site, request);
     }
@@ -262,5 +279,29 @@ mod tests {
             Some(PathBuf::from("/data/demo.dendro"))
         );
         assert_eq!(site.resolve("/archives/other.dendro"), None);
+    }
+
+    #[test]
+    fn the_examples_sample_is_the_first_archive_offered() {
+        let site = Site {
+            root: PathBuf::from("/srv/www"),
+            archives: vec![
+                PathBuf::from("/data/demo.dendro"),
+                PathBuf::from("/data/b.dendro"),
+            ],
+        };
+        assert_eq!(
+            site.resolve("/examples/sample.dendro?x"),
+            Some(PathBuf::from("/data/demo.dendro"))
+        );
+        // With no archive offered it is a plain file below the root (404 when absent).
+        let bare = Site {
+            root: PathBuf::from("/srv/www"),
+            archives: vec![],
+        };
+        assert_eq!(
+            bare.resolve("/examples/sample.dendro"),
+            Some(PathBuf::from("/srv/www/examples/sample.dendro"))
+        );
     }
 }

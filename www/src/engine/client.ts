@@ -100,8 +100,12 @@ class WorkerEngine implements Engine {
   }
 
   private start(): void {
-    const url = this.options.workerUrl ?? new URL("./worker.js", import.meta.url);
-    const worker = new Worker(url, { type: "module", name: "dendro-engine" });
+    // Written out as `new Worker(new URL("./worker.js", import.meta.url))`
+    // so that Vite and webpack 5 find the worker (and, through it, the
+    // decoder and the wasm) when they bundle the npm package.
+    const worker = this.options.workerUrl
+      ? new Worker(this.options.workerUrl, { type: "module", name: "dendro-engine" })
+      : new Worker(new URL("./worker.js", import.meta.url), { type: "module", name: "dendro-engine" });
     this.worker = worker;
     this.generation++;
     this.started = false;
@@ -201,7 +205,10 @@ class WorkerEngine implements Engine {
   async openUrl(url: string, name: string, opts: { minLazyBytes?: number } = {}): Promise<ArchiveHandle | null> {
     const generation = this.generation;
     const minLazyBytes = opts.minLazyBytes ?? 0;
-    const handle = (await this.request({ op: "openUrl", name, url, minLazyBytes }, `opening ${name}`)) as number | null;
+    // A relative URL means the page's: the worker would resolve it against
+    // its own script's URL (wherever a bundler put worker.js).
+    const absolute = typeof document !== "undefined" ? new URL(url, document.baseURI).href : url;
+    const handle = (await this.request({ op: "openUrl", name, url: absolute, minLazyBytes }, `opening ${name}`)) as number | null;
     return handle === null ? null : new Handle(this, handle, name, generation, "lazy");
   }
 

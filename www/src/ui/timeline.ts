@@ -540,6 +540,13 @@ export class Timeline {
     } else {
       label.style.right = `${Math.max(0, width - b) + 3}px`;
       label.style.maxWidth = `${Math.max(20, b - 6)}px`;
+      // The label reaches left over the lane's segments: the "#seq" tags it
+      // would cover go (each segment still has its tooltip).
+      const labelLeft = b - 3 - Math.min(need, b - 6);
+      for (const tag of track.querySelectorAll<HTMLElement>(".dv-seg > span")) {
+        const segLeft = parseFloat(tag.parentElement?.style.left ?? "0");
+        if (segLeft + (tag.textContent ?? "").length * 6.3 + 12 > labelLeft) tag.remove();
+      }
     }
     this.host.tooltip.attach(el, () => [
       h("b", null, `Live tail: ${count(st.live_rows)} rows`),
