@@ -37,6 +37,11 @@ if ! cargo-machete --version 2>/dev/null | grep -qF "0.9.2"; then
   cargo install cargo-machete --version 0.9.2 --locked
 fi
 
+# DuckDB reads `dendro export` in tests/rewrite/export_duckdb.rs.
+if ! python3 -c 'import duckdb' 2>/dev/null; then
+  python3 -m pip install --quiet duckdb==2.0.0
+fi
+
 if [ -f package-lock.json ]; then
   [ -d node_modules ] && npm ls --depth=0 >/dev/null 2>&1 || npm ci --no-audit --no-fund
 fi

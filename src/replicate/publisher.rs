@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, HashMap};
 
 use super::codec::{Frame, IndexKind, IndexState, WireRow};
-use crate::catalog::{Labels, Snapshot, SourceRecord};
+use crate::catalog::{Labels, SegmentRecord, Snapshot, SourceRecord};
 use crate::container::Archive;
 use crate::error::Result;
 
@@ -115,11 +115,27 @@ impl Publisher {
     /// source with the rows past what was shipped, empty if there are none.
     /// The first poll of a publisher is the catch-up.
     pub fn poll(&mut self) -> Result<Vec<Frame>> {
+        let mut frames = Vec::new();
+        self.poll_each(|frame| {
+            frames.push(frame);
+            Ok(())
+        })?;
+        Ok(frames)
+    }
+
+    /// [`Publisher::poll`], handing each frame to `send` as soon as it is
+    /// built instead of gathering them: a catch-up holds one segment in
+    /// memory at a time, and the far end applies the first segments while
+    /// the later ones are read. Everything is read in one snapshot, held
+    /// until the last frame is handed over. An error from `send` ends the
+    /// poll; the publisher's marks then say more than the far end holds, so
+    /// the connection must be dropped (rule 8: a reconnect is a new
+    /// publisher).
+    pub fn poll_each(&mut self, mut send: impl FnMut(Frame) -> Result<()>) -> Result<()> {
         let archive = &self.archive;
         let sources = &mut self.sources;
         let next_ordinal = &mut self.next_ordinal;
         archive.read_snapshot(|snap| {
-            let mut catalog = Vec::new();
             let mut rows = Vec::new();
             for record in snap.sources()? {
                 let shipped = sources.entry(record.id).or_insert_with(|| {
@@ -127,11 +143,10 @@ impl Publisher {
                     *next_ordinal += 1;
                     Shipped::new(ordinal)
                 });
-                shipped.catalog_frames(snap, &record, &mut catalog)?;
+                shipped.catalog_frames(snap, &record, &mut send)?;
                 rows.push(shipped.rows_frame(snap, &record)?);
             }
-            catalog.extend(rows);
-            Ok(catalog)
+            rows.into_iter().try_for_each(&mut send)
         })
     }
 }
@@ -160,7 +175,7 @@ impl Shipped {
         &mut self,
         snap: &Snapshot<'_>,
         record: &SourceRecord,
-        out: &mut Vec<Frame>,
+        send: &mut impl FnMut(Frame) -> Result<()>,
     ) -> Result<()> {
         let said = Said {
             labels: record.labels.clone(),
@@ -169,55 +184,60 @@ impl Shipped {
         };
         let first = !self.full_sent;
         if first || said != self.said {
-            out.push(Frame::Handshake {
+            send(Frame::Handshake {
                 source: self.ordinal,
                 uuid: record.uuid.clone(),
                 labels: said.labels.clone(),
                 metadata: said.metadata.clone(),
                 clock_anchor_wall_ns: record.clock_anchor_wall_ns,
                 complete: said.complete,
-            });
+            })?;
             self.said = said;
         }
-        let mut segments = Vec::new();
+        // The fresh segments' records first (no payload), so that the index
+        // frames, which go before them, know whether the source sealed.
+        let mut fresh = Vec::new();
         for stream in snap.streams(record.id)? {
-            self.segment_frames(snap, record.id, &stream, &mut segments)?;
+            let shipped = self.segments.get(&stream).copied();
+            let records: Vec<SegmentRecord> = snap
+                .segments(record.id, &stream)?
+                .into_iter()
+                .filter(|r| shipped.is_none_or(|s| r.seq > s))
+                .collect();
+            if !records.is_empty() {
+                fresh.push((stream, records));
+            }
         }
         // Rule 7: the index goes out whole first and again whenever the
         // source sealed, so retention can never leave rows without it.
-        self.index_frames(snap, record.id, first || !segments.is_empty(), out)?;
+        self.index_frames(snap, record.id, first || !fresh.is_empty(), send)?;
         self.full_sent = true;
-        out.extend(segments);
+        for (stream, records) in fresh {
+            self.segment_frames(snap, record.id, &stream, records, send)?;
+        }
         for offset in snap.clock_offsets(record.id)? {
             if self.clock.is_some_and(|c| offset.ts <= c) {
                 continue;
             }
             self.clock = Some(offset.ts);
-            out.push(Frame::ClockOffset {
+            send(Frame::ClockOffset {
                 source: self.ordinal,
                 ts: offset.ts,
                 offset_ns: offset.offset_ns,
-            });
+            })?;
         }
         Ok(())
     }
 
+    /// One `Segment` frame per record, its payload read as it goes out.
     fn segment_frames(
         &mut self,
         snap: &Snapshot<'_>,
         source_id: i64,
         stream: &str,
-        out: &mut Vec<Frame>,
+        fresh: Vec<SegmentRecord>,
+        send: &mut impl FnMut(Frame) -> Result<()>,
     ) -> Result<()> {
-        let shipped = self.segments.get(stream).copied();
-        let fresh: Vec<_> = snap
-            .segments(source_id, stream)?
-            .into_iter()
-            .filter(|r| shipped.is_none_or(|s| r.seq > s))
-            .collect();
-        if fresh.is_empty() {
-            return Ok(());
-        }
         let mut indexes: HashMap<i64, Option<Vec<u8>>> = if fresh.iter().any(|r| r.caller_index) {
             snap.caller_indexes(source_id, stream)?
                 .into_iter()
@@ -227,7 +247,7 @@ impl Shipped {
         };
         for record in fresh {
             let bytes = snap.segment_bytes(source_id, stream, record.seq)?;
-            out.push(Frame::Segment {
+            send(Frame::Segment {
                 source: self.ordinal,
                 stream: stream.to_string(),
                 rows: record.rows.max(0) as u64,
@@ -235,7 +255,7 @@ impl Shipped {
                 last_ts: record.last_ts,
                 bytes,
                 caller_index: indexes.remove(&record.seq).flatten(),
-            });
+            })?;
             self.segments.insert(stream.to_string(), record.seq);
             let newest = self.newest.entry(stream.to_string()).or_insert(i64::MIN);
             *newest = (*newest).max(record.last_ts);
@@ -250,7 +270,7 @@ impl Shipped {
         snap: &Snapshot<'_>,
         source_id: i64,
         whole: bool,
-        out: &mut Vec<Frame>,
+        send: &mut impl FnMut(Frame) -> Result<()>,
     ) -> Result<()> {
         if whole {
             self.state = (0, 0);
@@ -276,7 +296,7 @@ impl Shipped {
                     (row.ts, 1)
                 };
                 self.state = add_state(self.state, index_entry_digest(&name, row.ts, &row.blob));
-                out.push(Frame::Index {
+                send(Frame::Index {
                     source: self.ordinal,
                     stream: name.clone(),
                     ts: row.ts,
@@ -287,7 +307,7 @@ impl Shipped {
                     },
                     state: self.state,
                     blob: row.blob,
-                });
+                })?;
             }
             self.caller.insert(name, cursor);
         }

@@ -90,7 +90,18 @@ pub struct Subscriber {
     applied: Applied,
     minted: u64,
     reader: Option<Archive>,
+    /// `Segment` frames accepted and not yet adopted, by replica key, in
+    /// arrival order; and their payload bytes.
+    pending: Vec<(String, String, Segment)>,
+    pending_bytes: usize,
 }
+
+/// Held-back `Segment` frames are adopted once their payloads reach this
+/// many bytes (or a frame of another kind arrives, or on sync and finish):
+/// a catch-up commits a few large transactions instead of one per segment.
+pub const ADOPT_BATCH_BYTES: usize = 16 << 20;
+/// ... or once this many are held, whatever their size.
+pub const ADOPT_BATCH_SEGMENTS: usize = 256;
 
 impl std::fmt::Debug for Subscriber {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -123,6 +134,8 @@ impl Subscriber {
             applied: Applied::default(),
             minted: 0,
             reader: None,
+            pending: Vec::new(),
+            pending_bytes: 0,
         })
     }
 
@@ -137,7 +150,19 @@ impl Subscriber {
     }
 
     /// Applies one frame. A frame is applied whole or not at all.
+    ///
+    /// `Segment` frames are checked (their ordinal) at once but adopted in
+    /// batches, one transaction per batch: before any frame of another kind
+    /// is applied, once the held ones reach [`ADOPT_BATCH_BYTES`] or
+    /// [`ADOPT_BATCH_SEGMENTS`], and by [`Subscriber::sync`] and
+    /// [`Subscriber::finish`]. Until then they are not in the file nor in
+    /// the counts; a kill loses them, and the next connection sends them
+    /// again (rule 8). Every poll ends in `Rows` frames, so a live replica
+    /// holds a poll's segments once it has applied the poll.
     pub fn apply(&mut self, frame: Frame) -> Result<()> {
+        if !matches!(frame, Frame::Segment { .. }) {
+            self.adopt_pending()?;
+        }
         match frame {
             Frame::Handshake {
                 source,
@@ -209,6 +234,7 @@ impl Subscriber {
     /// Finalizes every replica whose origin is complete and stops the
     /// writer: what a stream's clean end calls for.
     pub fn finish(mut self) -> Result<Applied> {
+        self.adopt_pending()?;
         let keys: Vec<String> = self.replicas.keys().cloned().collect();
         for key in keys {
             self.settle(&key)?;
@@ -222,7 +248,8 @@ impl Subscriber {
     }
 
     /// Waits until everything applied is durable, then returns the counts.
-    pub fn sync(&self) -> Result<&Applied> {
+    pub fn sync(&mut self) -> Result<&Applied> {
+        self.adopt_pending()?;
         self.writer.sync()?;
         Ok(&self.applied)
     }
@@ -423,15 +450,41 @@ impl Subscriber {
         self.settle(&key)
     }
 
+    /// Holds a segment back for the next batch (rule 1 is checked now).
     fn segment(&mut self, ordinal: u32, stream: &str, segment: Segment) -> Result<()> {
-        let last_ts = segment.last_ts;
-        let (writer, replica) = self.replica(ordinal)?;
-        let adopted = replica.handle(writer)?.adopt_segment(stream, segment)?;
-        let newest = replica.newest.entry(stream.to_string()).or_insert(last_ts);
-        *newest = (*newest).max(last_ts);
-        match adopted {
-            Adopted::Inserted { .. } => self.applied.segments += 1,
-            Adopted::AlreadyHeld => self.applied.segments_held += 1,
+        let key = self.ordinal(ordinal)?.key.clone();
+        self.pending_bytes += segment.bytes.len();
+        self.pending.push((key, stream.to_string(), segment));
+        if self.pending_bytes >= ADOPT_BATCH_BYTES || self.pending.len() >= ADOPT_BATCH_SEGMENTS {
+            self.adopt_pending()?;
+        }
+        Ok(())
+    }
+
+    /// Adopts the held-back segments: one transaction per run of one replica.
+    fn adopt_pending(&mut self) -> Result<()> {
+        let mut pending = std::mem::take(&mut self.pending).into_iter().peekable();
+        self.pending_bytes = 0;
+        while let Some((key, stream, segment)) = pending.next() {
+            let mut run = vec![(stream, segment)];
+            while let Some((_, stream, segment)) = pending.next_if(|(k, _, _)| *k == key) {
+                run.push((stream, segment));
+            }
+            let tops: Vec<(String, i64)> =
+                run.iter().map(|(s, g)| (s.clone(), g.last_ts)).collect();
+            let replica = self
+                .replicas
+                .get_mut(&key)
+                .expect("a held segment names a replica");
+            let outcomes = replica.handle(&self.writer)?.adopt_segments(run)?;
+            for ((stream, last_ts), adopted) in tops.into_iter().zip(outcomes) {
+                let newest = replica.newest.entry(stream).or_insert(last_ts);
+                *newest = (*newest).max(last_ts);
+                match adopted {
+                    Adopted::Inserted { .. } => self.applied.segments += 1,
+                    Adopted::AlreadyHeld => self.applied.segments_held += 1,
+                }
+            }
         }
         Ok(())
     }

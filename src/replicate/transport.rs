@@ -55,14 +55,16 @@ pub fn publish_live(
     Ok(out.bytes)
 }
 
+/// One poll, each frame written as soon as the publisher builds it: the
+/// subscriber applies the first segments of a catch-up while the later
+/// ones are still being read, and only one is in memory at a time.
 fn send_poll(publisher: &mut Publisher, out: &mut Counted<impl Write>, name: &str) -> Result<()> {
     let mut buf = Vec::new();
-    for frame in publisher.poll()? {
+    publisher.poll_each(|frame| {
         buf.clear();
         frame.encode_into(&mut buf);
-        send(out, &buf, name)?;
-    }
-    Ok(())
+        send(out, &buf, name)
+    })
 }
 
 fn send(out: &mut Counted<impl Write>, bytes: &[u8], name: &str) -> Result<()> {

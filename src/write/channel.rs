@@ -86,9 +86,8 @@ pub(super) enum Msg {
     },
     Adopt {
         source_id: i64,
-        stream: String,
-        segment: Segment,
-        reply: Reply<Adopted>,
+        segments: Vec<(String, Segment)>,
+        reply: Reply<Vec<Adopted>>,
     },
     Evict {
         source_id: i64,

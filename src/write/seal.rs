@@ -448,71 +448,108 @@ pub enum Adopted {
     AlreadyHeld,
 }
 
-/// Inserts a segment someone else encoded (a replica, a copy) at the
-/// stream's next seq, if it fits after what the stream already has. Seals
-/// in flight must be drained first. With `covers_live` (a replica) the
+/// Inserts segments someone else encoded (a replica, a copy), each at its
+/// stream's next seq if it fits after what the stream already has (counting
+/// the segments before it in `segments`), all in one transaction: a
+/// catch-up of many segments pays for one commit, not one each. A segment
+/// that does not fit refuses the whole batch before anything is written.
+/// Seals in flight must be drained first. With `covers_live` (a replica) a
 /// segment may cover rows of the stream's unsealed tail: they are the
 /// origin's rows that it sealed there, so the segment holds them too.
-#[allow(clippy::too_many_arguments)]
 pub(super) fn adopt(
     conn: &Connection,
     file: &str,
     streams: &mut StreamCache,
     source_id: i64,
-    stream: &str,
-    segment: Segment,
+    segments: Vec<(String, Segment)>,
     covers_live: bool,
-) -> Result<Adopted> {
-    let invalid = |message: String| Error::Invalid {
-        file: file.to_string(),
-        message: format!("cannot adopt a segment into stream {stream:?}: {message}"),
-    };
-    if segment.rows < 1 || segment.first_ts > segment.last_ts {
-        return Err(invalid(format!(
-            "it claims {} rows from {} to {}",
-            segment.rows, segment.first_ts, segment.last_ts
-        )));
-    }
-    if !crate::segment::has_parquet_magic(&segment.bytes) {
-        return Err(invalid("its bytes are not a Parquet file".into()));
-    }
-    let watermark = streams.get(source_id, stream).and_then(|st| st.watermark);
-    if let Some(w) = watermark {
-        if segment.last_ts <= w {
-            return Ok(Adopted::AlreadyHeld);
-        }
-        if segment.first_ts <= w {
+) -> Result<Vec<Adopted>> {
+    // Per stream touched: the watermark and next seq as the batch leaves them.
+    let mut planned: Vec<(String, Option<i64>, i64)> = Vec::new();
+    let mut outcomes = Vec::with_capacity(segments.len());
+    for (stream, segment) in &segments {
+        let invalid = |message: String| Error::Invalid {
+            file: file.to_string(),
+            message: format!("cannot adopt a segment into stream {stream:?}: {message}"),
+        };
+        if segment.rows < 1 || segment.first_ts > segment.last_ts {
             return Err(invalid(format!(
-                "it spans {}..={} across the stream's newest sealed row {w}",
-                segment.first_ts, segment.last_ts
+                "it claims {} rows from {} to {}",
+                segment.rows, segment.first_ts, segment.last_ts
             )));
         }
+        if !crate::segment::has_parquet_magic(&segment.bytes) {
+            return Err(invalid("its bytes are not a Parquet file".into()));
+        }
+        let at = match planned.iter().position(|(name, _, _)| name == stream) {
+            Some(at) => at,
+            None => {
+                let st = streams.get(source_id, stream);
+                planned.push((
+                    stream.clone(),
+                    st.and_then(|st| st.watermark),
+                    st.map_or(0, |st| st.next_seq),
+                ));
+                planned.len() - 1
+            }
+        };
+        if let Some(w) = planned[at].1 {
+            if segment.last_ts <= w {
+                outcomes.push(Adopted::AlreadyHeld);
+                continue;
+            }
+            if segment.first_ts <= w {
+                return Err(invalid(format!(
+                    "it spans {}..={} across the stream's newest sealed row {w}",
+                    segment.first_ts, segment.last_ts
+                )));
+            }
+        }
+        if !covers_live {
+            let live = Snapshot::on_writer(conn, file).live_wal_span(source_id, stream)?;
+            if let Some(live) = live.filter(|l| l.first_ts <= segment.last_ts) {
+                return Err(invalid(format!(
+                    "it reaches to {}, past the unsealed row at {}; it would hide rows it does not hold",
+                    segment.last_ts, live.first_ts
+                )));
+            }
+        }
+        let seq = planned[at].2;
+        planned[at].1 = Some(segment.last_ts);
+        planned[at].2 = seq + 1;
+        outcomes.push(Adopted::Inserted { seq });
     }
-    let live = Snapshot::on_writer(conn, file).live_wal_span(source_id, stream)?;
-    if let Some(live) = live.filter(|l| !covers_live && l.first_ts <= segment.last_ts) {
-        return Err(invalid(format!(
-            "it reaches to {}, past the unsealed row at {}; it would hide rows it does not hold",
-            segment.last_ts, live.first_ts
-        )));
+    let inserts: Vec<(&(String, Segment), i64)> = segments
+        .iter()
+        .zip(&outcomes)
+        .filter_map(|(s, o)| match o {
+            Adopted::Inserted { seq } => Some((s, *seq)),
+            Adopted::AlreadyHeld => None,
+        })
+        .collect();
+    if inserts.is_empty() {
+        return Ok(outcomes);
     }
-    let seq = streams.get(source_id, stream).map_or(0, |st| st.next_seq);
-    with_retries(file, "adopting a segment", || {
+    with_retries(file, "adopting segments", || {
         let tx = Transaction::begin(conn, file)?;
-        tx.insert_segment(source_id, stream, seq, &segment)?;
+        for ((stream, segment), seq) in &inserts {
+            tx.insert_segment(source_id, stream, *seq, segment)?;
+        }
         tx.commit()
     })?;
-    if covers_live {
-        // Rows of the replica's tail the segment now covers are counted
-        // as covered, for the prune, by reading the stream back.
-        streams.refresh(conn, file, source_id, stream)?;
-        return Ok(Adopted::Inserted { seq });
+    for (stream, watermark, next_seq) in planned {
+        if covers_live {
+            // Rows of the replica's tail the segments now cover are counted
+            // as covered, for the prune, by reading the stream back.
+            streams.refresh(conn, file, source_id, &stream)?;
+            continue;
+        }
+        let st = streams.get_mut(source_id, &stream);
+        st.next_seq = next_seq;
+        st.watermark = watermark;
+        if let Some(w) = watermark {
+            st.newest = Some(st.newest.map_or(w, |n| n.max(w)));
+        }
     }
-    let st = streams.get_mut(source_id, stream);
-    st.next_seq = seq + 1;
-    st.watermark = Some(segment.last_ts);
-    st.newest = Some(
-        st.newest
-            .map_or(segment.last_ts, |n| n.max(segment.last_ts)),
-    );
-    Ok(Adopted::Inserted { seq })
+    Ok(outcomes)
 }

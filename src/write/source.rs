@@ -249,12 +249,22 @@ impl SourceWriter {
     /// if it straddles the watermark or reaches an unsealed row; one the
     /// stream already covers is reported as [`Adopted::AlreadyHeld`].
     pub fn adopt_segment(&self, stream: &str, segment: Segment) -> Result<Adopted> {
+        let mut outcomes = self.adopt_segments(vec![(stream.to_string(), segment)])?;
+        Ok(outcomes.pop().expect("one outcome per segment"))
+    }
+
+    /// [`SourceWriter::adopt_segment`] for many segments, in order, as one
+    /// transaction (one commit for all of them). Either every segment is
+    /// adopted or held, or none is written and the first that does not fit
+    /// is named in the error.
+    pub fn adopt_segments(&self, segments: Vec<(String, Segment)>) -> Result<Vec<Adopted>> {
+        if segments.is_empty() {
+            return Ok(Vec::new());
+        }
         let source_id = self.source_id;
-        let stream = stream.to_string();
         request(&self.tx, &self.shared, |reply| Msg::Adopt {
             source_id,
-            stream,
-            segment,
+            segments,
             reply,
         })
     }

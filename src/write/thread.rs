@@ -459,8 +459,7 @@ impl WriterThread {
             }
             Msg::Adopt {
                 source_id,
-                stream,
-                segment,
+                segments,
                 reply,
             } => {
                 self.drain_seals()?;
@@ -474,8 +473,7 @@ impl WriterThread {
                             &self.file,
                             &mut self.streams,
                             source_id,
-                            &stream,
-                            segment,
+                            segments,
                             mirrored,
                         )
                     });

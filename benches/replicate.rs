@@ -1,0 +1,579 @@
+//! Replication (issue 10), measured: the codec's throughput, catch-up of a
+//! whole archive over TCP on loopback against a plain file copy of it, and
+//! the lag of a live replica. `cargo bench --bench replicate`; prints one
+//! JSON line per figure on stdout and a table on stderr.
+//!
+//! - **codec**: encode then decode of `Segment` frames (1 MiB of Parquet
+//!   each) and of `Rows` frames (1,000 rows of 64 bytes), in MB/s of frame
+//!   bytes.
+//! - **catch-up**: an archive of about `--mb` MB (default 100) of 1 MiB
+//!   segments over 4 streams, plus a live tail, finalized. Timed: a fresh
+//!   publisher serving it over a loopback socket (`write_catch_up`) to a
+//!   subscriber applying it into a new archive (`apply_stream`), from the
+//!   connect until the replica's writer has joined (everything durable);
+//!   against `std::fs::copy` of the same file plus an fsync of the copy.
+//!   Both warm (the origin's pages in the OS cache), alternated per rep.
+//!   Also the two halves alone (publisher into a sink, subscriber from
+//!   memory) so that the end-to-end figure can be read against them, and
+//!   the catch-up as it was before it streamed and batched (the whole poll
+//!   gathered first, one transaction per segment), as a ratio to a copy.
+//! - **live lag**: a writer appends a tick every 10 ms to 4 streams
+//!   (timestamps are the wall clock) while `serve_tcp` publishes it with a
+//!   1 s interval and a subscriber applies over TCP; for every `Rows`
+//!   frame, the age of its newest row when the frame has been applied, and
+//!   for every row its age then, as p50 and p99.
+//!
+//! `--mb N`, `--reps N` (catch-up repetitions, default 3), `--lag-secs N`
+//! (default 30), `--quick` (10 MB, 1 rep, 8 s of lag), `--only
+//! codec|catchup|lag`.
+
+use std::io::Read;
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use arrow_array::{ArrayRef, Int64Array, RecordBatch};
+use arrow_schema::{DataType, Field, Schema};
+use dendro::container::NewSource;
+use dendro::replicate::codec::preamble;
+use dendro::replicate::transport::{apply_stream, serve_tcp, write_catch_up};
+use dendro::replicate::{Frame, FrameReader, Publisher, Subscriber, VerbatimOnly, WireRow};
+use dendro::segment::encode_batch;
+use dendro::write::{wall_clock_ns, TickRows, Writer, WriterOptions};
+use dendro::{Archive, ArchiveMut, ClockOffset, Labels, Segment, SegmentEncoder, WalRow};
+
+const STREAMS: usize = 4;
+/// Rows per segment: two Int64 columns of noise, about 1 MiB of Parquet.
+const ROWS_PER_SEGMENT: usize = 65_536;
+const T0: i64 = 1_700_000_000_000_000_000;
+
+struct Args {
+    mb: f64,
+    reps: usize,
+    lag_secs: u64,
+    only: Option<String>,
+}
+
+fn args() -> Args {
+    let mut args = Args {
+        mb: 100.0,
+        reps: 3,
+        lag_secs: 30,
+        only: None,
+    };
+    let mut it = std::env::args().skip(1);
+    while let Some(arg) = it.next() {
+        let mut value = || it.next().expect("a value after the flag");
+        match arg.as_str() {
+            "--mb" => args.mb = value().parse().expect("--mb N"),
+            "--reps" => args.reps = value().parse().expect("--reps N"),
+            "--lag-secs" => args.lag_secs = value().parse().expect("--lag-secs N"),
+            "--only" => args.only = Some(value()),
+            "--quick" => {
+                args.mb = 10.0;
+                args.reps = 1;
+                args.lag_secs = 8;
+            }
+            // cargo bench passes --bench; anything else is a mistake.
+            "--bench" => {}
+            other => panic!("unknown argument {other}"),
+        }
+    }
+    args
+}
+
+struct Figures;
+
+impl Figures {
+    fn add(&self, name: &str, value: f64, unit: &str) {
+        println!("{{\"figure\": \"{name}\", \"median\": {value:.3}, \"unit\": \"{unit}\"}}");
+        eprintln!("  {name:<40} {value:>12.3} {unit}");
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v[v.len() / 2]
+}
+
+/// The `q`-quantile (0..=1) of `v`, nearest rank.
+fn quantile(v: &mut [f64], q: f64) -> f64 {
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
+    v[rank - 1]
+}
+
+/// SplitMix64: deterministic noise that LZ4 cannot shrink.
+struct Noise(u64);
+
+impl Noise {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+/// One segment of `stream` starting at row `first` (1 ms apart).
+fn segment(noise: &mut Noise, first: i64) -> Segment {
+    let schema = Arc::new(Schema::new(vec![
+        Field::new("ts", DataType::Int64, false),
+        Field::new("value", DataType::Int64, false),
+    ]));
+    let ts: Vec<i64> = (0..ROWS_PER_SEGMENT as i64)
+        .map(|i| T0 + (first + i) * 1_000_000)
+        .collect();
+    let values: Vec<i64> = (0..ROWS_PER_SEGMENT).map(|_| noise.next() as i64).collect();
+    let (first_ts, last_ts) = (ts[0], ts[ts.len() - 1]);
+    let columns: Vec<ArrayRef> = vec![
+        Arc::new(Int64Array::from(ts)),
+        Arc::new(Int64Array::from(values)),
+    ];
+    let batch = RecordBatch::try_new(schema, columns).unwrap();
+    Segment {
+        bytes: encode_batch(&batch).unwrap(),
+        rows: ROWS_PER_SEGMENT as i64,
+        first_ts,
+        last_ts,
+        caller_index: None,
+    }
+}
+
+/// The catch-up origin: `mb` MB of segments over 4 streams, 2,000 live
+/// rows past them in each stream, a clock observation, finalized. Built
+/// through the catalog writes directly (the writer is not the subject).
+/// Returns the segment bytes.
+fn build_origin(path: &Path, mb: f64) -> u64 {
+    let per_stream = ((mb / STREAMS as f64).round() as usize).max(1);
+    let mut archive = ArchiveMut::create(path).unwrap();
+    let mut noise = Noise(7);
+    let mut bytes = 0u64;
+    let tx = archive.transaction().unwrap();
+    let source = tx
+        .insert_source_with_uuid(&NewSource {
+            uuid: None,
+            labels: Labels::from([("host".into(), "bench".into())]),
+            metadata: Labels::new(),
+            complete: true,
+            clock_anchor_wall_ns: T0,
+        })
+        .unwrap();
+    tx.commit().unwrap();
+    for k in 0..STREAMS {
+        let stream = format!("stream-{k:02}");
+        for seq in 0..per_stream {
+            let segment = segment(&mut noise, (seq * ROWS_PER_SEGMENT) as i64);
+            bytes += segment.bytes.len() as u64;
+            let tx = archive.transaction().unwrap();
+            tx.insert_segment(source, &stream, seq as i64, &segment)
+                .unwrap();
+            tx.commit().unwrap();
+        }
+        let after = (per_stream * ROWS_PER_SEGMENT) as i64;
+        let live: Vec<WalRow> = (after..after + 2_000)
+            .map(|i| WalRow {
+                ts: T0 + i * 1_000_000,
+                wall_offset: 0,
+                row: noise.next().to_le_bytes().to_vec(),
+            })
+            .collect();
+        let tx = archive.transaction().unwrap();
+        tx.insert_wal_rows(source, &stream, &live).unwrap();
+        tx.commit().unwrap();
+    }
+    let tx = archive.transaction().unwrap();
+    tx.insert_clock_offset(source, T0, 0).unwrap();
+    tx.commit().unwrap();
+    drop(archive);
+    bytes
+}
+
+fn remove(path: &Path) {
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut p = path.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
+}
+
+fn file_copy(from: &Path, to: &Path) -> f64 {
+    remove(to);
+    let started = Instant::now();
+    std::fs::copy(from, to).unwrap();
+    std::fs::File::open(to).unwrap().sync_all().unwrap();
+    started.elapsed().as_secs_f64()
+}
+
+/// Publisher and subscriber over a loopback socket, through the
+/// transports the CLI uses; until the replica's writer has joined.
+fn catch_up(from: &Path, to: &Path) -> f64 {
+    remove(to);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let origin = from.to_path_buf();
+    let started = Instant::now();
+    let publisher = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        write_catch_up(&origin, conn, "bench-publisher").unwrap()
+    });
+    let conn = TcpStream::connect(addr).unwrap();
+    let mut subscriber = Subscriber::open(to, Arc::new(VerbatimOnly)).unwrap();
+    apply_stream(&mut subscriber, conn, "bench-subscriber", |_, _| {}).unwrap();
+    let applied = subscriber.finish().unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    publisher.join().unwrap();
+    assert!(applied.segments > 0 && applied.rows > 0, "{applied:?}");
+    elapsed
+}
+
+/// The same catch-up as the code did it before the fixes: the publisher
+/// gathers the whole poll before sending a byte, and the subscriber
+/// commits each segment on its own (a `sync` after each `Segment` frame is
+/// one transaction per segment, as adoption was). For the before/after
+/// figure only.
+fn catch_up_unbatched(from: &Path, to: &Path) -> f64 {
+    use std::io::Write;
+    remove(to);
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let origin = from.to_path_buf();
+    let started = Instant::now();
+    let publisher = std::thread::spawn(move || {
+        let (conn, _) = listener.accept().unwrap();
+        let mut out = std::io::BufWriter::new(conn);
+        let mut publisher = Publisher::new(Archive::open(&origin).unwrap());
+        let frames = publisher.poll().unwrap();
+        out.write_all(&preamble()).unwrap();
+        let mut buf = Vec::new();
+        for frame in frames {
+            buf.clear();
+            frame.encode_into(&mut buf);
+            out.write_all(&buf).unwrap();
+        }
+        out.flush().unwrap();
+    });
+    let conn = TcpStream::connect(addr).unwrap();
+    let mut subscriber = Subscriber::open(to, Arc::new(VerbatimOnly)).unwrap();
+    let mut reader = FrameReader::new(std::io::BufReader::new(conn), "unbatched").unwrap();
+    subscriber.new_connection();
+    while let Some(frame) = reader.next_frame().unwrap() {
+        let segment = matches!(frame, Frame::Segment { .. });
+        subscriber.apply(frame).unwrap();
+        if segment {
+            subscriber.sync().unwrap();
+        }
+    }
+    subscriber.finish().unwrap();
+    let elapsed = started.elapsed().as_secs_f64();
+    publisher.join().unwrap();
+    elapsed
+}
+
+/// Segment count and bytes, live rows: what a replica must match.
+fn shape(path: &Path) -> (usize, i64, usize) {
+    let archive = Archive::open(path).unwrap();
+    archive
+        .read_snapshot(|s| {
+            let segments = s.all_segments()?;
+            let bytes = segments.iter().map(|r| r.bytes).sum();
+            let mut live = 0;
+            for source in s.sources()? {
+                for stream in s.streams(source.id)? {
+                    live += s
+                        .live_wal_rows_between(source.id, &stream, i64::MIN, i64::MAX)?
+                        .len();
+                }
+            }
+            Ok((segments.len(), bytes, live))
+        })
+        .unwrap()
+}
+
+fn catchup_figures(figures: &Figures, dir: &Path, mb: f64, reps: usize) {
+    let origin = dir.join("origin.dendro");
+    let copy = dir.join("copy.dendro");
+    let replica = dir.join("replica.dendro");
+    let started = Instant::now();
+    let segment_bytes = build_origin(&origin, mb);
+    let file_bytes = std::fs::metadata(&origin).unwrap().len();
+    eprintln!(
+        "catch-up: origin of {:.1} MB ({:.1} MB of segments) built in {:.1} s",
+        file_bytes as f64 / 1e6,
+        segment_bytes as f64 / 1e6,
+        started.elapsed().as_secs_f64()
+    );
+    // The halves alone: the publisher into a sink, the subscriber from memory.
+    let mut stream = Vec::new();
+    let started = Instant::now();
+    write_catch_up(&origin, &mut stream, "memory").unwrap();
+    let publish_s = started.elapsed().as_secs_f64();
+    let started = Instant::now();
+    remove(&replica);
+    let mut subscriber = Subscriber::open(&replica, Arc::new(VerbatimOnly)).unwrap();
+    apply_stream(&mut subscriber, &stream[..], "memory", |_, _| {}).unwrap();
+    subscriber.finish().unwrap();
+    let subscribe_s = started.elapsed().as_secs_f64();
+    assert_eq!(shape(&replica), shape(&origin), "the replica differs");
+    // The subscriber alone, batched (as it is) and one segment per
+    // transaction (a sync after each), alternated.
+    let (mut batched, mut single) = (Vec::new(), Vec::new());
+    for rep in 0..reps.max(3) {
+        for one_by_one in [rep % 2 == 0, rep % 2 != 0] {
+            remove(&replica);
+            let started = Instant::now();
+            let mut subscriber = Subscriber::open(&replica, Arc::new(VerbatimOnly)).unwrap();
+            let mut reader = FrameReader::new(&stream[..], "memory").unwrap();
+            while let Some(frame) = reader.next_frame().unwrap() {
+                let segment = matches!(frame, Frame::Segment { .. });
+                subscriber.apply(frame).unwrap();
+                if segment && one_by_one {
+                    subscriber.sync().unwrap();
+                }
+            }
+            subscriber.finish().unwrap();
+            let s = started.elapsed().as_secs_f64();
+            if one_by_one {
+                single.push(s);
+            } else {
+                batched.push(s);
+            }
+        }
+    }
+    let stream_bytes = stream.len() as f64;
+    drop(stream);
+    let (mut copies, mut catchups) = (Vec::new(), Vec::new());
+    for rep in 0..reps {
+        // Alternate which goes first, so neither always finds a warmer disk.
+        if rep % 2 == 0 {
+            copies.push(file_copy(&origin, &copy));
+            catchups.push(catch_up(&origin, &replica));
+        } else {
+            catchups.push(catch_up(&origin, &replica));
+            copies.push(file_copy(&origin, &copy));
+        }
+    }
+    assert_eq!(shape(&replica), shape(&origin), "the replica differs");
+    let mut before = Vec::new();
+    for _ in 0..reps {
+        let copy_s = file_copy(&origin, &copy);
+        before.push(catch_up_unbatched(&origin, &replica) / copy_s);
+    }
+    assert_eq!(shape(&replica), shape(&origin), "the replica differs");
+    let ratios: Vec<f64> = copies.iter().zip(&catchups).map(|(c, u)| u / c).collect();
+    let mb_s = |s: f64| file_bytes as f64 / 1e6 / s;
+    figures.add("catchup_archive_mb", file_bytes as f64 / 1e6, "MB");
+    figures.add("catchup_stream_mb", stream_bytes / 1e6, "MB");
+    figures.add("publish_to_memory_s", publish_s, "s");
+    figures.add("subscribe_from_memory_s", subscribe_s, "s");
+    figures.add("subscribe_from_memory_batched_s", median(batched), "s");
+    figures.add("subscribe_from_memory_per_segment_s", median(single), "s");
+    figures.add("file_copy_fsync_s", median(copies.clone()), "s");
+    figures.add("catchup_tcp_s", median(catchups.clone()), "s");
+    figures.add("file_copy_mb_per_s", mb_s(median(copies)), "MB/s");
+    figures.add("catchup_tcp_mb_per_s", mb_s(median(catchups)), "MB/s");
+    figures.add("catchup_over_copy_ratio", median(ratios), "x");
+    figures.add("unbatched_catchup_over_copy_ratio", median(before), "x");
+    remove(&origin);
+    remove(&copy);
+    remove(&replica);
+}
+
+/// Encodes and decodes `frame` `n` times; MB/s of frame bytes.
+fn codec_mb_per_s(frame: &Frame, n: usize) -> f64 {
+    let mut buf = Vec::new();
+    frame.encode_into(&mut buf);
+    let frame_bytes = buf.len();
+    let mut stream = preamble().to_vec();
+    let started = Instant::now();
+    for _ in 0..n {
+        stream.truncate(preamble().len());
+        frame.encode_into(&mut stream);
+        let mut reader = FrameReader::new(&stream[..], "memory").unwrap();
+        let back = reader.next_frame().unwrap().unwrap();
+        std::hint::black_box(&back);
+    }
+    let secs = started.elapsed().as_secs_f64();
+    (frame_bytes * n) as f64 / 1e6 / secs
+}
+
+fn codec_figures(figures: &Figures) {
+    let segment = segment(&mut Noise(3), 0);
+    let frame = Frame::Segment {
+        source: 0,
+        stream: "stream-00".into(),
+        rows: segment.rows as u64,
+        first_ts: segment.first_ts,
+        last_ts: segment.last_ts,
+        bytes: segment.bytes,
+        caller_index: Some(b"labels:a\nb".to_vec()),
+    };
+    let runs: Vec<f64> = (0..5).map(|_| codec_mb_per_s(&frame, 100)).collect();
+    figures.add("codec_segment_mb_per_s", median(runs), "MB/s");
+    let mut noise = Noise(5);
+    let rows = (0..1_000)
+        .map(|i| WireRow {
+            stream: format!("stream-{:02}", i % STREAMS),
+            ts: T0 + i as i64,
+            wall_offset: 17,
+            row: (0..8).flat_map(|_| noise.next().to_le_bytes()).collect(),
+        })
+        .collect();
+    let frame = Frame::Rows {
+        source: 0,
+        seq: 9,
+        index_state: (1, 2),
+        rows,
+    };
+    let runs: Vec<f64> = (0..5).map(|_| codec_mb_per_s(&frame, 2_000)).collect();
+    figures.add("codec_rows_mb_per_s", median(runs), "MB/s");
+}
+
+/// A row is an i64 (little-endian); a segment has `ts` and `value`.
+struct LagEncoder;
+
+impl SegmentEncoder for LagEncoder {
+    fn encode(&self, _: &str, rows: &[WalRow]) -> Result<Option<Segment>, String> {
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("ts", DataType::Int64, false),
+            Field::new("value", DataType::Int64, false),
+        ]));
+        let values = rows
+            .iter()
+            .map(|r| r.row.as_slice().try_into().map(i64::from_le_bytes))
+            .collect::<Result<Vec<i64>, _>>()
+            .map_err(|_| "a row is not 8 bytes")?;
+        let columns: Vec<ArrayRef> = vec![
+            Arc::new(Int64Array::from_iter_values(rows.iter().map(|r| r.ts))),
+            Arc::new(Int64Array::from(values)),
+        ];
+        let batch = RecordBatch::try_new(schema, columns).map_err(|e| e.to_string())?;
+        dendro::segment::segment_of_rows(rows, &batch).map(Some)
+    }
+
+    fn version(&self) -> Option<String> {
+        Some("bench-lag-i64-v1".into())
+    }
+}
+
+fn lag_figures(figures: &Figures, dir: &Path, secs: u64) {
+    let origin = dir.join("lag-origin.dendro");
+    let replica = dir.join("lag-replica.dendro");
+    remove(&origin);
+    remove(&replica);
+    let writer =
+        Writer::create_with(&origin, Arc::new(LagEncoder), WriterOptions::default()).unwrap();
+    let source = writer
+        .add_source(Labels::from([("host".into(), "lag".into())]), Labels::new())
+        .unwrap();
+    let names: Vec<String> = (0..STREAMS).map(|k| format!("stream-{k:02}")).collect();
+    let stop: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let served = origin.clone();
+    std::thread::spawn(move || serve_tcp(&served, listener, Duration::from_secs(1), stop));
+    let subscriber = std::thread::spawn(move || {
+        let mut sub = Subscriber::open(&replica, Arc::new(VerbatimOnly)).unwrap();
+        let conn = TcpStream::connect(addr).unwrap();
+        let mut reader = FrameReader::new(std::io::BufReader::new(conn), "lag").unwrap();
+        sub.new_connection();
+        let (mut newest_ages, mut row_ages) = (Vec::new(), Vec::new());
+        while let Some(frame) = reader.next_frame().unwrap() {
+            let stamps: Vec<i64> = match &frame {
+                Frame::Rows { rows, .. } => rows.iter().map(|r| r.ts).collect(),
+                _ => Vec::new(),
+            };
+            sub.apply(frame).unwrap();
+            let now = wall_clock_ns();
+            if let Some(newest) = stamps.iter().max() {
+                newest_ages.push((now - newest) as f64 / 1e6);
+                row_ages.extend(stamps.iter().map(|ts| (now - ts) as f64 / 1e6));
+            }
+            if sub.applied().finalized > 0 {
+                break;
+            }
+        }
+        let applied = sub.finish().unwrap();
+        (newest_ages, row_ages, applied)
+    });
+    let started = Instant::now();
+    let mut last = 0i64;
+    let mut appended = 0u64;
+    let mut tick = 0u64;
+    while started.elapsed() < Duration::from_secs(secs) {
+        let ts = wall_clock_ns().max(last + 1);
+        last = ts;
+        let rows: TickRows = names
+            .iter()
+            .map(|name| {
+                (
+                    name.clone(),
+                    WalRow {
+                        ts,
+                        wall_offset: 0,
+                        row: (ts ^ 0x5a5a).to_le_bytes().to_vec(),
+                    },
+                )
+            })
+            .collect();
+        source.wal(rows).unwrap();
+        appended += STREAMS as u64;
+        tick += 1;
+        // A seal every 5 s, as a recording's policy would.
+        if tick.is_multiple_of(500) {
+            source.seal(names.iter().cloned()).unwrap();
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    source
+        .finalize(ClockOffset {
+            ts: last,
+            offset_ns: 0,
+        })
+        .unwrap();
+    writer.join().unwrap();
+    let (mut newest, mut rows, applied) = subscriber.join().unwrap();
+    stop.store(true, Ordering::Relaxed);
+    // Wake the accept loop so that it sees the stop.
+    let _ = TcpStream::connect(addr).map(|mut c| c.read(&mut [0u8; 1]));
+    eprintln!(
+        "lag: {appended} rows appended over {secs} s; replica applied {} rows and {} segments \
+         ({} held) in {} Rows frames",
+        applied.rows,
+        applied.segments,
+        applied.rows_held + applied.segments_held,
+        newest.len()
+    );
+    figures.add("lag_newest_row_p50_ms", quantile(&mut newest, 0.5), "ms");
+    figures.add("lag_newest_row_p99_ms", quantile(&mut newest, 0.99), "ms");
+    figures.add("lag_every_row_p50_ms", quantile(&mut rows, 0.5), "ms");
+    figures.add("lag_every_row_p99_ms", quantile(&mut rows, 0.99), "ms");
+    remove(&origin);
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "unknown".into())
+}
+
+fn main() {
+    let args = args();
+    let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let figures = Figures;
+    let wants = |part: &str| args.only.as_deref().is_none_or(|o| o == part);
+    eprintln!("load average before: {}", load_average());
+    if wants("codec") {
+        codec_figures(&figures);
+    }
+    if wants("catchup") {
+        catchup_figures(&figures, dir.path(), args.mb, args.reps);
+    }
+    if wants("lag") {
+        lag_figures(&figures, dir.path(), args.lag_secs);
+    }
+    eprintln!("load average after: {}", load_average());
+}
