@@ -25,9 +25,9 @@ import init, * as module from "../../pkg/dendro.js";
 import { Archive, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import { packDescription } from "./packing";
-import { BlobSource, HttpSource, probeUrl } from "./sources";
+import { BlobSource, FollowSource, HttpSource, PageCache, probeFollow, probeUrl } from "./sources";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
-import type { Calls, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
+import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { Description, EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
 /** The module's test hooks, present only in a build with `--test-hooks`. */
@@ -125,6 +125,33 @@ async function openUrl(req: Extract<Request, { op: "openUrl" }>): Promise<number
   const probe = await probeUrl(req.url, PROBE_BYTES, req.minLazyBytes);
   if (!probe) return null;
   return keep(Archive.openLazy(new HttpSource(req.url, probe), req.name, true));
+}
+
+/** Followed URLs' page caches: they outlive the images read through them. */
+const followed = new Map<string, PageCache>();
+
+/**
+ * openFollow: the newest image of a URL a writer is appending to, or
+ * `unchanged` when the server says it holds nothing newer than the image
+ * the follower has. The new archive shares the previous one's decoded
+ * segments (same seq and catalog identity: the same sealed segment).
+ */
+async function openFollow(req: Extract<Request, { op: "openFollow" }>): Promise<FollowAnswer> {
+  let cache = followed.get(req.url);
+  if (!cache) {
+    cache = new PageCache();
+    followed.set(req.url, cache);
+  }
+  // A first open (no previous image here) starts the cache afresh.
+  const previous = req.previous !== null ? archives.get(req.previous) : undefined;
+  if (!previous) cache.moveTo(null, 0, null);
+  const found = await probeFollow(req.url, PROBE_BYTES, cache);
+  const traffic = { netBytes: cache.netBytes, requests: cache.requests };
+  if (found.unchanged) return { unchanged: true, ...traffic };
+  const kept = cache.moveTo(found.probe.etag, found.probe.size, found.changed);
+  const a = Archive.openLazy(new FollowSource(req.url, found.probe, cache), req.name, true);
+  if (previous) a.shareCache(previous);
+  return { unchanged: false, handle: keep(a), etag: found.probe.etag, kept: kept === "kept", size: found.probe.size, netBytes: cache.netBytes, requests: cache.requests };
 }
 
 function call<M extends Method>(a: Archive, method: M, args: Calls[M]["args"]): Calls[M]["result"] {
@@ -327,6 +354,8 @@ function run(req: Request): unknown {
       return keep(Archive.openLazy(new BlobSource(req.file, req.name), req.name, false));
     case "openUrl":
       return openUrl(req);
+    case "openFollow":
+      return openFollow(req);
     case "close": {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);
