@@ -131,7 +131,7 @@ describe("following an archive being written", () => {
       const second = await drawnAfter(page, column, first, 3000);
       const third = await drawnAfter(page, column, second, 3000);
       assert.ok(third > second && second > first);
-      await screenshot(page, "follow-live.png");
+      await screenshot(page, "follow-live.png", page.locator(`[data-testid="stream-view"]`));
 
       // A seal while watching: the segment count grows; the rows drawn go on without a gap or a duplicate.
       const segments = async () => Number((await page.locator('[data-testid="stream-stats"]').innerText()).match(/segments\s+([\d,]+)/)?.[1]?.replace(/,/g, ""));
@@ -168,7 +168,7 @@ describe("following an archive being written", () => {
       serve = await startServe(file, port);
       await drawnAfter(page, column, gone, 10_000);
       await page.locator('[data-testid="follow-status"][data-state="watching"]').waitFor({ timeout: 5000 });
-      await screenshot(page, "follow-resumed.png");
+      await screenshot(page, "follow-resumed.png", page.locator(`[data-testid="stream-view"]`));
 
       // Panning back turns following off; the button turns it on again.
       await page.locator('[data-testid="timeline"] button[title="Earlier"]').click();

@@ -77,7 +77,7 @@ describe("counters, live tails and streams", () => {
     const table = page.locator('[data-testid="live-rows"]');
     await table.waitFor();
     assert.equal(await table.getAttribute("data-rows"), String(st.live_rows));
-    await screenshot(page, "live-tail-typed.png");
+    await screenshot(page, "live-tail-typed.png", page.locator(`[data-testid="stream-view"]`));
     assert.deepEqual(page.problems, []);
     await page.close();
   });
@@ -113,7 +113,7 @@ describe("counters, live tails and streams", () => {
       compared++;
     }
     assert.ok(compared >= tail.length - 1, `${compared} rates compared`);
-    await screenshot(page, "counter-rates.png");
+    await screenshot(page, "counter-rates.png", page.locator(`[data-testid="stream-view"]`));
     // Raw on request: the running totals themselves.
     const drawn = Number(await page.locator('[data-testid="plots"]').getAttribute("data-drawn"));
     await page.locator(`[data-testid="plot"][data-column="${column}"] [data-testid="rate-toggle"]`).click();
@@ -151,7 +151,7 @@ describe("counters, live tails and streams", () => {
     const at = d.ts.indexOf(String(tsOf(all[reset])));
     assert.ok(at >= 0, "the reset's row is drawn");
     assert.ok(close(d.max[at], expected[reset]), `the reset's rate is the new total over the interval: ${d.max[at]} vs ${expected[reset]}`);
-    await screenshot(page, "counter-reset.png");
+    await screenshot(page, "counter-reset.png", page.locator(`[data-testid="stream-view"]`));
     assert.deepEqual(page.problems, []);
     await page.close();
   });
