@@ -111,7 +111,13 @@ async function followPage(browser, base, file, stream, column) {
   const q = new URLSearchParams({ url: `/archives/${basename(file)}`, follow: "1", source: "1", stream });
   q.append("col", column);
   await page.goto(`${base}/?${q}`);
-  await page.locator('[data-testid="plots"][data-state="drawn"]').waitFor({ timeout: 60_000 });
+  try {
+    await page.locator('[data-testid="plots"][data-state="drawn"]').waitFor({ timeout: 60_000 });
+  } catch (e) {
+    await page.screenshot({ path: join(dir, "stuck.png") });
+    log(`no plot drawn; the page is in ${join(dir, "stuck.png")}`);
+    throw e;
+  }
   return page;
 }
 
@@ -126,6 +132,7 @@ try {
     const file = join(dir, "idle.dendro");
     execFileSync(bin, ["demo", "--minutes", "30", file], { stdio: "ignore" });
     const s = await serve(file);
+    log("idle archive written; following it");
     const page = await followPage(browser, s.url, file, "memory", "used_bytes");
     const t0 = await traffic(page);
     const idleFor = Math.min(seconds, 30);
@@ -142,6 +149,7 @@ try {
     const file = join(dir, "live.dendro");
     const w = await writer(file, seconds + 60);
     const s = await serve(file);
+    log("writer started; following it");
     // When the server first offers each new image.
     const offered = [];
     let etag = null;

@@ -29,8 +29,11 @@ use rusqlite::{Connection, OpenFlags};
 
 /// Images kept per archive: the newest and a few before it, so a reader
 /// still on one of them finishes its reads and a follower one poll behind
-/// gets its list of changes.
+/// gets its list of changes. An older one stays while it is being read
+/// (asked for within [`IN_USE`]), up to [`MAX_HELD`].
 const HELD: usize = 4;
+const MAX_HELD: usize = 16;
+const IN_USE: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The unit `Dendro-Changed` counts in (bytes).
 pub const UNIT: usize = 4096;
@@ -42,6 +45,14 @@ const MAX_RANGES: usize = 400;
 pub struct Image {
     pub etag: String,
     pub bytes: Arc<Vec<u8>>,
+    /// When a reader last asked for it.
+    used: std::sync::Mutex<Instant>,
+}
+
+impl Image {
+    fn recently_used(&self) -> bool {
+        self.used.lock().map(|t| t.elapsed() < IN_USE).unwrap_or(false)
+    }
 }
 
 /// The images of one live archive, and the connection they are read on.
@@ -92,7 +103,11 @@ impl Live {
 
     /// The held image with this `ETag`, if any.
     pub fn find(&self, etag: &str) -> Option<Arc<Image>> {
-        self.images.iter().find(|i| i.etag == etag).cloned()
+        let image = self.images.iter().find(|i| i.etag == etag).cloned()?;
+        if let Ok(mut t) = image.used.lock() {
+            *t = Instant::now();
+        }
+        Some(image)
     }
 
     /// The newest committed state, taking a new image when something was
@@ -136,9 +151,13 @@ impl Live {
         let image = Arc::new(Image {
             etag,
             bytes: Arc::new(bytes),
+            used: std::sync::Mutex::new(Instant::now()),
         });
         self.images.push_back(Arc::clone(&image));
-        while self.images.len() > HELD {
+        // The oldest go first, unless a reader is still on them.
+        while self.images.len() > MAX_HELD
+            || (self.images.len() > HELD && self.images.front().is_some_and(|i| !i.recently_used()))
+        {
             self.images.pop_front();
         }
         self.version = Some(version);

@@ -351,6 +351,11 @@ export class ArchiveView {
       failures = 0;
     } catch (e) {
       if (this.destroyed) return;
+      if (typeof e === "object" && e !== null && (e as { kind?: unknown }).kind === "Changed") {
+        // The image was replaced while it was read (a busy writer): the newest one at once.
+        this.followTimer = setTimeout(() => void this.poll(failures), 0);
+        return;
+      }
       failures++;
       wait = Math.min(FOLLOW_RETRY_MAX_MS, FOLLOW_POLL_MS * 2 ** failures);
       const x = explain(e, this.meta.name);

@@ -300,11 +300,24 @@ export class Viewer {
       ({ handle, size } = opened);
     }
     let desc: Description;
-    try {
-      desc = await handle.describe();
-    } catch (e) {
-      void handle.close().catch(() => {});
-      return this.fail(tab, e, size);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        desc = await handle.describe();
+        break;
+      } catch (e) {
+        void handle.close().catch(() => {});
+        // Followed, the image read may be replaced before the catalog is
+        // read (a busy writer): the newest one is opened instead.
+        const again = getter.follow && getter.lazy && attempt < 4 && typeof e === "object" && e !== null && (e as { kind?: unknown }).kind === "Changed";
+        if (!again) return this.fail(tab, e, size);
+        try {
+          const next = await getter.lazy!();
+          if (!next) return this.fail(tab, e, size);
+          handle = next;
+        } catch (e2) {
+          return this.fail(tab, e2, size);
+        }
+      }
     }
     if (!this.tabs.includes(tab)) {
       void handle.close().catch(() => {});
