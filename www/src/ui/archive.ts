@@ -28,6 +28,9 @@ export interface ArchiveMeta {
   follow?: Engine;
 }
 
+/** The main-thread time of the last update's parts (ms), for benchmarks. */
+export let lastUpdate: Record<string, number> = {};
+
 /** How often a followed archive is revalidated (ms); a 304 costs a header. */
 export const FOLLOW_POLL_MS = 250;
 /** The longest wait between attempts while the server cannot be reached (ms). */
@@ -312,6 +315,7 @@ export class ArchiveView {
     this.followStatus.dataset["netBytes"] = String(this.traffic.netBytes);
     this.followStatus.dataset["requests"] = String(this.traffic.requests);
     this.followStatus.dataset["updates"] = String(this.updates);
+    this.followStatus.dataset["cost"] = JSON.stringify(lastUpdate);
   }
 
   private scheduleFollow(ms: number): void {
@@ -383,15 +387,18 @@ export class ArchiveView {
   }
 
   /** While following, the window keeps its width and ends at the newest data. */
+  private followTarget(): [bigint, bigint] | null {
+    const end = this.newest();
+    if (end === null) return null;
+    const width = this.to - this.from;
+    const to = end + width / 50n;
+    return [to - width, to];
+  }
+
   private followWindow(): void {
     if (!this.following) return;
-    const end = this.newest();
-    if (end === null) return;
-    const width = this.to - this.from;
-    const margin = width / 50n;
-    const to = end + margin;
-    if (to === this.to) return;
-    this.applyWindow(to - width, to);
+    const w = this.followTarget();
+    if (w && w[1] !== this.to) this.applyWindow(w[0], w[1]);
   }
 
   /**
@@ -406,11 +413,20 @@ export class ArchiveView {
     void old?.close().catch(() => {});
     this.handle = handle;
     this.desc = desc;
-    this.updates++;
+    const gen = ++this.updates;
     this.overviewHost.handle = handle;
     const wasFull = this.from === this.full[0] && this.to === this.full[1];
     this.full = fullWindow(archiveSpan(desc));
     if (wasFull && !this.following) [this.from, this.to] = this.full;
+    // The window first, so the timeline draws once and the plots ask once.
+    if (this.following) {
+      const w = this.followTarget();
+      if (w) [this.from, this.to] = w;
+    }
+    // In three tasks, so the page paints between them rather than stalling
+    // for all of it: the overview and the timeline; the source cards; the
+    // stream view (its plots ask the engine again).
+    const t0 = performance.now();
     const overview = new Overview(this.overviewHost, desc);
     this.overview.el.replaceWith(overview.el);
     this.overview = overview;
@@ -419,26 +435,45 @@ export class ArchiveView {
     if (this.timeline) {
       const marks = new Map<number, SourceMarks>();
       for (const src of desc.sources) marks.set(src.id, marksOf(src));
-      this.timeline.update(this.filtered, this.full, marks);
+      this.timeline.update(this.filtered, this.full, marks, [this.from, this.to]);
       if (this.sources.parentElement !== this.el && desc.sources.length > 0) {
         this.el.querySelector(".dv-empty-archive")?.remove();
         this.el.insertBefore(this.sources, this.streamSlot);
         this.el.insertBefore(this.timeline.el, this.streamSlot);
       }
-      this.renderSources();
     }
-    // The window first, so the plots ask once, for the window they will show.
-    if (this.following) this.followWindow();
-    else this.timeline?.setWindow(this.from, this.to);
+    const t1 = performance.now();
+    const cost: Record<string, number> = { overviewAndTimeline: t1 - t0 };
+    const current = () => !this.destroyed && this.updates === gen;
+    setTimeout(() => {
+      if (!current()) return;
+      const t2 = performance.now();
+      if (this.timeline) this.renderSources();
+      cost["sources"] = performance.now() - t2;
+      setTimeout(() => {
+        if (!current()) return;
+        const t3 = performance.now();
+        this.updateStream();
+        cost["stream"] = performance.now() - t3;
+        // Where an update's main-thread time goes (bench-follow reads these).
+        lastUpdate = cost;
+      }, 0);
+    }, 0);
+  }
+
+  /** The stream view takes the newer description (or one opens, if nothing could be before). */
+  private updateStream(): void {
     const view = this.streamView;
     if (view) {
       const found = this.find(view.source.id, view.stream.name);
+      view.setWindow(this.from, this.to);
       if (found) view.update(found[0], found[1]);
       this.timeline?.reveal(found?.[1] ?? view.stream);
       this.timeline?.setSelected(view.source.id, view.stream.name);
+      this.host.changed(this);
     } else if (this.timeline && !this.pending) {
       // Nothing was open (nothing to plot at first): open what now has rows.
-      outer: for (const src of desc.sources)
+      outer: for (const src of this.desc.sources)
         for (const st of src.streams)
           if (st.segments.length > 0 || (src.live_readable && st.live_rows > 0)) {
             this.select(src.id, st.name, undefined, undefined, false);

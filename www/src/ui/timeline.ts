@@ -178,10 +178,11 @@ export class Timeline {
    * A newer description of the archive (it is being followed): lanes are
    * built again from it, as many as before, the open stream's kept.
    */
-  update(catalog: Filtered, full: Span, marks: Map<number, SourceMarks>): void {
+  update(catalog: Filtered, full: Span, marks: Map<number, SourceMarks>, window: Span): void {
     this.catalog = catalog;
     this.full = full;
     this.marks = marks;
+    [this.from, this.to] = window;
     const open = this.opened;
     if (open) {
       this.opened = null;
