@@ -24,7 +24,7 @@
 // (target/release/dendro, else target/debug/dendro, or DENDRO_BIN).
 
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir, loadavg } from "node:os";
 import { basename, join } from "node:path";
 import { launch, root } from "./lib/engine-page.mjs";
@@ -178,10 +178,16 @@ try {
     });
     const t0 = await traffic(page);
     const w0 = wchar(w.pid);
-    const size0 = statSync(file).size + (existsSync(file + "-wal") ? statSync(file + "-wal").size : 0);
+    const imageSize = async () => {
+      const res = await fetch(`${s.url}/archives/${basename(file)}`, { headers: { Range: "bytes=0-0" } });
+      await res.arrayBuffer();
+      return Number(/\/(\d+)$/.exec(res.headers.get("content-range") ?? "")?.[1] ?? NaN);
+    };
+    const size0 = await imageSize();
     await new Promise((r) => setTimeout(r, seconds * 1000));
     const t1 = await traffic(page);
     const w1 = wchar(w.pid);
+    const size1 = await imageSize();
     const draws = await page.evaluate(() => window.__draws);
     const long = await page.evaluate(() => window.__long);
     polling = false;
@@ -200,12 +206,12 @@ try {
       requestsPerMinute: ((t1.requests - t0.requests) * 60) / seconds,
       writerBytesPerMinute: ((w1 - w0) * 60) / seconds,
       ratio: (t1.net - t0.net) / (w1 - w0),
+      imageGrowthPerMinute: ((size1 - size0) * 60) / seconds,
     };
     out.tasks = { longest: long.length ? Math.max(...long) : 0, over50: long.filter((x) => x > 50).length, count: long.length };
-    void size0;
     log(`latency: ${draws.length} draws, p50 ${Math.round(out.latency.p50)} ms, p95 ${Math.round(out.latency.p95)} ms, max ${Math.round(out.latency.max)} ms`);
     log(
-      `following: ${Math.round(out.following.bytesPerMinute)} B/min read, writer wrote ${Math.round(out.following.writerBytesPerMinute)} B/min: ${out.following.ratio.toFixed(2)}x; ${Math.round(out.following.requestsPerMinute)} requests/min`,
+      `following: ${Math.round(out.following.bytesPerMinute)} B/min read, writer wrote ${Math.round(out.following.writerBytesPerMinute)} B/min: ${out.following.ratio.toFixed(2)}x; the image grew ${Math.round(out.following.imageGrowthPerMinute)} B/min; ${Math.round(out.following.requestsPerMinute)} requests/min`,
     );
     log(`main thread: ${out.tasks.count} long tasks, longest ${Math.round(out.tasks.longest)} ms, ${out.tasks.over50} over 50 ms`);
     await page.close();

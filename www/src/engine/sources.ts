@@ -303,18 +303,18 @@ export class FollowSource implements ByteSource {
     }
     const u0 = Math.floor(offset / FOLLOW_UNIT);
     const u1 = Math.floor((end - 1) / FOLLOW_UNIT);
-    let missA = -1;
-    let missB = -1;
-    for (let u = u0; u <= u1; u++) {
-      if (!this.cache.get(u)) {
-        if (missA < 0) missA = u;
-        missB = u;
+    // Each run of missing units in one request; the units between runs
+    // are the ones the writer did not change, already here.
+    for (let u = u0; u <= u1; ) {
+      if (this.cache.get(u)) {
+        u++;
+        continue;
       }
-    }
-    if (missA >= 0) {
-      const start = missA * FOLLOW_UNIT;
-      const body = this.fetchRange(start, Math.min(this.size, (missB + 1) * FOLLOW_UNIT) - 1);
-      for (let u = missA; u <= missB; u++) this.cache.put(u, body.slice((u - missA) * FOLLOW_UNIT, (u - missA + 1) * FOLLOW_UNIT));
+      let v = u;
+      while (v + 1 <= u1 && !this.cache.get(v + 1)) v++;
+      const body = this.fetchRange(u * FOLLOW_UNIT, Math.min(this.size, (v + 1) * FOLLOW_UNIT) - 1);
+      for (let k = u; k <= v; k++) this.cache.put(k, body.slice((k - u) * FOLLOW_UNIT, (k - u + 1) * FOLLOW_UNIT));
+      u = v + 1;
     }
     for (let u = u0; u <= u1; u++) {
       const unit = this.cache.get(u);
