@@ -51,7 +51,10 @@ pub struct Image {
 
 impl Image {
     fn recently_used(&self) -> bool {
-        self.used.lock().map(|t| t.elapsed() < IN_USE).unwrap_or(false)
+        self.used
+            .lock()
+            .map(|t| t.elapsed() < IN_USE)
+            .unwrap_or(false)
     }
 }
 
