@@ -186,4 +186,60 @@ describe("following an archive being written", () => {
       serve.child.kill("SIGKILL");
     }
   });
+
+  it("follows through mountViewer({follow}) and <dendro-viewer follow> as the page does", T, async () => {
+    const file = join(dir, "embedded.dendro");
+    const writer = await startWriter(file, 40);
+    const serve = await startServe(file);
+    const page = await newPage(browser);
+    try {
+      await page.goto(`http://127.0.0.1:${serve.port}/`);
+      const url = `/archives/${basename(file)}`;
+      await page.evaluate(async (url) => {
+        const m = await import("/dendro-viewer.js");
+        for (const id of ["mounted", "element"]) {
+          const div = document.createElement("div");
+          div.id = id;
+          div.style.height = "900px";
+          document.body.prepend(div);
+        }
+        m.mountViewer(document.getElementById("mounted"), { url, follow: true });
+        const el = document.createElement("dendro-viewer");
+        el.setAttribute("follow", "");
+        el.setAttribute("src", url);
+        document.getElementById("element").appendChild(el);
+      }, url);
+      for (const host of ["#mounted", "#element"]) {
+        const scope = page.locator(host);
+        await scope.locator('[data-testid="follow"][data-on="true"]').waitFor({ timeout: 30_000 });
+        const plot = scope.locator('[data-testid="plot"]').first();
+        await plot.waitFor({ timeout: 30_000 });
+        await page.waitForFunction((sel) => {
+          const el = document.querySelector(sel);
+          const p = (el?.shadowRoot ?? el?.querySelector(".dendro-viewer-host")?.shadowRoot)?.querySelector('[data-testid="plot"]');
+          return p?.dendroPlot?.ts.length > 0;
+        }, host.startsWith("#mounted") ? "#mounted .dendro-viewer-host" : "#element dendro-viewer");
+        const newest = async () =>
+          page.evaluate((sel) => {
+            const el = document.querySelector(sel);
+            const d = el.shadowRoot.querySelector('[data-testid="plot"]').dendroPlot;
+            return String(d.ts[d.ts.length - 1]);
+          }, host.startsWith("#mounted") ? "#mounted .dendro-viewer-host" : "#element dendro-viewer");
+        const first = BigInt(await newest());
+        await page.waitForFunction(
+          ({ sel, first }) => {
+            const d = document.querySelector(sel).shadowRoot.querySelector('[data-testid="plot"]').dendroPlot;
+            return d.ts[d.ts.length - 1] > BigInt(first);
+          },
+          { sel: host.startsWith("#mounted") ? "#mounted .dendro-viewer-host" : "#element dendro-viewer", first: String(first) },
+          { timeout: 3000 },
+        );
+      }
+      assert.deepEqual(page.problems, []);
+    } finally {
+      await page.close();
+      writer.child.kill("SIGKILL");
+      serve.child.kill("SIGKILL");
+    }
+  });
 });

@@ -127,8 +127,12 @@ async function openUrl(req: Extract<Request, { op: "openUrl" }>): Promise<number
   return keep(Archive.openLazy(new HttpSource(req.url, probe), req.name, true));
 }
 
-/** Followed URLs' page caches: they outlive the images read through them. */
-const followed = new Map<string, PageCache>();
+/**
+ * Followers' page caches, by the handle of the image each follower has:
+ * a cache outlives the images read through it, and two followers of one
+ * URL (two viewers on a page) each have their own.
+ */
+const followed = new Map<number, PageCache>();
 
 /**
  * openFollow: the newest image of a URL a writer is appending to, or
@@ -137,21 +141,18 @@ const followed = new Map<string, PageCache>();
  * segments (same seq and catalog identity: the same sealed segment).
  */
 async function openFollow(req: Extract<Request, { op: "openFollow" }>): Promise<FollowAnswer> {
-  let cache = followed.get(req.url);
-  if (!cache) {
-    cache = new PageCache();
-    followed.set(req.url, cache);
-  }
-  // A first open (no previous image here) starts the cache afresh.
+  // A first open (no previous image here) starts a cache of its own.
   const previous = req.previous !== null ? archives.get(req.previous) : undefined;
-  if (!previous) cache.moveTo(null, 0, null);
+  const cache = (req.previous !== null && previous ? followed.get(req.previous) : undefined) ?? new PageCache();
   const found = await probeFollow(req.url, PROBE_BYTES, cache);
   const traffic = { netBytes: cache.netBytes, requests: cache.requests };
   if (found.unchanged) return { unchanged: true, ...traffic };
   const kept = cache.moveTo(found.probe.etag, found.probe.size, found.changed);
   const a = Archive.openLazy(new FollowSource(req.url, found.probe, cache), req.name, true);
   if (previous) a.shareCache(previous);
-  return { unchanged: false, handle: keep(a), etag: found.probe.etag, kept: kept === "kept", size: found.probe.size, netBytes: cache.netBytes, requests: cache.requests };
+  const handle = keep(a);
+  followed.set(handle, cache);
+  return { unchanged: false, handle, etag: found.probe.etag, kept: kept === "kept", size: found.probe.size, netBytes: cache.netBytes, requests: cache.requests };
 }
 
 function call<M extends Method>(a: Archive, method: M, args: Calls[M]["args"]): Calls[M]["result"] {
@@ -359,6 +360,7 @@ function run(req: Request): unknown {
     case "close": {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);
+      followed.delete(req.handle);
       return null;
     }
     case "config":
