@@ -40,6 +40,11 @@ pub struct DecodeKey {
     pub stream: String,
     /// The segment.
     pub seq: i64,
+    /// What the catalog says of it (rows, first and last ts, payload
+    /// bytes), so a namespace shared by successive images of an archive
+    /// being written never mistakes another segment under the same seq
+    /// for this one. Zero where the holder keys by seq alone.
+    pub identity: Identity,
     /// The columns kept (`None`: all), sorted.
     pub columns: Option<Vec<String>>,
     /// Whether the time axis was added to them.
@@ -58,6 +63,18 @@ pub struct SegmentKey {
     pub stream: String,
     /// The segment.
     pub seq: i64,
+    /// As in [`DecodeKey::identity`].
+    pub identity: Identity,
+}
+
+/// A sealed segment as its catalog row describes it: rows, first ts, last
+/// ts, payload bytes. Sealed segments never change, so two images of one
+/// archive with the same seq and identity hold the same segment.
+pub type Identity = (i64, i64, i64, i64);
+
+/// The identity of the segment `record` describes.
+pub fn identity_of(record: &crate::catalog::SegmentRecord) -> Identity {
+    (record.rows, record.first_ts, record.last_ts, record.bytes)
 }
 
 /// The reader's caches over every open archive: decoded segments under one
@@ -70,6 +87,9 @@ pub struct ReaderCache {
     /// The summaries' keys, oldest first, for evicting the oldest half.
     stats_order: VecDeque<SegmentKey>,
     open: HashMap<u32, u64>,
+    /// Holders sharing each namespace (an archive id that later images of
+    /// the same archive key their entries under); entries go with the last.
+    sharing: HashMap<u32, u32>,
     chosen: Option<usize>,
 }
 
@@ -80,6 +100,7 @@ impl Default for ReaderCache {
             stats: HashMap::new(),
             stats_order: VecDeque::new(),
             open: HashMap::new(),
+            sharing: HashMap::new(),
             chosen: None,
         }
     }
@@ -92,13 +113,38 @@ impl ReaderCache {
         self.resize();
     }
 
-    /// Archive `archive` was closed: its entries go.
+    /// Another holder keys its entries under `namespace` too: they stay
+    /// until every holder of it has closed ([`ReaderCache::left`]).
+    pub fn joined(&mut self, namespace: u32) {
+        *self.sharing.entry(namespace).or_insert(1) += 1;
+    }
+
+    /// A holder of `namespace` closed: when it was the last, its entries go.
+    pub fn left(&mut self, namespace: u32) {
+        let n = self.sharing.entry(namespace).or_insert(1);
+        *n -= 1;
+        if *n == 0 {
+            self.sharing.remove(&namespace);
+            self.drop_entries(namespace);
+        }
+    }
+
+    /// Archive `archive` was closed: its weight goes (its entries go with
+    /// [`ReaderCache::left`] when others share them, else now).
     pub fn closed(&mut self, archive: u32) {
         self.open.remove(&archive);
+        if self.sharing.contains_key(&archive) {
+            self.left(archive);
+        } else {
+            self.drop_entries(archive);
+        }
+        self.resize();
+    }
+
+    fn drop_entries(&mut self, archive: u32) {
         self.decoded.remove_where(|k| k.archive == archive);
         self.stats.retain(|k, _| k.archive != archive);
         self.stats_order.retain(|k| k.archive != archive);
-        self.resize();
     }
 
     /// Chooses the budget, overriding the default for good; 0 turns both
@@ -369,6 +415,7 @@ mod tests {
             source_id: 1,
             stream: "s".into(),
             seq,
+            identity: (0, 0, 0, 0),
             columns: None,
             with_time_axis: false,
         }
@@ -402,6 +449,7 @@ mod tests {
             source_id: 1,
             stream: "s".into(),
             seq: 0,
+            identity: (0, 0, 0, 0),
         };
         cache.keep_stats(seg(1), None);
         cache.closed(1);
@@ -422,6 +470,7 @@ mod tests {
             source_id: 1,
             stream: "s".into(),
             seq,
+            identity: (0, 0, 0, 0),
         };
         for seq in 0..=MAX_STATS_ENTRIES as i64 {
             cache.keep_stats(seg(seq), None);
@@ -447,5 +496,23 @@ mod tests {
         cache.set_budget(0);
         assert!(cache.is_empty());
         assert_eq!(cache.used(), 0);
+    }
+
+    #[test]
+    fn a_shared_namespace_keeps_its_entries_until_the_last_holder_closes() {
+        let mut cache = ReaderCache::default();
+        cache.opened(1, 100 << 20);
+        cache.keep_decoded(key(1, 0), batches(10));
+        // A later image of the same archive (id 2) keys under namespace 1.
+        cache.opened(2, 100 << 20);
+        cache.joined(1);
+        cache.closed(1);
+        assert!(
+            cache.decoded(&key(1, 0)).is_some(),
+            "the later image still uses it"
+        );
+        cache.closed(2);
+        cache.left(1);
+        assert!(cache.decoded(&key(1, 0)).is_none());
     }
 }

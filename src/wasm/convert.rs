@@ -69,6 +69,12 @@ fn source(s: &SourceDescription) -> JsValue {
         .set("metadata", labels(&s.metadata))
         .set("reserved", reserved(&s.metadata))
         .set("complete", s.complete)
+        // Whether the engine reads this source's live tails (the
+        // self-describing encoder wrote them); readRange then includes them.
+        .set(
+            "live_readable",
+            crate::typed::reader_for(&s.metadata).is_some(),
+        )
         .set("clock_anchor_wall_ns", big(s.clock_anchor_wall_ns))
         .set("streams", array_of(s.streams.iter(), stream))
         .set(

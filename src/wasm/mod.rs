@@ -26,7 +26,7 @@ use wasm_bindgen::prelude::*;
 use crate::catalog::SegmentRecord;
 use crate::container::Archive;
 use crate::error::Error;
-use crate::read::cache::{Batches, DecodeKey, ReaderCache, SegmentKey};
+use crate::read::cache::{identity_of, Batches, DecodeKey, ReaderCache, SegmentKey};
 use crate::read::envelope::{decode_for_range, read_range_with, RangeReader, RangeRequest, Stats};
 
 thread_local! {
@@ -120,6 +120,10 @@ fn range_request<'a>(
 #[wasm_bindgen(js_name = Archive)]
 pub struct JsArchive {
     id: u32,
+    /// The namespace its range reads' decoded segments and footer
+    /// summaries are cached under: its own id, or an earlier image's of the
+    /// same archive ([`JsArchive::share_cache`]).
+    cache_id: u32,
     archive: Rc<Archive>,
     /// The file read in place, for an archive opened with `openLazy`.
     lazy: Option<vfs::SharedFile>,
@@ -136,8 +140,10 @@ impl JsArchive {
         let len = bytes.length() as u64;
         let reader = input::JsBytes::new(bytes.clone());
         let archive = Archive::from_reader(name, reader, len as usize).map_err(fail)?;
+        let id = opened(len);
         Ok(JsArchive {
-            id: opened(len),
+            id,
+            cache_id: id,
             archive: Rc::new(archive),
             lazy: None,
         })
@@ -157,11 +163,26 @@ impl JsArchive {
         console_error_panic_hook::set_once();
         let (archive, file) = vfs::open(name, source, http).map_err(fail)?;
         let weight = file.borrow().len().min(LAZY_CACHE_WEIGHT);
+        let id = opened(weight);
         Ok(JsArchive {
-            id: opened(weight),
+            id,
+            cache_id: id,
             archive: Rc::new(archive),
             lazy: Some(file),
         })
+    }
+
+    /// This archive is a later image of `earlier` (a followed archive that
+    /// a writer appended to): range reads share its decoded segments and
+    /// footer summaries, keyed by each segment's seq and catalog identity,
+    /// so a sealed segment is decoded once however many images follow.
+    #[wasm_bindgen(js_name = shareCache)]
+    pub fn share_cache(&mut self, earlier: &JsArchive) {
+        if self.cache_id != self.id {
+            return;
+        }
+        self.cache_id = earlier.cache_id;
+        CACHE.with(|c| c.borrow_mut().joined(self.cache_id));
     }
 
     /// "lazy" for an archive read in place, "memory" for one held whole.
@@ -272,6 +293,7 @@ impl JsArchive {
             source_id: source,
             stream: stream.to_string(),
             seq,
+            identity: (0, 0, 0, 0),
             columns: columns.clone(),
             with_time_axis: false,
         };
@@ -333,9 +355,9 @@ impl JsArchive {
             (&columns, &rates),
             max_points,
         )?;
-        let stats = |record: &SegmentRecord| cached_stats(self.id, &self.archive, record);
+        let stats = |record: &SegmentRecord| cached_stats(self.cache_id, &self.archive, record);
         let envelope = read_range_with(&self.archive, &request, stats, |record, columns| {
-            cached(range_key(self.id, record, columns), || {
+            cached(range_key(self.cache_id, record, columns), || {
                 noting(
                     || {
                         describe_segment(
@@ -380,11 +402,11 @@ impl JsArchive {
             max_points,
         )?;
         let reader = RangeReader::new(&self.archive, &request, |record| {
-            cached_stats(self.id, &self.archive, record)
+            cached_stats(self.cache_id, &self.archive, record)
         })
         .map_err(fail)?;
         Ok(RangeJob {
-            archive_id: self.id,
+            archive_id: self.cache_id,
             archive: Rc::clone(&self.archive),
             reader: Some(reader),
             columns,
@@ -529,7 +551,13 @@ impl JsArchive {
 
 impl Drop for JsArchive {
     fn drop(&mut self) {
-        CACHE.with(|c| c.borrow_mut().closed(self.id));
+        CACHE.with(|c| {
+            let mut c = c.borrow_mut();
+            c.closed(self.id);
+            if self.cache_id != self.id {
+                c.left(self.cache_id);
+            }
+        });
     }
 }
 
@@ -540,6 +568,7 @@ fn range_key(archive: u32, record: &SegmentRecord, columns: Option<&[String]>) -
         source_id: record.source_id,
         stream: record.stream.clone(),
         seq: record.seq,
+        identity: identity_of(record),
         columns: columns.map(<[String]>::to_vec),
         with_time_axis: true,
     }
@@ -556,6 +585,7 @@ fn cached_stats(
         source_id: record.source_id,
         stream: record.stream.clone(),
         seq: record.seq,
+        identity: identity_of(record),
     };
     if let Some(hit) = CACHE.with(|c| c.borrow().stats(&key)) {
         return Ok(hit);

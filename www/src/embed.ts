@@ -28,6 +28,8 @@ export interface MountSource {
 
 export interface MountOptions extends MountSource {
   tz?: TimeZoneMode;
+  /** Follow a URL while a writer appends to it (ViewerOptions.follow). */
+  follow?: boolean;
   onOpen?: (r: OpenResult) => void;
 }
 
@@ -76,6 +78,7 @@ export function mountViewer(element: HTMLElement, options: MountOptions = {}): M
   adoptStyles(shadow);
   const viewer = new Viewer(shadow, {
     embedded: true,
+    ...(options.follow ? { follow: true } : {}),
     ...(options.tz ? { tz: options.tz } : {}),
     ...(options.onOpen ? { onOpen: options.onOpen } : {}),
   });
@@ -90,7 +93,7 @@ export function mountViewer(element: HTMLElement, options: MountOptions = {}): M
   };
 }
 
-/** `<dendro-viewer src="archive.dendro" tz="local">`; fires `dendro-open` with an OpenResult. */
+/** `<dendro-viewer src="archive.dendro" tz="local" follow>`; fires `dendro-open` with an OpenResult. */
 export class DendroViewerElement extends HTMLElement {
   static get observedAttributes(): string[] {
     return ["src"];
@@ -105,6 +108,7 @@ export class DendroViewerElement extends HTMLElement {
     const tz = this.getAttribute("tz");
     this.viewer = new Viewer(shadow, {
       embedded: true,
+      ...(this.hasAttribute("follow") ? { follow: true } : {}),
       ...(tz === "local" || tz === "utc" ? { tz } : {}),
       onOpen: (r) => this.dispatchEvent(new CustomEvent("dendro-open", { detail: r, bubbles: true, composed: true })),
     });

@@ -6,7 +6,8 @@
 // {dendro: {buffer, name}} the parent posts to it ({dendro: {ping: true}}
 // makes it repeat the handshake, for a parent that started listening late).
 // ?mode=lazy or ?mode=memory overrides how files and URLs are opened (see
-// ViewerOptions.openMode).
+// ViewerOptions.openMode). ?follow follows URLs a writer appends to (see
+// ViewerOptions.follow), in the plain page and the iframe alike.
 
 import { type OpenResult, Viewer } from "./ui/viewer";
 import { parseState } from "./ui/state";
@@ -17,6 +18,7 @@ const state = parseState(location.search);
 const app = document.getElementById("app") ?? document.body;
 const modeParam = params.get("mode");
 const openMode = modeParam === "lazy" || modeParam === "memory" ? modeParam : "auto";
+const follow = params.has("follow") && params.get("follow") !== "0";
 app.textContent = "";
 
 let replyOrigin = "*";
@@ -26,6 +28,7 @@ const viewer = new Viewer(app, {
   urlState: !iframeMode,
   dropOnDocument: true,
   openMode,
+  follow,
   ...(state.tz ? { tz: state.tz } : {}),
   ...(iframeMode ? { onOpen: (r: OpenResult) => reportToParent(r) } : {}),
 });

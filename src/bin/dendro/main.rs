@@ -11,6 +11,7 @@ use std::process::ExitCode;
 mod replicate;
 mod rewrite;
 mod serve;
+mod snapshot;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use dendro::container::{sniff, FileKind};
@@ -91,6 +92,10 @@ enum Command {
         /// How many hosts (sources).
         #[arg(long)]
         hosts: Option<usize>,
+        /// Segment length in seconds (default 300): streams seal on
+        /// multiples of it, so a short one shows seals while watching.
+        #[arg(long = "seal-every", value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+        seal_every: Option<u64>,
         /// Minutes of history before now (at least 1: an archive of no
         /// history has no "now" to end at).
         #[arg(long, value_parser = clap::value_parser!(u64).range(1..))]
@@ -187,9 +192,12 @@ fn main() -> ExitCode {
             run_for,
             size,
             hosts,
+            seal_every,
             minutes,
             hostile,
-        } => run_demo(&out, live, run_for, size, hosts, minutes, hostile),
+        } => run_demo(
+            &out, live, run_for, size, hosts, seal_every, minutes, hostile,
+        ),
         Command::Copy(args) => rewrite::run_copy(args),
         Command::Combine(args) => rewrite::run_combine(args),
         Command::Compact(args) => rewrite::run_compact(args),
@@ -455,12 +463,14 @@ fn run_verify(file: &PathBuf, json: bool) -> Result<(), Failure> {
     }
 }
 
+#[allow(clippy::too_many_arguments)] // one per flag of `dendro demo`
 fn run_demo(
     out: &PathBuf,
     live: bool,
     run_for: Option<u64>,
     size: Option<u64>,
     hosts: Option<usize>,
+    seal_every: Option<u64>,
     minutes: Option<u64>,
     hostile: bool,
 ) -> Result<(), Failure> {
@@ -479,6 +489,9 @@ fn run_demo(
         options.duration = std::time::Duration::from_secs(minutes.saturating_mul(60));
     }
     options.hostile = hostile;
+    if let Some(seconds) = seal_every {
+        options.seal_every = std::time::Duration::from_secs(seconds);
+    }
     if live {
         let stop = Arc::new(AtomicBool::new(false));
         if let Some(seconds) = run_for {
@@ -517,14 +530,7 @@ fn run_serve(files: Vec<PathBuf>, port: u16, root: PathBuf) -> Result<(), Failur
         // Refuse what the viewer would refuse, before a browser is involved.
         Archive::open(file)?;
     }
-    serve::serve(
-        serve::Site {
-            root,
-            archives: files,
-        },
-        port,
-    )
-    .map_err(Failure::Error)
+    serve::serve(serve::Site::new(root, files), port).map_err(Failure::Error)
 }
 
 fn run_cat(

@@ -2,12 +2,21 @@
 //! 127.0.0.1, with byte ranges so a browser can fetch a large file in parts,
 //! and a strong `ETag` on every answer, so a viewer reading an archive in
 //! place by ranges notices when the file was replaced between two reads.
+//! An archive a writer is appending to is served from consistent images
+//! (`super::snapshot`), so a viewer can follow it: `If-None-Match` answers
+//! `304` until something is committed, `If-Match` keeps a reader's ranges
+//! on one image.
 
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::{Component, Path, PathBuf};
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use tiny_http::{Header, Request, Response, Server, StatusCode};
+
+use super::snapshot::{changed_units, is_live, Image, Live, UNIT};
 
 /// The page's security policy, sent as a header as well as in its markup.
 const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
@@ -22,9 +31,23 @@ const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
 pub struct Site {
     pub root: PathBuf,
     pub archives: Vec<PathBuf>,
+    /// Images of the archives being written, by path.
+    live: RefCell<HashMap<PathBuf, Live>>,
 }
 
 impl Site {
+    pub fn new(root: PathBuf, archives: Vec<PathBuf>) -> Site {
+        Site {
+            root,
+            archives,
+            live: RefCell::new(HashMap::new()),
+        }
+    }
+
+    fn is_archive(&self, path: &Path) -> bool {
+        self.archives.iter().any(|a| a == path)
+    }
+
     /// The URL path an archive is offered under.
     pub fn archive_url(path: &Path) -> String {
         format!(
@@ -124,12 +147,25 @@ pub fn parse_range(value: &str, len: u64) -> Option<(u64, u64)> {
     (start <= end && start < len).then_some((start, end))
 }
 
+/// A request header's value, if present.
+fn header_of(request: &Request, name: &'static str) -> Option<String> {
+    request
+        .headers()
+        .iter()
+        .find(|h| h.field.equiv(name))
+        .map(|h| h.value.as_str().to_string())
+}
+
 fn respond(site: &Site, request: Request) {
     let url = request.url().to_string();
     let Some(path) = site.resolve(&url).filter(|p| p.is_file()) else {
         let _ = request.respond(Response::from_string("not found").with_status_code(404));
         return;
     };
+    if site.is_archive(&path) && is_live(&path) {
+        respond_live(site, &path, request);
+        return;
+    }
     let Ok(mut file) = File::open(&path) else {
         let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
         return;
@@ -139,18 +175,23 @@ fn respond(site: &Site, request: Request) {
         return;
     };
     let len = meta.len();
-    let range = request
-        .headers()
-        .iter()
-        .find(|h| h.field.equiv("Range"))
-        .map(|h| h.value.as_str().to_string());
+    let range = header_of(&request, "Range");
+    let tag = etag(&meta);
+    if header_of(&request, "If-Match").is_some_and(|m| m.trim() != tag) {
+        let _ = request.respond(Response::empty(412).with_header(header("ETag", &tag)));
+        return;
+    }
+    if header_of(&request, "If-None-Match").is_some_and(|m| m.trim() == tag) {
+        let _ = request.respond(Response::empty(304).with_header(header("ETag", &tag)));
+        return;
+    }
     let common = [
         header("Content-Type", content_type(&path)),
         header("Accept-Ranges", "bytes"),
         header("Content-Security-Policy", CSP),
         header("X-Content-Type-Options", "nosniff"),
         header("Cache-Control", "no-cache"),
-        header("ETag", &etag(&meta)),
+        header("ETag", &tag),
     ];
     let result = match range.map(|r| parse_range(&r, len)) {
         Some(Some((start, end))) => {
@@ -182,6 +223,87 @@ fn respond(site: &Site, request: Request) {
             common.to_vec(),
             file,
             Some(len as usize),
+            None,
+        )),
+    };
+    let _ = result;
+}
+
+/// An archive being written, answered from its images.
+fn respond_live(site: &Site, path: &Path, request: Request) {
+    let mut live = site.live.borrow_mut();
+    let state = live
+        .entry(path.to_path_buf())
+        .or_insert_with(|| Live::new(path));
+    let wanted = header_of(&request, "If-Match");
+    let image: std::sync::Arc<Image> = match &wanted {
+        Some(tag) => match state.find(tag.trim()) {
+            Some(image) => image,
+            None => {
+                // That state is no longer held: the reader starts again on a newer one.
+                let _ = request.respond(Response::empty(412));
+                return;
+            }
+        },
+        None => match state.current() {
+            Ok(image) => image,
+            Err(e) => {
+                let _ = request.respond(Response::from_string(e).with_status_code(503));
+                return;
+            }
+        },
+    };
+    let seen = header_of(&request, "If-None-Match").map(|t| t.trim().to_string());
+    if seen.as_deref() == Some(image.etag.as_str()) {
+        let _ = request.respond(Response::empty(304).with_header(header("ETag", &image.etag)));
+        return;
+    }
+    // What changed since the image the follower has, when it is still held.
+    let changed = seen
+        .as_deref()
+        .and_then(|t| state.find(t))
+        .and_then(|old| changed_units(&old.bytes, &image.bytes))
+        .map(|list| format!("{} {UNIT} {list}", seen.as_deref().unwrap_or("")));
+    drop(live);
+    let bytes = &image.bytes;
+    let len = bytes.len() as u64;
+    let mut headers = vec![
+        header("Content-Type", "application/octet-stream"),
+        header("Accept-Ranges", "bytes"),
+        header("X-Content-Type-Options", "nosniff"),
+        header("Cache-Control", "no-cache"),
+        header("ETag", &image.etag),
+        header("Access-Control-Expose-Headers", "ETag, Dendro-Changed"),
+    ];
+    if let Some(c) = changed {
+        headers.push(header("Dendro-Changed", &c));
+    }
+    let result = match header_of(&request, "Range").map(|r| parse_range(&r, len)) {
+        Some(Some((start, end))) => {
+            let body = bytes[start as usize..=end as usize].to_vec();
+            headers.push(header(
+                "Content-Range",
+                &format!("bytes {start}-{end}/{len}"),
+            ));
+            let n = body.len();
+            request.respond(Response::new(
+                StatusCode(206),
+                headers,
+                std::io::Cursor::new(body),
+                Some(n),
+                None,
+            ))
+        }
+        Some(None) => {
+            let mut response = Response::empty(416);
+            response.add_header(header("Content-Range", &format!("bytes */{len}")));
+            request.respond(response)
+        }
+        None => request.respond(Response::new(
+            StatusCode(200),
+            headers,
+            std::io::Cursor::new(bytes.to_vec()),
+            Some(bytes.len()),
             None,
         )),
     };
@@ -260,10 +382,10 @@ mod tests {
 
     #[test]
     fn only_files_below_the_root_or_offered_archives_resolve() {
-        let site = Site {
-            root: PathBuf::from("/srv/www"),
-            archives: vec![PathBuf::from("/data/demo.dendro")],
-        };
+        let site = Site::new(
+            PathBuf::from("/srv/www"),
+            vec![PathBuf::from("/data/demo.dendro")],
+        );
         assert_eq!(
             site.resolve("/"),
             Some(PathBuf::from("/srv/www/index.html"))

@@ -19,7 +19,7 @@
 // "Crashed" until they are opened again: their bytes died with it.
 
 import { unpackDescription } from "./packing";
-import type { Calls, Method, Request, ToWorker, WorkerMessage } from "./protocol";
+import type { Calls, FollowAnswer, Method, Request, ToWorker, WorkerMessage } from "./protocol";
 import type {
   ArchiveHandle,
   CallerRow,
@@ -29,6 +29,7 @@ import type {
   Engine,
   EngineError,
   EngineErrorKind,
+  FollowResult,
   LazyStats,
   LiveTail,
   OpenMode,
@@ -212,6 +213,15 @@ class WorkerEngine implements Engine {
     return handle === null ? null : new Handle(this, handle, name, generation, "lazy");
   }
 
+  async follow(url: string, name: string, previous: ArchiveHandle | null): Promise<FollowResult> {
+    const generation = this.generation;
+    const prev = previous instanceof Handle && previous.liveIn(this, generation) ? previous.workerId : null;
+    const r = (await this.request({ op: "openFollow", name, url, previous: prev }, `following ${name}`)) as FollowAnswer;
+    if (r.unchanged) return r;
+    const { handle, ...rest } = r;
+    return { ...rest, handle: new Handle(this, handle, name, generation, "lazy") };
+  }
+
   /** Makes the worker's module trap, as a hostile segment would. For tests. */
   crashForTests(what: string): Promise<unknown> {
     return this.request({ op: "crash", what }, `a test crash of ${what}`);
@@ -244,6 +254,15 @@ class WorkerEngine implements Engine {
 
 class Handle implements ArchiveHandle {
   private closed = false;
+
+  /** Whether this handle is open in `engine`'s current worker. */
+  liveIn(engine: WorkerEngine, generation: number): boolean {
+    return !this.closed && this.engine === engine && this.generation === generation;
+  }
+
+  get workerId(): number {
+    return this.id;
+  }
 
   constructor(
     private readonly engine: WorkerEngine,

@@ -59,6 +59,12 @@ export type Request =
    * handle, else null (the caller downloads the file whole).
    */
   | { id: number; op: "openUrl"; name: string; url: string; minLazyBytes: number }
+  /**
+   * The newest image of a URL being written (dendro serve), read in place
+   * through a page cache that outlives images; `previous` is the handle of
+   * the image the follower has (null at first). Answers a FollowAnswer.
+   */
+  | { id: number; op: "openFollow"; name: string; url: string; previous: number | null }
   | { id: number; op: "close"; handle: number }
   /**
    * `cacheBytes`: the decoded-segment cache's budget. `decoder`: false
@@ -88,6 +94,11 @@ export type Cancel = { op: "cancel"; ids: number[] };
 
 /** Test-only: lets the hold with this id finish (at once if it has not started). No answer of its own. */
 export type Release = { op: "release"; id: number };
+
+/** The answer to openFollow, with the URL's traffic so far (every image together). */
+export type FollowAnswer =
+  | { unchanged: true; netBytes: number; requests: number }
+  | { unchanged: false; handle: number; etag: string | null; kept: boolean; size: number; netBytes: number; requests: number };
 
 /** What the client sends the worker. */
 export type ToWorker = Request | Cancel | Release;

@@ -39,7 +39,7 @@ export interface StreamInfo {
   /** Sealed segments in seq order (seqs may have gaps). */
   segments: SegmentInfo[];
   sealed_rows: number;
-  /** Rows in the live tail: committed, but readable only with the writer's encoder. */
+  /** Rows in the live tail: committed, not yet sealed (readable when the source's `live_readable`). */
   live_rows: number;
   live_span: [bigint, bigint] | null;
   /** Rows in the caller_rows store under this stream's name. */
@@ -94,6 +94,12 @@ export interface SourceInfo {
   reserved: Reserved;
   /** false: data after the last row may be missing. */
   complete: boolean;
+  /**
+   * Whether the engine reads this source's live tails: the self-describing
+   * encoder wrote them, so readRange plots them after the sealed rows.
+   * false: a tail is committed but readable only with the writer's encoder.
+   */
+  live_readable: boolean;
   clock_anchor_wall_ns: bigint;
   /** Streams ordered by name. A name used only in caller_rows is not a stream. */
   streams: StreamInfo[];
@@ -284,6 +290,26 @@ export interface ArchiveHandle {
   close(): Promise<void>;
 }
 
+/** Traffic of a followed URL so far, every image together. */
+export interface FollowTraffic {
+  /** Bytes read from the network (probes and ranges). */
+  netBytes: number;
+  requests: number;
+}
+
+/** What a follower's revalidation found. */
+export type FollowResult =
+  | ({ unchanged: true } & FollowTraffic)
+  | ({
+      unchanged: false;
+      /** The newest image, open; the caller closes the one it replaces. */
+      handle: ArchiveHandle;
+      etag: string | null;
+      /** Whether the pages read before were kept (the server listed what changed). */
+      kept: boolean;
+      size: number;
+    } & FollowTraffic);
+
 /** The engine: a worker that holds any number of open archives. */
 export interface Engine {
   /** Takes ownership of the buffer (it is transferred to the worker). */
@@ -296,5 +322,13 @@ export interface Engine {
    * otherwise resolves null, and the caller downloads it whole.
    */
   openUrl(url: string, name: string, opts?: { minLazyBytes?: number }): Promise<ArchiveHandle | null>;
+  /**
+   * Follows a URL a writer is appending to (served by `dendro serve`):
+   * revalidates it against `previous` (the image the caller has, null at
+   * first) and opens the newer image when there is one. Pages read before
+   * are kept where the server says they did not change, and sealed
+   * segments decoded before are not decoded again.
+   */
+  follow(url: string, name: string, previous: ArchiveHandle | null): Promise<FollowResult>;
   terminate(): void;
 }

@@ -25,9 +25,9 @@ import init, * as module from "../../pkg/dendro.js";
 import { Archive, decodingNow, setCacheBytes } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import { packDescription } from "./packing";
-import { BlobSource, HttpSource, probeUrl } from "./sources";
+import { BlobSource, FollowSource, HttpSource, PageCache, probeFollow, probeUrl } from "./sources";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
-import type { Calls, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
+import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { Description, EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
 /** The module's test hooks, present only in a build with `--test-hooks`. */
@@ -125,6 +125,34 @@ async function openUrl(req: Extract<Request, { op: "openUrl" }>): Promise<number
   const probe = await probeUrl(req.url, PROBE_BYTES, req.minLazyBytes);
   if (!probe) return null;
   return keep(Archive.openLazy(new HttpSource(req.url, probe), req.name, true));
+}
+
+/**
+ * Followers' page caches, by the handle of the image each follower has:
+ * a cache outlives the images read through it, and two followers of one
+ * URL (two viewers on a page) each have their own.
+ */
+const followed = new Map<number, PageCache>();
+
+/**
+ * openFollow: the newest image of a URL a writer is appending to, or
+ * `unchanged` when the server says it holds nothing newer than the image
+ * the follower has. The new archive shares the previous one's decoded
+ * segments (same seq and catalog identity: the same sealed segment).
+ */
+async function openFollow(req: Extract<Request, { op: "openFollow" }>): Promise<FollowAnswer> {
+  // A first open (no previous image here) starts a cache of its own.
+  const previous = req.previous !== null ? archives.get(req.previous) : undefined;
+  const cache = (req.previous !== null && previous ? followed.get(req.previous) : undefined) ?? new PageCache();
+  const found = await probeFollow(req.url, PROBE_BYTES, cache);
+  const traffic = { netBytes: cache.netBytes, requests: cache.requests };
+  if (found.unchanged) return { unchanged: true, ...traffic };
+  const kept = cache.moveTo(found.probe.etag, found.probe.size, found.changed);
+  const a = Archive.openLazy(new FollowSource(req.url, found.probe, cache), req.name, true);
+  if (previous) a.shareCache(previous);
+  const handle = keep(a);
+  followed.set(handle, cache);
+  return { unchanged: false, handle, etag: found.probe.etag, kept: kept === "kept", size: found.probe.size, netBytes: cache.netBytes, requests: cache.requests };
 }
 
 function call<M extends Method>(a: Archive, method: M, args: Calls[M]["args"]): Calls[M]["result"] {
@@ -327,9 +355,12 @@ function run(req: Request): unknown {
       return keep(Archive.openLazy(new BlobSource(req.file, req.name), req.name, false));
     case "openUrl":
       return openUrl(req);
+    case "openFollow":
+      return openFollow(req);
     case "close": {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);
+      followed.delete(req.handle);
       return null;
     }
     case "config":

@@ -1,9 +1,10 @@
 // One open archive: overview, sources, timeline and the selected stream,
 // sharing one time window.
 
-import type { ArchiveHandle, Description } from "../engine/types";
+import type { ArchiveHandle, Description, Engine, FollowTraffic, SourceInfo, StreamInfo } from "../engine/types";
 import { CAPS, type Filtered, filterCatalog, needsFilter, plural, shownText } from "./catalog";
 import { debounce, h, moreBar, replace } from "./dom";
+import { explain } from "./errors";
 import { type TimeZoneMode, count, floorDiv } from "./format";
 import { type Span, archiveSpan, fullWindow, originFor, streamSpan } from "./model";
 import { Overview, marksOf, sourceCard } from "./overview";
@@ -23,7 +24,17 @@ export interface ArchiveHost {
 export interface ArchiveMeta {
   name: string;
   url: string | null;
+  /** Follow the URL while a writer appends to it: the engine that opened it. */
+  follow?: Engine;
 }
+
+/** The main-thread time of the last update's parts (ms), for benchmarks. */
+export let lastUpdate: Record<string, number> = {};
+
+/** How often a followed archive is revalidated (ms); a 304 costs a header. */
+export const FOLLOW_POLL_MS = 250;
+/** The longest wait between attempts while the server cannot be reached (ms). */
+const FOLLOW_RETRY_MAX_MS = 2000;
 
 interface Pick {
   source: number;
@@ -35,7 +46,7 @@ interface Pick {
 
 export class ArchiveView {
   readonly el: HTMLElement;
-  private readonly overview: Overview;
+  private overview: Overview;
   /** Built a frame after the overview, with the sources and the stream view. */
   private timeline: Timeline | null = null;
   /** The stream to open once built. */
@@ -55,15 +66,26 @@ export class ArchiveView {
   private readonly finderCount: HTMLElement;
   private streamView: StreamView | null = null;
   private streamInit: Promise<void> = Promise.resolve();
-  private readonly full: Span;
+  private full: Span;
   private readonly origin: bigint;
   private from: bigint;
   private to: bigint;
+  /** Following: the window keeps the newest data in sight (off when a person pans back). */
+  private following = false;
+  private readonly followBar: HTMLElement | null = null;
+  private readonly followBtn: HTMLButtonElement | null = null;
+  private readonly followStatus: HTMLElement | null = null;
+  /** The image replaced last, closed at the next update (reads in flight on it finish). */
+  private previous: ArchiveHandle | null = null;
+  private followTimer: ReturnType<typeof setTimeout> | null = null;
+  /** Images opened since the first, and the traffic of the URL so far. */
+  private updates = 0;
+  traffic: FollowTraffic = { netBytes: 0, requests: 0 };
 
   constructor(
     private readonly host: ArchiveHost,
-    readonly handle: ArchiveHandle,
-    readonly desc: Description,
+    public handle: ArchiveHandle,
+    public desc: Description,
     readonly meta: ArchiveMeta,
     init: ViewState = {},
   ) {
@@ -72,7 +94,7 @@ export class ArchiveView {
     [this.from, this.to] = init.from !== undefined && init.to !== undefined && init.to > init.from ? [init.from, init.to] : this.full;
 
     const overviewHost = {
-      handle,
+      handle: handle as ArchiveHandle,
       name: meta.name,
       url: meta.url,
       dialog: host.dialog,
@@ -88,6 +110,22 @@ export class ArchiveView {
     // to any source or stream the caps left out.
     this.finderCount = h("span", { class: "dv-finder-count", data: { testid: "finder-count" } });
     this.finder = needsFilter(desc) ? this.buildFinder() : null;
+    if (meta.follow && meta.url) {
+      this.followBtn = h(
+        "button",
+        {
+          type: "button",
+          class: "dv-btn dv-follow",
+          title: "Keep the newest data in sight as the writer appends (panning back turns this off)",
+          data: { testid: "follow", on: "false" },
+          on: { click: () => this.setFollow(!this.following) },
+        },
+        "Follow",
+      );
+      this.followStatus = h("span", { class: "dv-muted dv-small", data: { testid: "follow-status", state: "watching" } }, "watching for new data");
+      this.followBar = h("div", { class: "dv-follow-bar", data: { testid: "follow-bar" } }, this.followBtn, " ", this.followStatus);
+      this.following = true;
+    }
     // The overview goes in alone, so it is laid out and painted on its own;
     // the source cards, timeline and stream view follow once that frame is
     // up (a frame, then a task, so they do not join the overview's paint).
@@ -95,6 +133,7 @@ export class ArchiveView {
       "div",
       { class: "dv-archive", data: { testid: "archive" } },
       this.overview.el,
+      this.followBar,
       this.finder,
       desc.sources.length === 0
         ? h("div", { class: "dv-panel dv-empty-archive" }, "This archive is sound but empty: it holds no sources, streams or rows yet.")
@@ -116,6 +155,12 @@ export class ArchiveView {
           }
     }
     this.pending = pick;
+    this.el.addEventListener("keydown", (ev) => this.onKey(ev));
+    if (this.following) {
+      this.paintFollow();
+      this.followWindow();
+      this.scheduleFollow(FOLLOW_POLL_MS);
+    }
 
     let started = false;
     const build = () => {
@@ -237,8 +282,210 @@ export class ArchiveView {
 
   destroy(): void {
     this.destroyed = true;
+    if (this.followTimer !== null) clearTimeout(this.followTimer);
+    this.followTimer = null;
+    void this.previous?.close().catch(() => {});
+    this.previous = null;
     this.streamView?.destroy();
     this.timeline?.destroy();
+  }
+
+  // -------------------------------------------------------------------------
+  // Following an archive a writer appends to
+
+  private setFollow(on: boolean): void {
+    if (!this.followBtn || on === this.following) return;
+    this.following = on;
+    this.paintFollow();
+    if (on) this.followWindow();
+  }
+
+  private paintFollow(): void {
+    if (!this.followBtn) return;
+    this.followBtn.dataset["on"] = String(this.following);
+    this.followBtn.textContent = this.following ? "● Following" : "Follow";
+    this.followBtn.setAttribute("aria-pressed", String(this.following));
+  }
+
+  private status(text: string, state: string): void {
+    if (!this.followStatus) return;
+    this.followStatus.textContent = text;
+    this.followStatus.dataset["state"] = state;
+    // The URL's traffic so far, for benchmarks and embedders.
+    this.followStatus.dataset["netBytes"] = String(this.traffic.netBytes);
+    this.followStatus.dataset["requests"] = String(this.traffic.requests);
+    this.followStatus.dataset["updates"] = String(this.updates);
+    this.followStatus.dataset["cost"] = JSON.stringify(lastUpdate);
+  }
+
+  private scheduleFollow(ms: number): void {
+    if (this.destroyed) return;
+    this.followTimer = setTimeout(() => void this.poll(0), ms);
+  }
+
+  /** Revalidates the URL; a newer image replaces the view's data in place. */
+  private async poll(failures: number): Promise<void> {
+    this.followTimer = null;
+    const engine = this.meta.follow;
+    const url = this.meta.url;
+    if (!engine || !url || this.destroyed) return;
+    let wait = FOLLOW_POLL_MS;
+    try {
+      const r = await engine.follow(url, this.meta.name, this.handle);
+      if (this.destroyed) {
+        if (!r.unchanged) void r.handle.close().catch(() => {});
+        return;
+      }
+      this.traffic = { netBytes: r.netBytes, requests: r.requests };
+      if (!r.unchanged) {
+        let desc: Description;
+        try {
+          desc = await r.handle.describe();
+        } catch (e) {
+          void r.handle.close().catch(() => {});
+          throw e;
+        }
+        if (this.destroyed) {
+          void r.handle.close().catch(() => {});
+          return;
+        }
+        this.update(r.handle, desc);
+      }
+      this.status(this.complete() ? "complete: the writer finished" : `up to date · ${this.updates} update${this.updates === 1 ? "" : "s"}`, this.complete() ? "complete" : "watching");
+      failures = 0;
+    } catch (e) {
+      if (this.destroyed) return;
+      if (typeof e === "object" && e !== null && (e as { kind?: unknown }).kind === "Changed") {
+        // The image was replaced while it was read (a busy writer): the newest one at once.
+        this.followTimer = setTimeout(() => void this.poll(failures), 0);
+        return;
+      }
+      failures++;
+      wait = Math.min(FOLLOW_RETRY_MAX_MS, FOLLOW_POLL_MS * 2 ** failures);
+      const x = explain(e, this.meta.name);
+      this.status(`reconnecting… (${x.message.slice(0, 160)})`, "reconnecting");
+      this.followTimer = setTimeout(() => void this.poll(failures), wait);
+      return;
+    }
+    this.scheduleFollow(wait);
+  }
+
+  /** Whether every source says its writer finished. */
+  private complete(): boolean {
+    return this.desc.sources.length > 0 && this.desc.sources.every((s) => s.complete);
+  }
+
+  /** The newest instant the archive holds. */
+  private newest(): bigint | null {
+    let end: bigint | null = null;
+    for (const src of this.desc.sources)
+      for (const st of src.streams) {
+        const sp = streamSpan(st);
+        if (sp && (end === null || sp[1] > end)) end = sp[1];
+      }
+    return end;
+  }
+
+  /** While following, the window keeps its width and ends at the newest data. */
+  private followTarget(): [bigint, bigint] | null {
+    const end = this.newest();
+    if (end === null) return null;
+    const width = this.to - this.from;
+    const to = end + width / 50n;
+    return [to - width, to];
+  }
+
+  private followWindow(): void {
+    if (!this.following) return;
+    const w = this.followTarget();
+    if (w && w[1] !== this.to) this.applyWindow(w[0], w[1]);
+  }
+
+  /**
+   * A newer image of the archive: the overview, source cards, timeline
+   * and the stream view take its description in place. The plots keep
+   * drawing the previous answer until the new one is drawn, so a seal
+   * (rows moving from the tail to a segment) never shows an empty plot.
+   */
+  update(handle: ArchiveHandle, desc: Description): void {
+    const old = this.previous;
+    this.previous = this.handle;
+    void old?.close().catch(() => {});
+    this.handle = handle;
+    this.desc = desc;
+    const gen = ++this.updates;
+    this.overviewHost.handle = handle;
+    const wasFull = this.from === this.full[0] && this.to === this.full[1];
+    this.full = fullWindow(archiveSpan(desc));
+    if (wasFull && !this.following) [this.from, this.to] = this.full;
+    // The window first, so the timeline draws once and the plots ask once.
+    if (this.following) {
+      const w = this.followTarget();
+      if (w) [this.from, this.to] = w;
+    }
+    // In three tasks, so the page paints between them rather than stalling
+    // for all of it: the overview and the timeline; the source cards; the
+    // stream view (its plots ask the engine again).
+    const t0 = performance.now();
+    const overview = new Overview(this.overviewHost, desc);
+    this.overview.el.replaceWith(overview.el);
+    this.overview = overview;
+    this.filtered = filterCatalog(desc, this.filtered.query);
+    if (this.finder) this.paintFinderCount();
+    if (this.timeline) {
+      const marks = new Map<number, SourceMarks>();
+      for (const src of desc.sources) marks.set(src.id, marksOf(src));
+      this.timeline.update(this.filtered, this.full, marks, [this.from, this.to]);
+      if (this.sources.parentElement !== this.el && desc.sources.length > 0) {
+        this.el.querySelector(".dv-empty-archive")?.remove();
+        this.el.insertBefore(this.sources, this.streamSlot);
+        this.el.insertBefore(this.timeline.el, this.streamSlot);
+      }
+    }
+    const t1 = performance.now();
+    const cost: Record<string, number> = { overviewAndTimeline: t1 - t0 };
+    const current = () => !this.destroyed && this.updates === gen;
+    setTimeout(() => {
+      if (!current()) return;
+      const t2 = performance.now();
+      if (this.timeline) this.renderSources();
+      cost["sources"] = performance.now() - t2;
+      setTimeout(() => {
+        if (!current()) return;
+        const t3 = performance.now();
+        this.updateStream();
+        cost["stream"] = performance.now() - t3;
+        // Where an update's main-thread time goes (bench-follow reads these).
+        lastUpdate = cost;
+      }, 0);
+    }, 0);
+  }
+
+  /** The stream view takes the newer description (or one opens, if nothing could be before). */
+  private updateStream(): void {
+    const view = this.streamView;
+    if (view) {
+      const found = this.find(view.source.id, view.stream.name);
+      view.setWindow(this.from, this.to);
+      if (found) view.update(found[0], found[1]);
+      this.timeline?.reveal(found?.[1] ?? view.stream);
+      this.timeline?.setSelected(view.source.id, view.stream.name);
+      this.host.changed(this);
+    } else if (this.timeline && !this.pending) {
+      // Nothing was open (nothing to plot at first): open what now has rows.
+      outer: for (const src of this.desc.sources)
+        for (const st of src.streams)
+          if (st.segments.length > 0 || (src.live_readable && st.live_rows > 0)) {
+            this.select(src.id, st.name, undefined, undefined, false);
+            break outer;
+          }
+    }
+  }
+
+  private find(source: number, stream: string): [SourceInfo, StreamInfo] | null {
+    const src = this.desc.sources.find((s) => s.id === source);
+    const st = src?.streams.find((s) => s.name === stream);
+    return src && st ? [src, st] : null;
   }
 
   /** Called when the tab becomes visible (sizes were zero while hidden). */
@@ -246,7 +493,17 @@ export class ArchiveView {
     this.timeline?.render();
   }
 
+  /** A window a person chose (a drag, the wheel, a button): following stops unless it still shows the newest data. */
   setWindow(from: bigint, to: bigint): void {
+    if (to <= from) return;
+    if (this.following) {
+      const end = this.newest();
+      if (end !== null && to < end) this.setFollow(false);
+    }
+    this.applyWindow(from, to);
+  }
+
+  private applyWindow(from: bigint, to: bigint): void {
     if (to <= from) return;
     // Ends rounded to about a thousandth of the width: a dragged window reads
     // (and bookmarks) as 22:16:45.919 rather than 22:16:45.919604113.
@@ -271,6 +528,7 @@ export class ArchiveView {
     }
     if (this.streamView && this.streamView.source.id === source && this.streamView.stream.name === stream) {
       if (seq !== undefined) this.streamView.showSegment(seq);
+      if (notify) this.bringIntoSight();
       return;
     }
     this.streamView?.destroy();
@@ -284,16 +542,24 @@ export class ArchiveView {
       if (outside || Number(sp[1] - sp[0]) < w * 0.02) [this.from, this.to] = fullWindow(sp);
       this.timeline.setWindow(this.from, this.to);
     }
+    const self = this;
     this.streamView = new StreamView(
       {
-        handle: this.handle,
+        get handle() {
+          return self.handle;
+        },
         origin: this.origin,
         dialog: this.host.dialog,
         tz: () => this.host.tz(),
         window: () => [this.from, this.to],
-        fullWindow: () => (sp ? fullWindow(sp) : this.full),
+        fullWindow: () => {
+          const cur = this.find(source, stream);
+          const span = cur ? streamSpan(cur[1]) : sp;
+          return span ? fullWindow(span) : this.full;
+        },
         onWindow: (a, b) => this.setWindow(a, b),
         onColumns: () => this.host.changed(this),
+        step: (dir) => this.step(dir),
       },
       src,
       st,
@@ -307,10 +573,62 @@ export class ArchiveView {
     this.streamInit = this.streamView.init().then(() => this.host.changed(this));
     if (notify) {
       this.host.changed(this);
-      // Bring the new stream view into sight without a smooth scroll that
-      // would move the timeline while the pointer is still on it.
-      const r = this.streamSlot.getBoundingClientRect();
-      if (r.top > window.innerHeight - 120) this.streamSlot.scrollIntoView({ block: "start" });
+      this.bringIntoSight();
+    }
+  }
+
+  /**
+   * The stream view into sight and the keyboard's focus on it, wherever
+   * the stream was picked (a source card, a timeline lane, the keys). No
+   * smooth scroll: it would move the timeline while the pointer is on it.
+   */
+  private bringIntoSight(): void {
+    const view = this.streamView;
+    if (!view) return;
+    const r = view.el.getBoundingClientRect();
+    const vh = window.innerHeight || document.documentElement.clientHeight;
+    // In sight: its head is on screen and it is not mostly below the fold.
+    if (r.top < 0 || r.top > vh * 0.5) view.el.scrollIntoView({ block: "start" });
+    view.focus();
+  }
+
+  /** The streams in the order the page lists them (sources by id, streams by name), within the filter. */
+  private order(): [number, string][] {
+    const out: [number, string][] = [];
+    for (const m of this.filtered.matches) for (const st of m.streams) out.push([m.source.id, st.name]);
+    return out;
+  }
+
+  /** Opens the stream before (-1) or after (+1) the one shown, wrapping at the ends. */
+  step(dir: -1 | 1): void {
+    const list = this.order();
+    if (list.length === 0) return;
+    const cur = this.streamView;
+    const i = cur ? list.findIndex(([s, n]) => s === cur.source.id && n === cur.stream.name) : -1;
+    const next = list[(i + dir + list.length) % list.length] ?? list[0]!;
+    this.select(next[0], next[1]);
+  }
+
+  /** j / ] and k / [ step through streams from anywhere in the archive, except while typing. */
+  private onKey(ev: KeyboardEvent): void {
+    if (ev.defaultPrevented || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    const t = ev.target as HTMLElement | null;
+    if (t && (t.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(t.tagName))) return;
+    const dir = ev.key === "j" || ev.key === "]" ? 1 : ev.key === "k" || ev.key === "[" ? -1 : 0;
+    if (dir !== 0) {
+      ev.preventDefault();
+      this.step(dir);
+      return;
+    }
+    // Up and down on a stream's button in a card or a lane move to its neighbour's.
+    if ((ev.key === "ArrowDown" || ev.key === "ArrowUp") && t?.closest("[data-stream-nav]")) {
+      const all = Array.from(this.el.querySelectorAll<HTMLElement>(`[data-stream-nav="${t.closest<HTMLElement>("[data-stream-nav]")!.dataset["streamNav"]}"]`));
+      const i = all.indexOf(t.closest<HTMLElement>("[data-stream-nav]")!);
+      const next = all[i + (ev.key === "ArrowDown" ? 1 : -1)];
+      if (next) {
+        ev.preventDefault();
+        next.focus();
+      }
     }
   }
 

@@ -290,7 +290,7 @@ function streamRow(host: OverviewHost, src: SourceInfo, st: StreamInfo, tz: Time
   return h(
     "tr",
     { class: "dv-clickable", data: { stream: st.name, testid: "stream-row" }, on: { click: () => host.onSelect(src.id, st.name) } },
-    h("td", null, h("button", { type: "button", class: "dv-link" }, fileText(st.name, { max: 50 }))),
+    h("td", null, h("button", { type: "button", class: "dv-link", data: { streamNav: "cards" } }, fileText(st.name, { max: 50 }))),
     h("td", { class: "dv-right dv-mono" }, count(st.segments.length)),
     h("td", { class: "dv-right dv-mono" }, count(st.sealed_rows)),
     h("td", { class: "dv-right dv-mono" + (st.live_rows > 0 ? " dv-live-text" : "") }, count(st.live_rows)),

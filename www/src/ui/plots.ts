@@ -28,6 +28,18 @@ export interface PlotHost {
   onWindow(from: bigint, to: bigint): void;
   /** The window a double-click returns to. */
   fullWindow(): [bigint, bigint];
+  /** A person switched counter `name` between its rate (raw false) and its running total. */
+  onRaw(name: string, raw: boolean): void;
+}
+
+/** What a plot last drew, on its element as `dendroPlot` (for tests and embedders). */
+export interface DrawnSeries {
+  ts: BigInt64Array;
+  min: Float64Array;
+  max: Float64Array;
+  /** "rate": per-second rates of a counter; "raw": the stored values. */
+  as: "rate" | "raw";
+  reduced: boolean;
 }
 
 const PALETTE = ["#2563eb", "#0d9488", "#c2410c", "#7c3aed", "#be123c", "#4d7c0f", "#0369a1", "#a16207"];
@@ -36,6 +48,8 @@ interface ColumnPlot {
   name: string;
   box: HTMLElement;
   readout: HTMLElement;
+  /** The rate/raw switch, shown for counters. */
+  rateBtn: HTMLButtonElement;
   plot: uPlot | null;
   color: string;
   /** Whether the answer being drawn has values for this plot. */
@@ -52,6 +66,9 @@ export class PlotGroup {
   private readonly list: HTMLElement;
   private plots: ColumnPlot[] = [];
   private selected: string[] = [];
+  /** Columns read as counters, and of those the ones plotted as rates. */
+  private counters = new Set<string>();
+  private rates: string[] = [];
   private from = 0n;
   private to = 1n;
   private xmin = 0;
@@ -65,6 +82,8 @@ export class PlotGroup {
   /** The group's content width as last measured or observed; 0 until then. */
   private measured = 0;
   private data: RangeEnvelope | null = null;
+  /** The columns the answer being drawn holds as rates. */
+  private drawnRates = new Set<string>();
   /** The request last sent, so an identical one (a resize, a repeated window) is not sent again. */
   private lastKey = "";
   private firstDrawn: () => void = () => {};
@@ -116,6 +135,24 @@ export class PlotGroup {
     return Math.max(320, this.measured || 800);
   }
 
+  /** Which columns are counters, and which of them to plot as rates: refetches when that changed. */
+  setCounters(counters: Set<string>, rates: string[]): void {
+    this.counters = counters;
+    this.rates = rates;
+    for (const p of this.plots) this.paintRate(p);
+    if (this.plots.length > 0) void this.fetch();
+  }
+
+  private paintRate(p: ColumnPlot): void {
+    const counter = this.counters.has(p.name);
+    const rate = this.rates.includes(p.name);
+    p.rateBtn.hidden = !counter;
+    p.rateBtn.textContent = rate ? "rate /s" : "raw total";
+    p.rateBtn.dataset["mode"] = rate ? "rate" : "raw";
+    p.rateBtn.title = rate ? "A counter, plotted as its increase per second (a fall is a reset). Click for the raw running total." : "A counter, plotted as its raw running total. Click for its rate per second.";
+    p.box.dataset["as"] = rate ? "rate" : "raw";
+  }
+
   setColumns(names: string[]): void {
     this.selected = names;
     this.lastKey = "";
@@ -130,6 +167,12 @@ export class PlotGroup {
     names.forEach((name, i) => {
       const col = this.columns.find((c) => c.name === name);
       const readout = h("span", { class: "dv-plot-readout" });
+      const rateBtn = h("button", {
+        type: "button",
+        class: "dv-btn dv-btn-xs dv-rate-toggle",
+        data: { testid: "rate-toggle" },
+        on: { click: () => this.host.onRaw(name, this.rates.includes(name)) },
+      });
       const box = h(
         "div",
         { class: "dv-plot", data: { testid: "plot", column: name } },
@@ -139,12 +182,21 @@ export class PlotGroup {
           h("span", { class: "dv-plot-swatch", style: { background: PALETTE[i % PALETTE.length]! } }),
           h("span", { class: "dv-plot-name" }, fileText(name, { max: 60, more: false })),
           col ? h("span", { class: "dv-plot-type" }, col.type) : null,
+          rateBtn,
           readout,
         ),
       );
       this.list.appendChild(box);
-      this.plots.push({ name, box, readout, plot: null, color: PALETTE[i % PALETTE.length]!, expected: false, drawnGen: 0 });
+      const p: ColumnPlot = { name, box, readout, rateBtn, plot: null, color: PALETTE[i % PALETTE.length]!, expected: false, drawnGen: 0 };
+      this.paintRate(p);
+      this.plots.push(p);
     });
+    void this.fetch();
+  }
+
+  /** The archive changed under the same window (it is followed): ask again, keeping the drawing until the answer is drawn. */
+  refresh(): void {
+    this.lastKey = "";
     void this.fetch();
   }
 
@@ -176,7 +228,8 @@ export class PlotGroup {
       return;
     }
     const maxPoints = Math.max(100, Math.round(this.width()));
-    const key = `${this.from}:${this.to}:${maxPoints}:${JSON.stringify(this.selected)}`;
+    const rates = this.rates.filter((r) => this.selected.includes(r));
+    const key = `${this.from}:${this.to}:${maxPoints}:${JSON.stringify(this.selected)}:${JSON.stringify(rates)}`;
     if (key === this.lastKey) return;
     this.lastKey = key;
     const token = ++this.token;
@@ -193,6 +246,7 @@ export class PlotGroup {
       env = await this.host.handle.readRange(this.host.source, this.host.stream, this.from, this.to, {
         columns: this.selected,
         maxPoints,
+        rates,
         signal: inflight.signal,
       });
     } catch (e) {
@@ -214,6 +268,7 @@ export class PlotGroup {
       (env.reduced ? `min/max envelope of ${count(env.ts.length)} buckets` : "every row shown") +
       ` · ${count(env.segments_read)} segment${env.segments_read === 1 ? "" : "s"} read` +
       (env.segments_from_stats > 0 ? `, ${count(env.segments_from_stats)} from footer statistics` : "");
+    this.drawnRates = new Set(rates);
     this.draw(env);
     this.firstDrawn();
   }
@@ -241,6 +296,8 @@ export class PlotGroup {
         continue;
       }
       const data: uPlot.AlignedData = [xs, gapsAsNull(col.max), gapsAsNull(col.min)];
+      const drawnSeries: DrawnSeries = { ts: env.ts, min: col.min, max: col.max, as: this.drawnRates.has(p.name) ? "rate" : "raw", reduced: env.reduced };
+      (p.box as HTMLElement & { dendroPlot?: DrawnSeries }).dendroPlot = drawnSeries;
       if (n === 0) p.box.appendChild(h("div", { class: "dv-plot-note" }, "No rows in this window."));
       if (p.plot) {
         p.plot.setData(data, true);
@@ -357,12 +414,13 @@ export class PlotGroup {
             const mx = u.data[1]?.[i];
             const mn = u.data[2]?.[i];
             if (ts === undefined) return;
+            const unit = this.drawnRates.has(p.name) ? " /s" : "";
             const value =
               mx === null || mx === undefined
                 ? "no value"
                 : mn === mx
-                  ? formatValue(mx)
-                  : `min ${formatValue(mn ?? NaN)} · max ${formatValue(mx)}`;
+                  ? formatValue(mx) + unit
+                  : `min ${formatValue(mn ?? NaN)} · max ${formatValue(mx)}${unit}`;
             // A bucket is labelled by its start, to the precision its width warrants.
             const d = this.data;
             const bucket = d.reduced && d.ts.length > 1 ? (this.to - this.from) / BigInt(d.ts.length) : 0n;

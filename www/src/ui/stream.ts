@@ -1,7 +1,7 @@
 // The stream view: schema, plots of numeric columns, the rows of a segment,
 // the live tail, and caller rows stored under the stream's name.
 
-import type { ArchiveHandle, CallerRow, SourceInfo, StreamInfo, StreamSchema } from "../engine/types";
+import type { ArchiveHandle, CallerRow, DecodedColumn, SourceInfo, StreamInfo, StreamSchema } from "../engine/types";
 import { type Child, copyButton, debounce, fileText, h, replace } from "./dom";
 import { explain } from "./errors";
 import { I64_MAX, I64_MIN, bytes, count, span as fmtSpan, type TimeZoneMode } from "./format";
@@ -20,6 +20,16 @@ export interface StreamHost {
   fullWindow(): [bigint, bigint];
   onWindow(from: bigint, to: bigint): void;
   onColumns(columns: string[]): void;
+  /** Open the stream before (-1) or after (+1) this one; null when there is none. */
+  step(dir: -1 | 1): void;
+}
+
+/** Field metadata the self-describing encoder (and the demo) write for a counter. */
+export const KIND_KEY = "dendro.kind";
+
+/** Whether a column's field metadata marks it as a counter (a running total). */
+export function markedCounter(metadata: Record<string, string>): boolean {
+  return metadata[KIND_KEY] === "counter";
 }
 
 const DEFAULT_PLOTS = 8;
@@ -35,28 +45,33 @@ export class StreamView {
   private readonly plotBox: HTMLElement;
   private readonly rowsBox: HTMLElement;
   private readonly callerBox: HTMLElement;
-  private rowsSeq: number | null = null;
+  /** The seq whose rows are shown, "live" for the live tail, null for none yet. */
+  private rowsSeq: number | "live" | null = null;
   private destroyed = false;
+  /** Columns a person marked (true) or unmarked (false) as counters, over the metadata's word. */
+  private readonly marks = new Map<string, boolean>();
+  /** Counters a person chose to see raw rather than as rates. */
+  private readonly raw = new Set<string>();
+  private readonly liveBox: HTMLElement;
+  private readonly stats: HTMLElement;
+  /** Bumped by every rows render, so a slower earlier one never overwrites a later one. */
+  private rowsToken = 0;
+  /** Whether the engine reads this stream's live tail (the source's encoder is the self-describing one). */
+  private readonly liveReadable: boolean;
 
   constructor(
     private readonly host: StreamHost,
-    readonly source: SourceInfo,
-    readonly stream: StreamInfo,
+    public source: SourceInfo,
+    public stream: StreamInfo,
     private readonly wantColumns: string[] | undefined,
     private readonly wantSeq: number | undefined,
   ) {
     const st = stream;
     const span = streamSpan(st);
     const tz = host.tz();
-    const stats = h(
-      "div",
-      { class: "dv-stream-stats" },
-      stat("segments", count(st.segments.length)),
-      stat("sealed rows", count(st.sealed_rows)),
-      stat("live rows", count(st.live_rows)),
-      stat("caller rows", count(st.caller_rows)),
-      stat("span", span ? fmtSpan(span[0], span[1], tz) : "—"),
-    );
+    this.liveReadable = source.live_readable;
+    const stats = h("div", { class: "dv-stream-stats", data: { testid: "stream-stats" } }, streamStats(st, tz));
+    this.stats = stats;
     this.schemaBox = h("div", { class: "dv-schema", data: { testid: "schema" } }, h("div", { class: "dv-muted" }, "Reading schema…"));
     this.plotBox = h("div", { class: "dv-plot-area" });
     this.rowsBox = h("div", { class: "dv-rows", data: { testid: "rows" } });
@@ -71,10 +86,34 @@ export class StreamView {
       h(
         "div",
         { class: "dv-panel-head" },
-        h("h2", null, "Stream ", h("span", { class: "dv-stream-name" }, fileText(st.name, { max: 80 }))),
+        h("h2", { tabindex: "-1", class: "dv-stream-title", data: { testid: "stream-title" } }, "Stream ", h("span", { class: "dv-stream-name" }, fileText(st.name, { max: 80 }))),
         h("span", { class: "dv-muted" }, `source ${source.id}`),
         labels,
         h("span", { class: "dv-spacer" }),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "dv-btn",
+            title: "The stream before this one (k or [)",
+            "aria-label": "previous stream",
+            data: { action: "prev-stream" },
+            on: { click: () => this.host.step(-1) },
+          },
+          "◀",
+        ),
+        h(
+          "button",
+          {
+            type: "button",
+            class: "dv-btn",
+            title: "The stream after this one (j or ])",
+            "aria-label": "next stream",
+            data: { action: "next-stream" },
+            on: { click: () => this.host.step(1) },
+          },
+          "▶",
+        ),
         span
           ? h(
               "button",
@@ -90,7 +129,7 @@ export class StreamView {
           : null,
       ),
       stats,
-      st.live_rows > 0 ? liveNotice(st, tz) : null,
+      (this.liveBox = h("div", { class: "dv-live-slot" }, st.live_rows > 0 ? liveNotice(st, this.liveReadable, tz) : null)),
       h("div", { class: "dv-stream-grid" }, this.schemaBox, this.plotBox),
       this.rowsBox,
       st.caller_rows > 0 ? this.callerBox : null,
@@ -102,9 +141,46 @@ export class StreamView {
     return this.plots?.firstPlot ?? Promise.resolve();
   }
 
+  /**
+   * A newer description of this stream (the archive is followed): the
+   * counts, the live notice, the plots and the rows shown follow it. The
+   * plots keep their drawing until the new answer is drawn.
+   */
+  update(source: SourceInfo, stream: StreamInfo): void {
+    const before = this.stream;
+    this.source = source;
+    this.stream = stream;
+    const tz = this.host.tz();
+    replace(this.stats, streamStats(stream, tz));
+    replace(this.liveBox, stream.live_rows > 0 ? liveNotice(stream, this.liveReadable, tz) : null);
+    const changed =
+      before.segments.length !== stream.segments.length || before.live_rows !== stream.live_rows || before.sealed_rows !== stream.sealed_rows;
+    if (!changed) return;
+    if (!this.schema) {
+      // Nothing was readable before: start over now that something is.
+      if (stream.segments.length > 0 || (this.liveReadable && stream.live_rows > 0)) void this.init();
+      return;
+    }
+    this.plots?.refresh();
+    if (this.rowsSeq === "live") {
+      // A seal moved the tail's rows into a segment: show that segment's.
+      const last = stream.segments[stream.segments.length - 1];
+      if (stream.live_rows === 0 && last) void this.renderRows(last.seq);
+      else void this.renderRows("live", true);
+    } else if (this.rowsSeq !== null && before.segments.length !== stream.segments.length) {
+      void this.renderRows(this.rowsSeq, true);
+    }
+  }
+
+  /** Moves the keyboard's focus to this view's heading (without scrolling: the caller does that). */
+  focus(): void {
+    const title = this.el.querySelector<HTMLElement>(".dv-stream-title");
+    title?.focus({ preventScroll: true });
+  }
+
   async init(): Promise<void> {
     const st = this.stream;
-    if (st.segments.length === 0) {
+    if (st.segments.length === 0 && !(this.liveReadable && st.live_rows > 0)) {
       replace(
         this.schemaBox,
         h("div", { class: "dv-muted" }, "No sealed segments, so no schema to read: every row of this stream is in the live tail."),
@@ -159,7 +235,7 @@ export class StreamView {
 
   /** The rows shown follow the window: a segment left outside it gives way to the first one inside. */
   private readonly followWindow = debounce((from: bigint, to: bigint) => {
-    if (!this.schema || this.rowsSeq === null) return;
+    if (!this.schema || this.rowsSeq === null || this.rowsSeq === "live") return;
     const cur = this.stream.segments.find((s) => s.seq === this.rowsSeq);
     if (cur && cur.last_ts >= from && cur.first_ts <= to) return;
     const hit = this.stream.segments.find((s) => s.last_ts >= from && s.first_ts <= to);
@@ -172,13 +248,51 @@ export class StreamView {
   }
 
   /** Show the rows of one segment (the timeline calls this on a click). */
-  showSegment(seq: number): void {
+  showSegment(seq: number | "live"): void {
     if (this.schema) void this.renderRows(seq);
   }
 
   private numericColumns(): string[] {
     if (!this.schema) return [];
     return this.schema.columns.filter((c) => c.name !== this.schema?.ts_column && isNumericType(c.type)).map((c) => c.name);
+  }
+
+  /** Whether `name` is read as a counter: a person's mark, else the field metadata's. */
+  isCounter(name: string): boolean {
+    const mark = this.marks.get(name);
+    if (mark !== undefined) return mark;
+    const col = this.schema?.columns.find((c) => c.name === name);
+    return !!col && markedCounter(col.metadata);
+  }
+
+  /** The plotted counters shown as per-second rates (all, unless a person asked for raw). */
+  private rates(): string[] {
+    return this.selected.filter((c) => this.isCounter(c) && !this.raw.has(c));
+  }
+
+  private counters(): Set<string> {
+    return new Set(this.numericColumns().filter((c) => this.isCounter(c)));
+  }
+
+  /** A person marked or unmarked `name` as a counter. */
+  markCounter(name: string, on: boolean): void {
+    this.marks.set(name, on);
+    this.pushRates();
+  }
+
+  /** A person switched a counter between its rate and its raw running total. */
+  showRaw(name: string, raw: boolean): void {
+    if (raw) this.raw.add(name);
+    else this.raw.delete(name);
+    this.pushRates();
+  }
+
+  private pushRates(): void {
+    this.plots?.setCounters(this.counters(), this.rates());
+    // Keep the schema table's boxes in step (a plot's toggle does not touch them).
+    for (const box of this.schemaBox.querySelectorAll<HTMLInputElement>("input[data-counter]")) {
+      box.checked = this.isCounter(box.dataset["counter"] ?? "");
+    }
   }
 
   private pickColumns(): void {
@@ -206,6 +320,16 @@ export class StreamView {
           })
         : null;
       if (box) box.checked = this.selected.includes(c.name);
+      const counterBox = plottable
+        ? h("input", {
+            type: "checkbox",
+            "aria-label": `${c.name} is a counter`,
+            title: "A counter is a running total: plotted as its rate per second",
+            data: { counter: c.name },
+            on: { change: (ev) => this.markCounter(c.name, (ev.target as HTMLInputElement).checked) },
+          })
+        : null;
+      if (counterBox) counterBox.checked = this.isCounter(c.name);
       const meta = Object.entries(c.metadata);
       return h(
         "tr",
@@ -218,6 +342,7 @@ export class StreamView {
           c.name === schema.ts_column ? h("span", { class: "dv-tag dv-tag-ts", title: "rows are ordered by this column" }, "ts") : null,
         ),
         h("td", { class: "dv-mono dv-type" }, c.type, c.nullable ? h("span", { class: "dv-muted" }, " null") : null),
+        h("td", { class: "dv-check" }, counterBox),
         h(
           "td",
           { class: "dv-meta" },
@@ -229,11 +354,23 @@ export class StreamView {
     });
     replace(
       this.schemaBox,
-      h("div", { class: "dv-subhead" }, "Schema", h("span", { class: "dv-muted" }, ` · ${schema.columns.length} columns · tick to plot`)),
+      h("div", { class: "dv-subhead" }, ...schemaHead(schema, this.stream.segments.length === 0)),
       h(
         "table",
         { class: "dv-table dv-schema-table" },
-        h("thead", null, h("tr", null, h("th", null, ""), h("th", null, "column"), h("th", null, "type"), h("th", null, "metadata"))),
+        h(
+          "thead",
+          null,
+          h(
+            "tr",
+            null,
+            h("th", null, ""),
+            h("th", null, "column"),
+            h("th", null, "type"),
+            h("th", { title: "Counters (running totals) are plotted as rates per second" }, "counter"),
+            h("th", null, "metadata"),
+          ),
+        ),
         h("tbody", null, rows),
       ),
       hidden > 0
@@ -252,6 +389,7 @@ export class StreamView {
     if (on) set.add(name);
     else set.delete(name);
     this.selected = numeric.filter((c) => set.has(c));
+    this.plots?.setCounters(this.counters(), this.rates());
     this.plots?.setColumns(this.selected);
     this.host.onColumns(this.selected);
   }
@@ -262,33 +400,47 @@ export class StreamView {
       replace(this.plotBox, h("div", { class: "dv-muted dv-pad" }, "This stream has no numeric columns to plot; its rows are below."));
       return;
     }
+    const host = this.host;
     this.plots = new PlotGroup(
       {
-        handle: this.host.handle,
+        get handle() {
+          return host.handle;
+        },
         source: this.source.id,
         stream: this.stream.name,
         origin: this.host.origin,
         tz: () => this.host.tz(),
         onWindow: (a, b) => this.host.onWindow(a, b),
         fullWindow: () => this.host.fullWindow(),
+        onRaw: (name, raw) => this.showRaw(name, raw),
       },
       schema.columns,
     );
+    this.plots.setCounters(this.counters(), this.rates());
     replace(this.plotBox, this.plots.el);
     const [a, b] = this.host.window();
     this.plots.setWindow(a, b);
     this.plots.setColumns(this.selected);
   }
 
-  private initialSeq(): number {
+  private initialSeq(): number | "live" {
     const segs = this.stream.segments;
+    if (segs.length === 0) return "live";
     if (this.wantSeq !== undefined && segs.some((s) => s.seq === this.wantSeq)) return this.wantSeq;
     const [a] = this.host.window();
     const hit = segs.find((s) => s.last_ts >= a);
     return (hit ?? segs[0]!).seq;
   }
 
-  private async renderRows(seq: number): Promise<void> {
+  private async renderRows(seq: number | "live", quiet = false): Promise<void> {
+    if (seq === "live") return this.renderLiveRows(quiet);
+    if (quiet && this.rowsSeq === seq) {
+      // Only the picker changed (a new segment): the rows shown stay.
+      const picker = this.rowsBox.querySelector(".dv-subhead");
+      if (picker) replace(picker as HTMLElement, "Rows", h("span", { class: "dv-muted" }, " of segment "), this.segmentPicker(seq, this.host.tz()));
+      return;
+    }
+    const token = ++this.rowsToken;
     this.rowsSeq = seq;
     const st = this.stream;
     const tz = this.host.tz();
@@ -305,7 +457,7 @@ export class StreamView {
     if (seg?.caller_index) void this.renderCallerIndex(seq, indexBox);
     try {
       const batch = await this.host.handle.readSegment(this.source.id, st.name, seq);
-      if (this.destroyed || this.rowsSeq !== seq) return;
+      if (this.destroyed || this.rowsToken !== token) return;
       const tsName = this.schema?.ts_column ?? null;
       const cols = batch.columns.map((c) => vcolumn(c, c.name === tsName));
       const renderers = batch.columns.map((c) => cellRenderer(c, c.name === tsName, () => this.host.tz()));
@@ -313,7 +465,68 @@ export class StreamView {
       replace(body, table.el);
       body.className = "";
     } catch (e) {
-      if (this.destroyed || this.rowsSeq !== seq) return;
+      if (this.destroyed || this.rowsToken !== token) return;
+      const x = explain(e, st.name);
+      replace(body, h("div", { class: "dv-error-inline" }, x.title, ": ", fileText(x.message, { max: 400 })));
+    }
+  }
+
+  /** Whether the live tail is offered in the rows table, after the last segment. */
+  private liveTabled(): boolean {
+    return this.liveReadable && this.stream.live_rows > 0 && this.stream.live_span !== null;
+  }
+
+  /**
+   * The live tail's rows, read through the engine as it reads them for the
+   * plots (every row of the tail's span, numeric columns), tabled after the
+   * last sealed segment's.
+   */
+  private async renderLiveRows(quiet = false): Promise<void> {
+    const token = ++this.rowsToken;
+    this.rowsSeq = "live";
+    const st = this.stream;
+    const tz = this.host.tz();
+    const head = h("div", { class: "dv-subhead" }, "Rows", h("span", { class: "dv-muted" }, " of "), this.segmentPicker("live", tz));
+    // Following, the table shown stays until the new one is ready.
+    const kept = quiet ? this.rowsBox.querySelector<HTMLElement>(".dv-live-body") : null;
+    const body = kept ?? h("div", { class: "dv-muted dv-pad dv-live-body" }, "Reading the live tail…");
+    replace(this.rowsBox, head, body);
+    const span = st.live_span;
+    if (!span) return;
+    const numeric = this.numericColumns();
+    try {
+      const env = await this.host.handle.readRange(this.source.id, st.name, span[0], span[1], { columns: numeric });
+      if (this.destroyed || this.rowsToken !== token) return;
+      // Sealed rows sharing the window's first instant are the segment's, not the tail's.
+      let first = 0;
+      while (first < env.ts.length && env.ts[first]! < span[0]) first++;
+      const n = env.ts.length - first;
+      const tsName = this.schema?.ts_column ?? "ts";
+      const tsType = this.schema?.columns.find((c) => c.name === tsName)?.type ?? "Timestamp(Nanosecond, None)";
+      const columns: DecodedColumn[] = [{ name: tsName, type: tsType, values: env.ts.slice(first) }];
+      for (const name of numeric) {
+        const c = env.columns.find((x) => x.name === name);
+        if (!c) continue;
+        const values = c.min.slice(first);
+        let nulls: Uint8Array | undefined;
+        for (let i = 0; i < n; i++) {
+          if (Number.isNaN(values[i]!)) (nulls ??= new Uint8Array(n))[i] = 1;
+        }
+        const type = this.schema?.columns.find((x) => x.name === name)?.type ?? "Float64";
+        // Integers arrive as doubles: shown as the integers they are.
+        const col: DecodedColumn = { name, type: /^Float/.test(type) ? type : "Float64", values };
+        if (nulls) col.nulls = nulls;
+        columns.push(col);
+      }
+      const cols = columns.map((c) => vcolumn(c, c.name === tsName));
+      const renderers = columns.map((c) => cellRenderer(c, c.name === tsName, () => this.host.tz()));
+      const table = new VirtualTable(cols, n, (r, c) => renderers[c]?.(r) ?? "");
+      table.el.dataset["testid"] = "live-rows";
+      table.el.dataset["rows"] = String(n);
+      replace(body, table.el);
+      body.className = "dv-live-body";
+    } catch (e) {
+      if (this.destroyed || this.rowsToken !== token) return;
       const x = explain(e, st.name);
       replace(body, h("div", { class: "dv-error-inline" }, x.title, ": ", fileText(x.message, { max: 400 })));
     }
@@ -322,21 +535,29 @@ export class StreamView {
   /**
    * Which segment's rows to show: a menu for a few segments; for many, a
    * seq box with previous/next (a menu of thousands costs a long layout).
+   * A readable live tail is the last entry.
    */
-  private segmentPicker(seq: number, tz: TimeZoneMode): HTMLElement {
+  private segmentPicker(seq: number | "live", tz: TimeZoneMode): HTMLElement {
     const segs = this.stream.segments;
-    const i = Math.max(0, segs.findIndex((s) => s.seq === seq));
-    const cur = segs[i]!;
-    if (segs.length <= 100) {
+    const live = this.liveTabled();
+    if (segs.length <= 100 || seq === "live") {
       const select = h("select", { class: "dv-select", "aria-label": "segment", data: { testid: "segment-select" } });
       for (const s of segs) {
         const opt = h("option", { value: String(s.seq) }, `seq ${s.seq} · ${count(s.rows)} rows · ${fmtSpan(s.first_ts, s.last_ts, tz)}`);
         if (s.seq === seq) opt.selected = true;
         select.appendChild(opt);
       }
-      select.addEventListener("change", () => void this.renderRows(Number(select.value)));
+      if (live) {
+        const sp = this.stream.live_span!;
+        const opt = h("option", { value: "live" }, `live tail · ${count(this.stream.live_rows)} rows · ${fmtSpan(sp[0], sp[1], tz)}`);
+        if (seq === "live") opt.selected = true;
+        select.appendChild(opt);
+      }
+      select.addEventListener("change", () => void this.renderRows(select.value === "live" ? "live" : Number(select.value)));
       return select;
     }
+    const i = Math.max(0, segs.findIndex((s) => s.seq === seq));
+    const cur = segs[i]!;
     const go = (j: number) => {
       const s = segs[Math.max(0, Math.min(segs.length - 1, j))];
       if (s) void this.renderRows(s.seq);
@@ -363,6 +584,7 @@ export class StreamView {
       h("span", { class: "dv-muted" }, "seq "),
       box,
       h("button", { type: "button", class: "dv-btn", "aria-label": "next segment", disabled: i === segs.length - 1, on: { click: () => go(i + 1) } }, "▶"),
+      live ? h("button", { type: "button", class: "dv-btn", data: { testid: "live-rows-button" }, on: { click: () => void this.renderRows("live") } }, "live tail") : null,
       h("span", { class: "dv-muted dv-small" }, ` ${count(i + 1)} of ${count(segs.length)} · ${count(cur.rows)} rows · ${fmtSpan(cur.first_ts, cur.last_ts, tz)}`),
     );
   }
@@ -414,17 +636,42 @@ export async function callerRowsTable(handle: ArchiveHandle, source: number, nam
   return table.el;
 }
 
+function streamStats(st: StreamInfo, tz: TimeZoneMode): Child[] {
+  const span = streamSpan(st);
+  return [
+    stat("segments", count(st.segments.length)),
+    stat("sealed rows", count(st.sealed_rows)),
+    stat("live rows", count(st.live_rows)),
+    stat("caller rows", count(st.caller_rows)),
+    stat("span", span ? fmtSpan(span[0], span[1], tz) : "—"),
+  ];
+}
+
 function stat(label: string, value: Child): HTMLElement {
   return h("span", { class: "dv-stat-inline" }, h("span", { class: "dv-muted" }, label), " ", h("b", null, value));
 }
 
-function liveNotice(st: StreamInfo, tz: TimeZoneMode): HTMLElement {
+function liveNotice(st: StreamInfo, readable: boolean, tz: TimeZoneMode): HTMLElement {
   return h(
     "div",
-    { class: "dv-live-note", data: { testid: "live-note", rows: st.live_rows } },
-    h("span", { class: "dv-sw dv-sw-live" }),
+    { class: "dv-live-note" + (readable ? " dv-live-note-read" : ""), data: { testid: "live-note", rows: st.live_rows, readable: String(readable) } },
+    h("span", { class: "dv-sw dv-sw-live" + (readable ? " dv-sw-live-read" : "") }),
     h("b", null, `Live tail: ${count(st.live_rows)} rows`),
     st.live_span ? ` (${fmtSpan(st.live_span[0], st.live_span[1], tz)})` : "",
-    " — committed, but not readable without the writer's encoder.",
+    readable
+      ? " — committed and not yet sealed; written with the self-describing encoder, so plotted and tabled after the sealed rows."
+      : " — committed, but not readable without the writer's encoder.",
   );
+}
+
+/** The schema table's heading: its size and what a person can do with it. */
+function schemaHead(schema: StreamSchema, fromMetadata: boolean): Child[] {
+  return [
+    "Schema",
+    h(
+      "span",
+      { class: "dv-muted" },
+      ` · ${schema.columns.length} columns · tick to plot` + (fromMetadata ? " · from the source's metadata (nothing sealed yet)" : ""),
+    ),
+  ];
 }

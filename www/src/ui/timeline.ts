@@ -81,8 +81,8 @@ export class Timeline {
   constructor(
     private readonly host: TimelineHost,
     catalog: Filtered,
-    private readonly full: Span,
-    private readonly marks: Map<number, SourceMarks>,
+    private full: Span,
+    private marks: Map<number, SourceMarks>,
   ) {
     [this.from, this.to] = full;
     this.catalog = catalog;
@@ -93,7 +93,7 @@ export class Timeline {
     const right = h("button", { type: "button", class: "dv-btn", title: "Later", on: { click: () => this.pan(0.5) } }, "▶");
     const fit = h(
       "button",
-      { type: "button", class: "dv-btn", title: "Show the whole archive", data: { action: "fit" }, on: { click: () => this.host.onWindow(full[0], full[1]) } },
+      { type: "button", class: "dv-btn", title: "Show the whole archive", data: { action: "fit" }, on: { click: () => this.host.onWindow(this.full[0], this.full[1]) } },
       "Fit",
     );
     const legend = h(
@@ -171,6 +171,28 @@ export class Timeline {
     this.catalog = catalog;
     this.laneLimit = CAPS.lanes;
     this.buildLanes();
+    this.render();
+  }
+
+  /**
+   * A newer description of the archive (it is being followed): lanes are
+   * built again from it, as many as before, the open stream's kept.
+   */
+  update(catalog: Filtered, full: Span, marks: Map<number, SourceMarks>, window: Span): void {
+    this.catalog = catalog;
+    this.full = full;
+    this.marks = marks;
+    [this.from, this.to] = window;
+    const open = this.opened;
+    if (open) {
+      this.opened = null;
+      for (const m of catalog.matches) {
+        const st = m.streams.find((s) => s.name === open.name && this.selected?.source === m.source.id);
+        if (st) this.opened = st;
+      }
+    }
+    this.buildLanes();
+    if (this.selected) this.setSelected(this.selected.source, this.selected.stream);
     this.render();
   }
 
@@ -293,7 +315,7 @@ export class Timeline {
     for (const st of streams) {
       const name = h(
         "button",
-        { type: "button", class: "dv-tl-name", on: { click: () => this.host.onSelect(src.id, st.name) } },
+        { type: "button", class: "dv-tl-name", data: { streamNav: "lanes" }, on: { click: () => this.host.onSelect(src.id, st.name) } },
         fileText(st.name, { max: 40, more: false }),
       );
       const info = h(
@@ -503,10 +525,10 @@ export class Timeline {
       }
     }
     flush();
-    if (st.live_rows > 0) this.renderLive(st, track, width, tz);
+    if (st.live_rows > 0) this.renderLive(src, st, track, width, tz);
   }
 
-  private renderLive(st: StreamInfo, track: HTMLElement, width: number, tz: TimeZoneMode): void {
+  private renderLive(src: SourceInfo, st: StreamInfo, track: HTMLElement, width: number, tz: TimeZoneMode): void {
     let a: number;
     let b: number;
     if (st.live_span) {
@@ -522,11 +544,12 @@ export class Timeline {
       b = a + 40;
     }
     const rows = count(st.live_rows);
-    const full = `${rows} live rows · not readable without the writer's encoder`;
+    const readable = src.live_readable;
+    const full = readable ? `${rows} live rows · plotted with the sealed rows` : `${rows} live rows · not readable without the writer's encoder`;
     const el = h("div", {
-      class: "dv-live",
+      class: "dv-live" + (readable ? " dv-live-read" : ""),
       style: { left: `${a}px`, width: `${b - a}px` },
-      data: { testid: "live", rows: st.live_rows },
+      data: { testid: "live", rows: st.live_rows, readable: String(readable) },
       "aria-label": full,
     });
     // The label may run past a narrow block into the empty lane beside it
@@ -551,7 +574,13 @@ export class Timeline {
     this.host.tooltip.attach(el, () => [
       h("b", null, `Live tail: ${count(st.live_rows)} rows`),
       h("div", null, "Committed by the writer, but not yet sealed into a segment."),
-      h("div", null, "Not readable without the writer's encoder."),
+      h(
+        "div",
+        null,
+        readable
+          ? "Written with the self-describing encoder: plotted and tabled after the sealed rows."
+          : "Not readable without the writer's encoder.",
+      ),
       st.live_span ? h("div", { class: "dv-muted" }, fmtSpan(st.live_span[0], st.live_span[1], tz)) : null,
     ]);
     track.appendChild(el);

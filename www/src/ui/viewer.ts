@@ -40,6 +40,14 @@ export interface ViewerOptions {
    * handed over already in memory (openBytes) are always copied.
    */
   openMode?: OpenMode | "auto";
+  /**
+   * Follow archives opened from a URL while a writer appends to them
+   * (`dendro serve` serving `dendro demo --live`, say): new seals, streams,
+   * sources, the live tail's growth and `complete` appear without a
+   * reload, and the plots keep the newest data in sight until a person
+   * pans back. The URL is read in place, a range at a time.
+   */
+  follow?: boolean;
 }
 
 /**
@@ -56,6 +64,8 @@ interface Getter {
   bytes: (progress: (loaded: number, total: number | null) => void) => Promise<ArrayBuffer>;
   /** The size, when known before anything is read. */
   size?: number;
+  /** Follow it: the engine revalidates it while the view is open. */
+  follow?: boolean;
 }
 
 type TabState =
@@ -239,10 +249,25 @@ export class Viewer {
    * in "auto" mode, the file is at least LAZY_FROM_BYTES), else downloads
    * it whole.
    */
-  openUrl(url: string, init?: ViewState): Promise<OpenResult> {
+  openUrl(url: string, init?: ViewState, opts: { follow?: boolean } = {}): Promise<OpenResult> {
     const name = nameFromUrl(url);
     const mode = this.opts.openMode ?? "auto";
     const minLazyBytes = mode === "lazy" ? 0 : LAZY_FROM_BYTES;
+    if (opts.follow ?? this.opts.follow) {
+      return this.load(
+        name,
+        url,
+        {
+          lazy: async () => {
+            const r = await engine().follow(url, name, null);
+            return r.unchanged ? null : r.handle;
+          },
+          bytes: () => Promise.reject(new LoadError(`${url} cannot be followed: its server does not answer range requests`)),
+          follow: true,
+        },
+        init,
+      );
+    }
     return this.load(
       name,
       url,
@@ -275,11 +300,24 @@ export class Viewer {
       ({ handle, size } = opened);
     }
     let desc: Description;
-    try {
-      desc = await handle.describe();
-    } catch (e) {
-      void handle.close().catch(() => {});
-      return this.fail(tab, e, size);
+    for (let attempt = 1; ; attempt++) {
+      try {
+        desc = await handle.describe();
+        break;
+      } catch (e) {
+        void handle.close().catch(() => {});
+        // Followed, the image read may be replaced before the catalog is
+        // read (a busy writer): the newest one is opened instead.
+        const again = getter.follow && getter.lazy && attempt < 4 && typeof e === "object" && e !== null && (e as { kind?: unknown }).kind === "Changed";
+        if (!again) return this.fail(tab, e, size);
+        try {
+          const next = await getter.lazy!();
+          if (!next) return this.fail(tab, e, size);
+          handle = next;
+        } catch (e2) {
+          return this.fail(tab, e2, size);
+        }
+      }
     }
     if (!this.tabs.includes(tab)) {
       void handle.close().catch(() => {});
@@ -289,7 +327,7 @@ export class Viewer {
       { tz: () => this.tzMode, tooltip: this.tooltip, dialog: this.dialog, changed: (v) => this.viewChanged(v) },
       handle,
       desc,
-      { name, url },
+      { name, url, ...(getter.follow ? { follow: engine() } : {}) },
       init,
     );
     tab.state = { kind: "archive", view, handle };
@@ -397,7 +435,8 @@ export class Viewer {
     tab.el.remove();
     if (tab.state.kind === "archive") {
       tab.state.view.destroy();
-      void tab.state.handle.close().catch(() => {});
+      // A followed view has moved on to newer images of the archive.
+      void tab.state.view.handle.close().catch(() => {});
     }
     if (this.active === tab) {
       const next = this.tabs[Math.min(i, this.tabs.length - 1)];
