@@ -17,7 +17,10 @@
 //!
 //! `--mb N` changes the size, `--reps N` the repetitions of the slow
 //! figures, `--quick` runs a small version, `--core` only the figures the
-//! original's `read` workload reports (for alternating runs beside it).
+//! original's `read` workload reports (for alternating runs beside it),
+//! `--keep DIR` keeps the built archive in DIR for the next run, and
+//! `--loop-read N` (with `--keep`) only reads it whole N times, for a
+//! profiler.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -313,10 +316,25 @@ fn main() {
     let reps = arg("--reps").map_or(if quick { 3 } else { 7 }, |r| r as usize);
     let meta_reps = 21;
 
+    // `--keep DIR` builds the archive into DIR once and reuses it after;
+    // `--loop-read N` then only runs N whole-archive reads (for a profiler).
+    let keep = args
+        .iter()
+        .position(|a| a == "--keep")
+        .and_then(|i| args.get(i + 1));
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("read.dendro");
-    let build_s = build(&path, mb);
+    let path = match keep {
+        Some(kept) => Path::new(kept).join(format!("read-{mb}mb.dendro")),
+        None => dir.path().join("read.dendro"),
+    };
+    let build_s = if path.exists() { 0.0 } else { build(&path, mb) };
     let archive = Archive::open(&path).unwrap();
+    if let Some(n) = arg("--loop-read") {
+        for _ in 0..n as usize {
+            std::hint::black_box(read::read_archive(&archive, &TableEncoder).unwrap());
+        }
+        return;
+    }
     let description = read::describe(&archive).unwrap();
     let segments: Vec<_> = description.sources[0]
         .streams

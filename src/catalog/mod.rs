@@ -451,7 +451,6 @@ impl Snapshot<'_> {
         })?;
         let mut buffer = crate::container::payload_buffer(self.file, total)?;
         let mut blob: Option<rusqlite::blob::Blob<'_>> = None;
-        let mut start = 0;
         for (record, rowid) in &located {
             let handle = match blob.as_mut() {
                 Some(open) => {
@@ -473,11 +472,15 @@ impl Snapshot<'_> {
                     ),
                 });
             }
-            let end = start + record.bytes as usize;
-            handle
-                .read_at_exact(&mut buffer[start..end], 0)
-                .ctx(self.file, what)?;
-            start = end;
+            let len = record.bytes as usize;
+            let filled = handle
+                .raw_read_at_exact(&mut buffer.spare_capacity_mut()[..len], 0)
+                .ctx(self.file, what)?
+                .len();
+            // SAFETY: `raw_read_at_exact` initialized exactly the `len`
+            // bytes after the vector's end (it fails rather than fill fewer),
+            // and the capacity holds them (the buffer was sized by the sum).
+            unsafe { buffer.set_len(buffer.len() + filled) };
         }
         drop(blob);
         let whole = bytes::Bytes::from(buffer);

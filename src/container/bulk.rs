@@ -1,22 +1,22 @@
-//! Reading most of a file at once: the hints that make a whole-archive read
-//! cost a copy per byte and little else.
+//! Reading most of a file at once: memory that a whole-archive read fills
+//! at the cost of a copy per byte and little else.
 //!
 //! A whole-archive read walks every BLOB's overflow chain, one 4 KiB page
-//! at a time, and copies each page into the caller's memory. Two costs
-//! dominate once the copy itself is cheap (DESIGN.md, "Reading a whole
-//! archive"): a page fault per 4 KiB of freshly allocated destination, and,
-//! with a cold cache, a synchronous disk read per fault on SQLite's memory
-//! map, since the kernel does not read ahead for a mapping it was not told
-//! is read in order. Both are hints to the kernel, not changes to the
-//! file; where they are unsupported the read is merely slower.
+//! at a time, and copies each page into the caller's memory. Once SQLite
+//! reads through a memory map, the copy itself is cheap and what remains
+//! is the destination: measured, a page fault for every 4 KiB of freshly
+//! allocated memory cost more than the copy (DESIGN.md, "Reading a whole
+//! archive"). The hint here is to the kernel, about memory, never about
+//! the file; where it is unsupported the read is merely slower.
 
 use crate::error::{Error, Result};
 
-/// Memory for `len` bytes of payloads that are about to be copied in
-/// whole, zeroed. A large buffer asks for transparent huge pages, so
-/// filling it takes one fault per 2 MiB instead of one per 4 KiB (glibc
-/// takes a buffer this size straight from `mmap`, already zero, so the
-/// zeroing costs nothing until a page is touched).
+/// Room for `len` bytes of payloads that are about to be copied in whole:
+/// an empty vector with exactly that capacity, none of it touched yet. A
+/// large one asks for transparent huge pages before anything is written,
+/// so filling it takes one fault per 2 MiB instead of one per 4 KiB; the
+/// caller writes through [`Vec::spare_capacity_mut`], so nothing is zeroed
+/// first either.
 ///
 /// `len` comes from the catalog, so an allocation that cannot be had is a
 /// typed error naming `file`, never an abort.
@@ -29,8 +29,7 @@ pub(crate) fn payload_buffer(file: &str, len: usize) -> Result<Vec<u8>> {
             std::io::ErrorKind::OutOfMemory.into(),
         )
     })?;
-    buffer.resize(len, 0);
-    advise_huge_pages(&mut buffer);
+    advise_huge_pages(buffer.spare_capacity_mut());
     Ok(buffer)
 }
 
@@ -39,14 +38,14 @@ pub(crate) fn payload_buffer(file: &str, len: usize) -> Result<Vec<u8>> {
 const HUGE_PAGE: usize = 2 << 20;
 
 #[cfg(target_os = "linux")]
-fn advise_huge_pages(buffer: &mut [u8]) {
+fn advise_huge_pages(buffer: &mut [std::mem::MaybeUninit<u8>]) {
     let start = buffer.as_mut_ptr() as usize;
     let aligned = start.next_multiple_of(HUGE_PAGE);
     let end = (start + buffer.len()) / HUGE_PAGE * HUGE_PAGE;
     if end > aligned {
         // SAFETY: the range lies inside `buffer`, which this scope borrows
         // mutably; MADV_HUGEPAGE changes how the kernel backs the pages, never
-        // their contents, and its failure leaves ordinary pages.
+        // what they hold, and its failure leaves ordinary pages.
         unsafe {
             libc::madvise(
                 aligned as *mut libc::c_void,
@@ -58,37 +57,18 @@ fn advise_huge_pages(buffer: &mut [u8]) {
 }
 
 #[cfg(not(target_os = "linux"))]
-fn advise_huge_pages(_buffer: &mut [u8]) {}
-
-/// Tells the kernel that the whole file at `path` is about to be read, so
-/// a cold read is served by large read-ahead rather than a disk round trip
-/// per fault. A no-op for pages already cached, and for a file it cannot
-/// open (the read that follows reports that in its own words).
-#[cfg(target_os = "linux")]
-pub(crate) fn advise_whole_file(path: &std::path::Path) {
-    use std::os::fd::AsRawFd;
-    if let Ok(file) = std::fs::File::open(path) {
-        // SAFETY: an advisory call on a descriptor this scope owns; it reads
-        // ahead into the page cache and never writes the file.
-        unsafe {
-            libc::posix_fadvise(file.as_raw_fd(), 0, 0, libc::POSIX_FADV_WILLNEED);
-        }
-    }
-}
-
-#[cfg(all(not(target_os = "linux"), not(target_arch = "wasm32")))]
-pub(crate) fn advise_whole_file(_path: &std::path::Path) {}
+fn advise_huge_pages(_buffer: &mut [std::mem::MaybeUninit<u8>]) {}
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn a_payload_buffer_is_zeroed_and_exactly_as_long_as_asked() {
+    fn a_payload_buffer_has_room_for_exactly_what_was_asked() {
         for len in [0, 1, 4095, (5 << 20) + 17] {
             let buffer = payload_buffer("t.dendro", len).unwrap();
-            assert_eq!(buffer.len(), len);
-            assert!(buffer.iter().all(|&b| b == 0));
+            assert!(buffer.is_empty());
+            assert_eq!(buffer.capacity(), len);
         }
     }
 

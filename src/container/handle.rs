@@ -188,25 +188,18 @@ impl Archive {
     /// Readies the connection for reading most of the file: SQLite reads
     /// pages through a memory map from now on, so each BLOB page is copied
     /// once, out of the map, instead of through a `read` call per page
-    /// (about 1.5x the throughput), and the kernel is told the whole file
-    /// is wanted, so a cold read is served by large read-ahead rather than
-    /// a disk round trip per fault on the map (DESIGN.md, "Reading a whole
-    /// archive"). Asked for by bulk reads rather than set at open, where
-    /// setting the map up costs a catalog question more than it saves. The
-    /// browser engine's files are not files; there it does nothing.
+    /// (about 1.5x the throughput; DESIGN.md, "Reading a whole archive").
+    /// Asked for by bulk reads rather than set at open, where setting the
+    /// map up costs a catalog question more than it saves. The browser
+    /// engine's files are not files; there it does nothing.
     pub(crate) fn prepare_bulk_read(&self) -> Result<()> {
         #[cfg(not(target_arch = "wasm32"))]
-        {
-            self.conn
-                .execute_batch(&format!(
-                    "PRAGMA mmap_size = {};",
-                    super::pragmas::BULK_READ_MAP_BYTES
-                ))
-                .ctx(&self.file, "cannot map the file for reading")?;
-            if let Some(path) = &self.path {
-                super::bulk::advise_whole_file(path);
-            }
-        }
+        self.conn
+            .execute_batch(&format!(
+                "PRAGMA mmap_size = {};",
+                super::pragmas::BULK_READ_MAP_BYTES
+            ))
+            .ctx(&self.file, "cannot map the file for reading")?;
         Ok(())
     }
 
