@@ -15,6 +15,8 @@ use super::footer::{Chunk, Footer};
 use super::thrift::{Compact, Result};
 
 const DICTIONARY_PAGE: i32 = 2;
+/// Parquet's deprecated `BIT_PACKED` encoding.
+const BIT_PACKED: i32 = 4;
 
 /// What one page header declares, as far as the bounds need it.
 #[derive(Default)]
@@ -24,6 +26,8 @@ struct Header {
     compressed: Option<i32>,
     dictionary_values: Option<i32>,
     levels: Option<(i32, i32)>,
+    /// A v1 data page's definition and repetition level encodings.
+    level_encodings: Option<(Option<i32>, Option<i32>)>,
 }
 
 /// The fewest bits one PLAIN value of physical type `physical` takes.
@@ -103,6 +107,26 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
                 ));
             }
         }
+        // The parquet crate slices BIT_PACKED levels at the length their
+        // value count implies without checking the page holds them (a
+        // panic, an abort in wasm32). No writer this format knows packs
+        // levels that way (arrow's and the original's use RLE; parquet-mr
+        // names BIT_PACKED only for levels a column does not have), so
+        // such levels are refused where the column has them.
+        if let Some((definition, repetition)) = header.level_encodings {
+            let packed = |has: bool, encoding: Option<i32>, what: &str| {
+                if has && encoding == Some(BIT_PACKED) {
+                    Err(format!(
+                        "{} packs its {what} levels as BIT_PACKED, which this reader does not read",
+                        here(page)
+                    ))
+                } else {
+                    Ok(())
+                }
+            };
+            packed(chunk.levels.definition, definition, "definition")?;
+            packed(chunk.levels.repetition, repetition, "repetition")?;
+        }
         if kind == DICTIONARY_PAGE {
             let values = header.dictionary_values.unwrap_or(0);
             let bits = u64::try_from(values)
@@ -128,6 +152,18 @@ fn read_header(c: &mut Compact) -> Result<Header> {
             1 => h.kind = Some(c.i32(kind, "type")?),
             2 => h.uncompressed = Some(c.i32(kind, "uncompressed_page_size")?),
             3 => h.compressed = Some(c.i32(kind, "compressed_page_size")?),
+            5 => {
+                let (mut definition, mut repetition) = (None, None);
+                c.nested(kind, "a data page header", |c, id, kind| {
+                    match id {
+                        3 => definition = Some(c.i32(kind, "definition_level_encoding")?),
+                        4 => repetition = Some(c.i32(kind, "repetition_level_encoding")?),
+                        _ => return Ok(false),
+                    }
+                    Ok(true)
+                })?;
+                h.level_encodings = Some((definition, repetition));
+            }
             7 => {
                 c.nested(kind, "a dictionary page header", |c, id, kind| {
                     if id != 1 {
