@@ -111,14 +111,37 @@ fn the_corpus_names_known_targets_and_stays_small() {
     assert!(total < 2 << 20, "tests/corpus holds {total} bytes");
 }
 
-/// Writes the hand-made segment seeds (`tests/corpus/segment/seed_*`):
+/// Writes the seeds made here: a small archive (`open_bytes`, `verify`),
+/// a replication stream (`frames`), and segments (`segment`):
 /// layouts the fixtures lack (nullable, nested and repeated columns,
 /// dictionaries, data page v2, each codec), so the fuzzer starts where
 /// definition and repetition levels are decoded. Run once by hand:
-/// `cargo test --test corpus -- --ignored write_segment_seeds`.
+/// `cargo test --test corpus -- --ignored write_seeds`.
 #[test]
 #[ignore]
-fn write_segment_seeds() {
+fn write_seeds() {
+    for (target, name, bytes) in [
+        (
+            "open_bytes",
+            "seed_sample_archive",
+            fuzz_entry::sample_archive(),
+        ),
+        (
+            "verify",
+            "seed_sample_archive",
+            fuzz_entry::sample_archive(),
+        ),
+        (
+            "frames",
+            "seed_one_of_each_kind",
+            fuzz_entry::sample_frames(),
+        ),
+    ] {
+        let dir = corpus_dir().join(target);
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(name), &bytes).unwrap();
+        eprintln!("{target}/{name}: {} bytes", bytes.len());
+    }
     use std::sync::Arc;
 
     use arrow_array::builder::{Int64Builder, ListBuilder};

@@ -703,3 +703,162 @@ fn stepped_range(archive: &Archive, request: &RangeRequest<'_>) -> dendro::Resul
     }
     Ok(reader.finish())
 }
+
+/// A small sound archive made here (two typed streams, sealed segments, a
+/// live tail, caller rows, clock offsets): the seed of `open_bytes` and
+/// `verify`, which mutate whole files.
+pub fn sample_archive() -> Vec<u8> {
+    use rusqlite::types::Value as V;
+    let schema = Schema::new(vec![
+        Column::new("v", ColumnType::F64).gauge(),
+        Column::new("n", ColumnType::U64).counter(),
+        Column::new("note", ColumnType::Utf8),
+    ]);
+    let encoder = TypedEncoder::new();
+    let id = encoder.register(&schema).unwrap();
+    let mut metadata = Labels::new();
+    metadata.insert(dendro::keys::ENCODER.into(), typed::ENCODER.into());
+    for stream in ["cpu", "disk"] {
+        let listed = typed::with_schema(&metadata, stream, &schema).unwrap();
+        metadata.insert(typed::SCHEMAS_KEY.into(), listed);
+    }
+    let mut conn = new_catalog(0);
+    insert(
+        &conn,
+        "sources",
+        vec![
+            V::Integer(1),
+            V::Text(r#"{"host":"a"}"#.into()),
+            V::Text(serde_json::to_string(&metadata).unwrap()),
+            V::Integer(0),
+            V::Integer(1_700_000_000_000_000_000),
+            V::Text("00000000-0000-4000-8000-000000000001".into()),
+            V::Null,
+            V::Null,
+        ],
+    );
+    let row = |i: i64| {
+        let values = [
+            Value::F64(i as f64 / 4.0),
+            Value::U64(i as u64 * 3),
+            if i % 3 == 0 {
+                Value::Null
+            } else {
+                Value::Str(format!("r{i}"))
+            },
+        ];
+        WalRow {
+            ts: i * 1_000,
+            wall_offset: 7,
+            row: typed::encode_row(id, &schema, &values).unwrap(),
+        }
+    };
+    for stream in ["cpu", "disk"] {
+        let rows: Vec<WalRow> = (0..30).map(row).collect();
+        for (seq, part) in rows[..20].chunks(10).enumerate() {
+            let s = encoder.encode(stream, part).unwrap().unwrap();
+            insert(
+                &conn,
+                "segments",
+                vec![
+                    V::Integer(1),
+                    V::Text(stream.into()),
+                    V::Integer(seq as i64 + 1),
+                    V::Integer(s.rows),
+                    V::Integer(s.first_ts),
+                    V::Integer(s.last_ts),
+                    V::Blob(s.bytes),
+                    V::Null,
+                ],
+            );
+        }
+        for r in &rows[20..] {
+            insert(
+                &conn,
+                "wal",
+                vec![
+                    V::Integer(1),
+                    V::Text(stream.into()),
+                    V::Integer(r.ts),
+                    V::Integer(r.wall_offset),
+                    V::Blob(r.row.clone()),
+                ],
+            );
+        }
+    }
+    for ts in [0i64, 5_000, 5_000] {
+        insert(
+            &conn,
+            "caller_rows",
+            vec![
+                V::Integer(1),
+                V::Text("notes".into()),
+                V::Integer(ts),
+                V::Blob(b"hello".to_vec()),
+            ],
+        );
+    }
+    insert(
+        &conn,
+        "clock_offsets",
+        vec![V::Integer(1), V::Integer(0), V::Integer(7)],
+    );
+    conn.execute_batch("VACUUM").unwrap();
+    let bytes = conn.serialize(rusqlite::MAIN_DB).unwrap().to_vec();
+    assert!(open_catalog(&mut conn).is_some());
+    bytes
+}
+
+/// A replication stream made with the crate's own encoder: the preamble,
+/// then one frame of each kind.
+pub fn sample_frames() -> Vec<u8> {
+    use dendro::replicate::{IndexKind, WireRow};
+    let mut out = dendro::replicate::codec::preamble().to_vec();
+    let frames = [
+        Frame::Handshake {
+            source: 0,
+            uuid: Some("00000000-0000-4000-8000-000000000001".into()),
+            labels: [("host".to_string(), "a".to_string())].into(),
+            metadata: Labels::new(),
+            clock_anchor_wall_ns: -1,
+            complete: false,
+        },
+        Frame::Index {
+            source: 0,
+            stream: "cpu".into(),
+            ts: 3,
+            kind: IndexKind::Delta,
+            state: (1, 2),
+            blob: b"idx".to_vec(),
+        },
+        Frame::Segment {
+            source: 0,
+            stream: "cpu".into(),
+            rows: 3,
+            first_ts: 0,
+            last_ts: 2,
+            bytes: tiny_segment(),
+            caller_index: None,
+        },
+        Frame::ClockOffset {
+            source: 0,
+            ts: 5,
+            offset_ns: -3,
+        },
+        Frame::Rows {
+            source: 0,
+            seq: 1,
+            index_state: (0, 0),
+            rows: vec![WireRow {
+                stream: "cpu".into(),
+                ts: 1,
+                wall_offset: 2,
+                row: vec![1, 2, 3],
+            }],
+        },
+    ];
+    for frame in &frames {
+        frame.encode_into(&mut out);
+    }
+    out
+}
