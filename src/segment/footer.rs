@@ -126,7 +126,7 @@ pub fn check(meta: &[u8], file_len: u64) -> Result<Footer> {
                     .ok_or("the row groups come before the schema")?;
                 let n = c.list(kind, wire::STRUCT, "the row groups")?;
                 for group in 0..n {
-                    row_group(c, group, &leaves, &mut chunks)?;
+                    row_group(c, group, leaves, &mut chunks)?;
                 }
                 groups_seen = true;
             }

@@ -27,8 +27,11 @@ use dendro::SegmentEncoder;
 /// The name every archive built here is opened under; errors must say it.
 pub const FILE: &str = "fuzz-input.dendro";
 
+/// One target's entry point.
+pub type Target = fn(&[u8]);
+
 /// The targets, by the names `fuzz/fuzz_targets/` and `tests/corpus/` use.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("open_bytes", open_bytes),
     ("verify", verify),
     ("segment", segment),
@@ -153,6 +156,10 @@ impl<'a> Input<'a> {
         self.at += 1;
         b
     }
+    /// True about once in `n` choices.
+    fn one_in(&mut self, n: u8) -> bool {
+        self.u8().is_multiple_of(n)
+    }
     fn below(&mut self, n: usize) -> usize {
         self.u8() as usize % n.max(1)
     }
@@ -203,7 +210,7 @@ impl<'a> Input<'a> {
 /// of another type, since SQLite stores whatever it is given.
 fn sql_value(input: &mut Input, kind: char) -> rusqlite::types::Value {
     use rusqlite::types::Value as V;
-    if input.u8() % 32 == 0 {
+    if input.one_in(32) {
         return match input.u8() % 4 {
             0 => V::Null,
             1 => V::Real(f64::from_bits(input.u64())),
@@ -454,7 +461,7 @@ pub fn describe(data: &[u8]) {
 
 /// A typed value for a column of `ty`, from the input, edges first.
 fn typed_value(input: &mut Input, ty: ColumnType) -> Value {
-    if input.u8() % 16 == 0 {
+    if input.one_in(16) {
         return Value::Null;
     }
     match ty {
@@ -540,7 +547,7 @@ pub fn envelope(data: &[u8]) {
             n => i64::from(n) * i64::from(input.u8()),
         };
         ts = ts.saturating_add(step);
-        let row = if input.u8() % 32 == 0 {
+        let row = if input.one_in(32) {
             input.bytes(24)
         } else {
             let values: Vec<Value> = schema
@@ -555,7 +562,7 @@ pub fn envelope(data: &[u8]) {
             wall_offset: 0,
             row,
         });
-        if input.u8() % 16 == 0 {
+        if input.one_in(16) {
             seal(&conn, &encoder, &mut input, stream, &mut seq, &mut pending);
         }
     }
@@ -584,12 +591,12 @@ pub fn envelope(data: &[u8]) {
         1 => i64::MAX,
         _ => input.int(),
     };
-    let (from, to) = if input.u8() % 4 == 0 {
+    let (from, to) = if input.one_in(4) {
         (from, to)
     } else {
         (from.min(to), from.max(to))
     };
-    let from = if input.u8() % 2 == 0 { i64::MIN } else { from };
+    let from = if input.one_in(2) { i64::MIN } else { from };
     let max_points = match input.u8() % 4 {
         0 => None,
         1 => Some(input.below(4)),
@@ -656,7 +663,7 @@ fn seal(
     };
     pending.clear();
     let mut numbers = [segment.rows, segment.first_ts, segment.last_ts];
-    if input.u8() % 8 == 0 {
+    if input.one_in(8) {
         numbers[input.below(3)] = input.int();
     }
     *seq += 1;
