@@ -17,6 +17,8 @@ use super::thrift::{Compact, Result};
 const DICTIONARY_PAGE: i32 = 2;
 /// Parquet's deprecated `BIT_PACKED` encoding.
 const BIT_PACKED: i32 = 4;
+/// `PLAIN_DICTIONARY` and `RLE_DICTIONARY`: values that index a dictionary.
+const DICTIONARY_ENCODINGS: [i32; 2] = [2, 8];
 
 /// What one page header declares, as far as the bounds need it.
 #[derive(Default)]
@@ -28,6 +30,8 @@ struct Header {
     levels: Option<(i32, i32)>,
     /// A v1 data page's definition and repetition level encodings.
     level_encodings: Option<(Option<i32>, Option<i32>)>,
+    /// The values' encodings its v1 and v2 data page headers name.
+    encodings: Vec<i32>,
 }
 
 /// The fewest bits one PLAIN value of physical type `physical` takes.
@@ -62,6 +66,7 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
     let mut at = 0usize;
     let mut uncompressed_total = 0u64;
     let mut page = 0usize;
+    let mut dictionary = false;
     while at < bytes.len() {
         let mut c = Compact::new(&bytes[at..]);
         let header = read_header(&mut c).map_err(|e| format!("{}: {e}", here(page)))?;
@@ -127,7 +132,22 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
             packed(chunk.levels.definition, definition, "definition")?;
             packed(chunk.levels.repetition, repetition, "repetition")?;
         }
+        // The parquet crate expects a dictionary before a page whose
+        // values index one, and panics where there is none.
+        if !dictionary
+            && kind != DICTIONARY_PAGE
+            && header
+                .encodings
+                .iter()
+                .any(|e| DICTIONARY_ENCODINGS.contains(e))
+        {
+            return Err(format!(
+                "{} indexes a dictionary, but no dictionary page comes before it",
+                here(page)
+            ));
+        }
         if kind == DICTIONARY_PAGE {
+            dictionary = true;
             let values = header.dictionary_values.unwrap_or(0);
             let bits = u64::try_from(values)
                 .map(|v| v.saturating_mul(min_value_bits(chunk.physical)))
@@ -156,6 +176,7 @@ fn read_header(c: &mut Compact) -> Result<Header> {
                 let (mut definition, mut repetition) = (None, None);
                 c.nested(kind, "a data page header", |c, id, kind| {
                     match id {
+                        2 => h.encodings.push(c.i32(kind, "encoding")?),
                         3 => definition = Some(c.i32(kind, "definition_level_encoding")?),
                         4 => repetition = Some(c.i32(kind, "repetition_level_encoding")?),
                         _ => return Ok(false),
@@ -177,6 +198,7 @@ fn read_header(c: &mut Compact) -> Result<Header> {
                 let (mut definition, mut repetition) = (0, 0);
                 c.nested(kind, "a v2 data page header", |c, id, kind| {
                     match id {
+                        4 => h.encodings.push(c.i32(kind, "encoding")?),
                         5 => definition = c.i32(kind, "definition_levels_byte_length")?,
                         6 => repetition = c.i32(kind, "repetition_levels_byte_length")?,
                         _ => return Ok(false),
