@@ -12,11 +12,16 @@
 //! entries than its decompressed bytes can hold.
 
 use super::footer::{Chunk, Footer};
-use super::thrift::{Compact, Result};
+use super::thrift::{wire, Compact, Result};
 
 const DICTIONARY_PAGE: i32 = 2;
 /// Parquet's deprecated `BIT_PACKED` encoding.
 const BIT_PACKED: i32 = 4;
+/// `DELTA_BINARY_PACKED`.
+const DELTA_BINARY_PACKED: i32 = 5;
+/// Page types with values.
+const DATA_PAGE: i32 = 0;
+const DATA_PAGE_V2: i32 = 3;
 /// `PLAIN_DICTIONARY` and `RLE_DICTIONARY`: values that index a dictionary.
 const DICTIONARY_ENCODINGS: [i32; 2] = [2, 8];
 
@@ -32,6 +37,11 @@ struct Header {
     level_encodings: Option<(Option<i32>, Option<i32>)>,
     /// The values' encodings its v1 and v2 data page headers name.
     encodings: Vec<i32>,
+    /// A data page's value count (nulls included) and, for v2, its nulls.
+    values: Option<i32>,
+    nulls: Option<i32>,
+    /// A v2 page's `is_compressed` (absent: compressed).
+    v2_compressed: Option<bool>,
 }
 
 /// The fewest bits one PLAIN value of physical type `physical` takes.
@@ -159,8 +169,62 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
                 ));
             }
         }
+        let data = &bytes[at..at + compressed as usize];
+        check_delta_count(&header, chunk, data).map_err(|e| format!("{}: {e}", here(page)))?;
         at += compressed as usize;
         page += 1;
+    }
+    Ok(())
+}
+
+/// The parquet crate's DELTA_BINARY_PACKED decoder underflows (a panic,
+/// or an endless read where overflow is unchecked) when its header counts
+/// no values while the page has values to decode. Checked where the
+/// values lie readable in the file: an uncompressed page, or the part of
+/// a v2 page after its levels when it says it is not compressed, and the
+/// count of non-null values is known (v2, or a column without levels).
+/// A compressed page is left to the decoder's guard.
+fn check_delta_count(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> {
+    if !header.encodings.contains(&DELTA_BINARY_PACKED) {
+        return Ok(());
+    }
+    let levels = header.levels.unwrap_or((0, 0));
+    let (values, present) = match header.kind {
+        Some(DATA_PAGE_V2) => {
+            let values = header.values.unwrap_or(0);
+            let present = i64::from(values) - i64::from(header.nulls.unwrap_or(0));
+            let readable = chunk.codec == 0 || header.v2_compressed == Some(false);
+            let skip = (i64::from(levels.0) + i64::from(levels.1)) as usize;
+            (readable.then(|| data.get(skip..)).flatten(), present)
+        }
+        Some(DATA_PAGE) if !chunk.levels.definition && !chunk.levels.repetition => {
+            let values = header.values.unwrap_or(0);
+            ((chunk.codec == 0).then_some(data), i64::from(values))
+        }
+        _ => (None, 0),
+    };
+    let Some(values) = values.filter(|_| present > 0) else {
+        return Ok(());
+    };
+    // The header: block size, miniblocks per block, total count (ULEB128).
+    let mut at = 0usize;
+    let mut uleb = || -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *values.get(at)?;
+            at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    };
+    let (_, _, total) = (uleb(), uleb(), uleb());
+    if total == Some(0) {
+        return Err(format!(
+            "has {present} values but its DELTA_BINARY_PACKED header counts none"
+        ));
     }
     Ok(())
 }
@@ -176,6 +240,7 @@ fn read_header(c: &mut Compact) -> Result<Header> {
                 let (mut definition, mut repetition) = (None, None);
                 c.nested(kind, "a data page header", |c, id, kind| {
                     match id {
+                        1 => h.values = Some(c.i32(kind, "num_values")?),
                         2 => h.encodings.push(c.i32(kind, "encoding")?),
                         3 => definition = Some(c.i32(kind, "definition_level_encoding")?),
                         4 => repetition = Some(c.i32(kind, "repetition_level_encoding")?),
@@ -198,7 +263,12 @@ fn read_header(c: &mut Compact) -> Result<Header> {
                 let (mut definition, mut repetition) = (0, 0);
                 c.nested(kind, "a v2 data page header", |c, id, kind| {
                     match id {
+                        1 => h.values = Some(c.i32(kind, "num_values")?),
+                        2 => h.nulls = Some(c.i32(kind, "num_nulls")?),
                         4 => h.encodings.push(c.i32(kind, "encoding")?),
+                        7 if kind == wire::TRUE || kind == wire::FALSE => {
+                            h.v2_compressed = Some(kind == wire::TRUE)
+                        }
                         5 => definition = c.i32(kind, "definition_levels_byte_length")?,
                         6 => repetition = c.i32(kind, "repetition_levels_byte_length")?,
                         _ => return Ok(false),
