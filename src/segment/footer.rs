@@ -34,18 +34,18 @@ pub struct Chunk {
     pub compressed: u64,
     /// What its pages and headers decompress to, as declared.
     pub uncompressed: u64,
-    /// Whether its leaf has definition levels (an optional or repeated
-    /// field on its path) and repetition levels (a repeated one).
+    /// Its leaf's maximum definition and repetition levels.
     pub levels: Levels,
 }
 
-/// Which levels a leaf column's pages carry, from the schema.
+/// A leaf column's maximum levels, from the schema: a page carries levels
+/// of a kind only where its maximum is above 0.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Levels {
-    /// Definition levels (max level above 0).
-    pub definition: bool,
-    /// Repetition levels (max level above 0).
-    pub repetition: bool,
+    /// Optional and repeated fields on the leaf's path.
+    pub definition: u16,
+    /// Repeated fields on the leaf's path.
+    pub repetition: u16,
 }
 
 /// Parquet's `FieldRepetitionType`.
@@ -90,8 +90,8 @@ impl Element {
     fn levels(&self, parent: Levels) -> Levels {
         let r = self.repetition;
         Levels {
-            definition: parent.definition || matches!(r, Some(OPTIONAL | REPEATED)),
-            repetition: parent.repetition || r == Some(REPEATED),
+            definition: parent.definition + u16::from(matches!(r, Some(OPTIONAL | REPEATED))),
+            repetition: parent.repetition + u16::from(r == Some(REPEATED)),
         }
     }
 }
@@ -371,7 +371,7 @@ mod tests {
         };
         assert_eq!(
             leaves(&elements),
-            Ok(vec![l(false, false), l(true, true), l(true, false)]),
+            Ok(vec![l(0, 0), l(2, 1), l(1, 0)]),
             "the root's own repetition counts for nothing"
         );
     }

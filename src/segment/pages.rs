@@ -139,8 +139,8 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
                     Ok(())
                 }
             };
-            packed(chunk.levels.definition, definition, "definition")?;
-            packed(chunk.levels.repetition, repetition, "repetition")?;
+            packed(chunk.levels.definition > 0, definition, "definition")?;
+            packed(chunk.levels.repetition > 0, repetition, "repetition")?;
         }
         // The parquet crate expects a dictionary before a page whose
         // values index one, and panics where there is none.
@@ -171,6 +171,7 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
         }
         let data = &bytes[at..at + compressed as usize];
         check_delta_count(&header, chunk, data).map_err(|e| format!("{}: {e}", here(page)))?;
+        check_level_runs(&header, chunk, data).map_err(|e| format!("{}: {e}", here(page)))?;
         at += compressed as usize;
         page += 1;
     }
@@ -197,7 +198,7 @@ fn check_delta_count(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> 
             let skip = (i64::from(levels.0) + i64::from(levels.1)) as usize;
             (readable.then(|| data.get(skip..)).flatten(), present)
         }
-        Some(DATA_PAGE) if !chunk.levels.definition && !chunk.levels.repetition => {
+        Some(DATA_PAGE) if chunk.levels == Default::default() => {
             let values = header.values.unwrap_or(0);
             ((chunk.codec == 0).then_some(data), i64::from(values))
         }
@@ -225,6 +226,93 @@ fn check_delta_count(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> 
         return Err(format!(
             "has {present} values but its DELTA_BINARY_PACKED header counts none"
         ));
+    }
+    Ok(())
+}
+
+/// The bits one level takes at maximum level `max`.
+fn level_bits(max: u16) -> u64 {
+    u64::from(16 - max.leading_zeros() as u16)
+}
+
+/// The parquet crate reads a bit-packed run of levels (RLE hybrid) for as
+/// many values as the run's header claims without checking the bytes are
+/// there (a panic in its bit reader). Each run's bytes are checked to lie
+/// inside its level section, where the levels lie readable in the file:
+/// always in a v2 page (its levels are never compressed), and in a v1 page
+/// of an uncompressed chunk (each section a 4-byte length, then the runs).
+fn check_level_runs(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> {
+    let max = chunk.levels;
+    let mut sections: Vec<(&str, u16, &[u8])> = Vec::new();
+    match header.kind {
+        Some(DATA_PAGE_V2) => {
+            let (definition, repetition) = header.levels.unwrap_or((0, 0));
+            let (rep, def) = (repetition as usize, definition as usize);
+            if let (Some(r), Some(d)) = (data.get(..rep), data.get(rep..rep + def)) {
+                sections.push(("repetition", max.repetition, r));
+                sections.push(("definition", max.definition, d));
+            }
+        }
+        Some(DATA_PAGE) if chunk.codec == 0 => {
+            let encodings = header.level_encodings.unwrap_or((None, None));
+            let mut at = 0usize;
+            for (what, max, encoding) in [
+                ("repetition", max.repetition, encodings.1),
+                ("definition", max.definition, encodings.0),
+            ] {
+                if max == 0 {
+                    continue;
+                }
+                // BIT_PACKED was refused above; only RLE sections have a length.
+                if encoding != Some(3) {
+                    break;
+                }
+                let Some(len) = data.get(at..at + 4) else {
+                    break;
+                };
+                let len = u32::from_le_bytes(len.try_into().unwrap()) as usize;
+                let Some(runs) = data.get(at + 4..(at + 4).saturating_add(len)) else {
+                    break; // the crate refuses a section longer than its page
+                };
+                sections.push((what, max, runs));
+                at += 4 + len;
+            }
+        }
+        _ => {}
+    }
+    for (what, max, runs) in sections {
+        if max == 0 {
+            continue;
+        }
+        let width = level_bits(max);
+        let mut at = 0usize;
+        while at < runs.len() {
+            let mut header = 0u64;
+            let mut shift = 0;
+            loop {
+                let Some(&byte) = runs.get(at) else {
+                    return Ok(()); // a cut header: the crate reports it
+                };
+                at += 1;
+                header |= u64::from(byte & 0x7f) << shift.min(63);
+                shift += 7;
+                if byte & 0x80 == 0 {
+                    break;
+                }
+            }
+            let bytes = if header & 1 == 1 {
+                (header >> 1).saturating_mul(width)
+            } else {
+                width.div_ceil(8)
+            };
+            let left = (runs.len() - at) as u64;
+            if bytes > left {
+                return Err(format!(
+                    "a run of its {what} levels needs {bytes} bytes, {left} are left"
+                ));
+            }
+            at += bytes as usize;
+        }
     }
     Ok(())
 }
