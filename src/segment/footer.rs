@@ -34,7 +34,23 @@ pub struct Chunk {
     pub compressed: u64,
     /// What its pages and headers decompress to, as declared.
     pub uncompressed: u64,
+    /// Its leaf's maximum definition and repetition levels.
+    pub levels: Levels,
 }
+
+/// A leaf column's maximum levels, from the schema: a page carries levels
+/// of a kind only where its maximum is above 0.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Levels {
+    /// Optional and repeated fields on the leaf's path.
+    pub definition: u16,
+    /// Repeated fields on the leaf's path.
+    pub repetition: u16,
+}
+
+/// Parquet's `FieldRepetitionType`.
+const OPTIONAL: i32 = 1;
+const REPEATED: i32 = 2;
 
 /// What a checked footer declares.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -66,6 +82,18 @@ const RATIO_SLACK: u64 = 1_024;
 /// One schema element's shape, as far as the tree check needs it.
 struct Element {
     children: Option<i32>,
+    repetition: Option<i32>,
+}
+
+impl Element {
+    /// The levels of this element's leaves, given its parent's.
+    fn levels(&self, parent: Levels) -> Levels {
+        let r = self.repetition;
+        Levels {
+            definition: parent.definition + u16::from(matches!(r, Some(OPTIONAL | REPEATED))),
+            repetition: parent.repetition + u16::from(r == Some(REPEATED)),
+        }
+    }
 }
 
 /// Checks `meta` (the footer's Thrift bytes) of a segment of `file_len`
@@ -93,7 +121,9 @@ pub fn check(meta: &[u8], file_len: u64) -> Result<Footer> {
                 schema = Some(leaves(&elements)?);
             }
             4 => {
-                let leaves = schema.ok_or("the row groups come before the schema")?;
+                let leaves = schema
+                    .as_ref()
+                    .ok_or("the row groups come before the schema")?;
                 let n = c.list(kind, wire::STRUCT, "the row groups")?;
                 for group in 0..n {
                     row_group(c, group, leaves, &mut chunks)?;
@@ -138,33 +168,39 @@ pub fn check(meta: &[u8], file_len: u64) -> Result<Footer> {
 }
 
 fn schema_element(c: &mut Compact) -> Result<Element> {
-    let mut children = None;
+    let (mut children, mut repetition) = (None, None);
     c.walk("a schema element", |c, id, kind| {
-        if id != 5 {
-            return Ok(false);
+        match id {
+            3 => repetition = Some(c.i32(kind, "repetition_type")?),
+            5 => children = Some(c.i32(kind, "num_children")?),
+            _ => return Ok(false),
         }
-        children = Some(c.i32(kind, "num_children")?);
         Ok(true)
     })?;
-    Ok(Element { children })
+    Ok(Element {
+        children,
+        repetition,
+    })
 }
 
 /// Walks the flattened schema as a tree, with an explicit stack rather
-/// than recursion, and answers how many leaf columns it has. The parquet
-/// crate treats an element with no (or zero) children as a leaf, except
-/// the root, which is then an empty schema.
-fn leaves(elements: &[Element]) -> Result<usize> {
+/// than recursion, and answers its leaf columns' levels, in order. The
+/// parquet crate treats an element with no (or zero) children as a leaf,
+/// except the root, which is then an empty schema (whose own repetition
+/// counts for nothing).
+fn leaves(elements: &[Element]) -> Result<Vec<Levels>> {
     let Some((root, rest)) = elements.split_first() else {
         return Err("the schema has no elements".into());
     };
-    let mut open: Vec<u64> = Vec::new(); // children still to come, per open group
+    // Per open group: children still to come, and their parent's levels.
+    let mut open: Vec<(u64, Levels)> = Vec::new();
     let root_children = count(root, 0, rest.len())?;
     if root_children > 0 {
-        open.push(root_children);
+        open.push((root_children, Levels::default()));
     }
-    let mut leaves = 0usize;
+    let mut leaves = Vec::new();
     for (i, element) in rest.iter().enumerate() {
-        let Some(left) = open.last_mut() else {
+        let Some((left, parent)) = open.last_mut() else {
             return Err(format!(
                 "the schema tree ends after {} of its {} elements",
                 i + 1,
@@ -172,6 +208,7 @@ fn leaves(elements: &[Element]) -> Result<usize> {
             ));
         };
         *left -= 1;
+        let levels = element.levels(*parent);
         let children = count(element, i + 1, rest.len() - i - 1)?;
         if children > 0 {
             // `open` holds every ancestor of this element's children.
@@ -181,11 +218,11 @@ fn leaves(elements: &[Element]) -> Result<usize> {
                     i + 1
                 ));
             }
-            open.push(children);
+            open.push((children, levels));
             continue;
         }
-        leaves += 1;
-        while open.last() == Some(&0) {
+        leaves.push(levels);
+        while open.last().is_some_and(|(left, _)| *left == 0) {
             open.pop();
         }
     }
@@ -207,20 +244,26 @@ fn count(element: &Element, index: usize, after: usize) -> Result<u64> {
     }
 }
 
-fn row_group(c: &mut Compact, group: usize, leaves: usize, chunks: &mut Vec<Chunk>) -> Result<()> {
+fn row_group(
+    c: &mut Compact,
+    group: usize,
+    leaves: &[Levels],
+    chunks: &mut Vec<Chunk>,
+) -> Result<()> {
     let mut columns = None;
     let mut rows = None;
     c.walk("a row group", |c, id, kind| {
         match id {
             1 => {
                 let n = c.list(kind, wire::STRUCT, "a row group's columns")?;
-                if n != leaves {
+                if n != leaves.len() {
                     return Err(format!(
-                        "row group {group} has {n} column chunks for {leaves} leaf columns"
+                        "row group {group} has {n} column chunks for {} leaf columns",
+                        leaves.len()
                     ));
                 }
-                for column in 0..n {
-                    chunks.push(column_chunk(c, group, column)?);
+                for (column, levels) in leaves.iter().enumerate() {
+                    chunks.push(column_chunk(c, group, column, *levels)?);
                 }
                 columns = Some(n);
             }
@@ -238,19 +281,25 @@ fn row_group(c: &mut Compact, group: usize, leaves: usize, chunks: &mut Vec<Chun
     }
 }
 
-fn column_chunk(c: &mut Compact, group: usize, column: usize) -> Result<Chunk> {
+fn column_chunk(c: &mut Compact, group: usize, column: usize, levels: Levels) -> Result<Chunk> {
     let mut found = None;
     c.walk("a column chunk", |c, id, kind| {
         if id != 3 {
             return Ok(false);
         }
-        found = Some(column_meta(c, kind, group, column)?);
+        found = Some(column_meta(c, kind, group, column, levels)?);
         Ok(true)
     })?;
     found.ok_or_else(|| format!("column chunk {column} of row group {group} has no metadata"))
 }
 
-fn column_meta(c: &mut Compact, kind: u8, group: usize, column: usize) -> Result<Chunk> {
+fn column_meta(
+    c: &mut Compact,
+    kind: u8,
+    group: usize,
+    column: usize,
+    levels: Levels,
+) -> Result<Chunk> {
     let (mut physical, mut codec) = (None, None);
     let (mut uncompressed, mut compressed) = (None, None);
     let (mut data, mut dictionary) = (None, None);
@@ -283,6 +332,7 @@ fn column_meta(c: &mut Compact, kind: u8, group: usize, column: usize) -> Result
         start: non_negative(start, "offset")?,
         compressed: non_negative(compressed, "compressed size")?,
         uncompressed: non_negative(uncompressed, "uncompressed size")?,
+        levels,
     })
 }
 
@@ -291,8 +341,39 @@ mod tests {
     use super::*;
 
     fn tree(children: &[Option<i32>]) -> Result<usize> {
-        let elements: Vec<Element> = children.iter().map(|&c| Element { children: c }).collect();
-        leaves(&elements)
+        let elements: Vec<Element> = children
+            .iter()
+            .map(|&c| Element {
+                children: c,
+                repetition: None,
+            })
+            .collect();
+        leaves(&elements).map(|l| l.len())
+    }
+
+    #[test]
+    fn a_leaf_has_the_levels_of_its_path() {
+        // root { required a; optional b { repeated c; required d } }
+        let e = |children, repetition| Element {
+            children,
+            repetition,
+        };
+        let elements = [
+            e(Some(2), Some(REPEATED)),
+            e(None, Some(0)),
+            e(Some(2), Some(OPTIONAL)),
+            e(None, Some(REPEATED)),
+            e(None, Some(0)),
+        ];
+        let l = |definition, repetition| Levels {
+            definition,
+            repetition,
+        };
+        assert_eq!(
+            leaves(&elements),
+            Ok(vec![l(0, 0), l(2, 1), l(1, 0)]),
+            "the root's own repetition counts for nothing"
+        );
     }
 
     #[test]

@@ -12,9 +12,18 @@
 //! entries than its decompressed bytes can hold.
 
 use super::footer::{Chunk, Footer};
-use super::thrift::{Compact, Result};
+use super::thrift::{wire, Compact, Result};
 
 const DICTIONARY_PAGE: i32 = 2;
+/// Parquet's deprecated `BIT_PACKED` encoding.
+const BIT_PACKED: i32 = 4;
+/// `DELTA_BINARY_PACKED`.
+const DELTA_BINARY_PACKED: i32 = 5;
+/// Page types with values.
+const DATA_PAGE: i32 = 0;
+const DATA_PAGE_V2: i32 = 3;
+/// `PLAIN_DICTIONARY` and `RLE_DICTIONARY`: values that index a dictionary.
+const DICTIONARY_ENCODINGS: [i32; 2] = [2, 8];
 
 /// What one page header declares, as far as the bounds need it.
 #[derive(Default)]
@@ -24,6 +33,15 @@ struct Header {
     compressed: Option<i32>,
     dictionary_values: Option<i32>,
     levels: Option<(i32, i32)>,
+    /// A v1 data page's definition and repetition level encodings.
+    level_encodings: Option<(Option<i32>, Option<i32>)>,
+    /// The values' encodings its v1 and v2 data page headers name.
+    encodings: Vec<i32>,
+    /// A data page's value count (nulls included) and, for v2, its nulls.
+    values: Option<i32>,
+    nulls: Option<i32>,
+    /// A v2 page's `is_compressed` (absent: compressed).
+    v2_compressed: Option<bool>,
 }
 
 /// The fewest bits one PLAIN value of physical type `physical` takes.
@@ -58,6 +76,7 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
     let mut at = 0usize;
     let mut uncompressed_total = 0u64;
     let mut page = 0usize;
+    let mut dictionary = false;
     while at < bytes.len() {
         let mut c = Compact::new(&bytes[at..]);
         let header = read_header(&mut c).map_err(|e| format!("{}: {e}", here(page)))?;
@@ -103,7 +122,42 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
                 ));
             }
         }
+        // The parquet crate slices BIT_PACKED levels at the length their
+        // value count implies without checking the page holds them (a
+        // panic, an abort in wasm32). No writer this format knows packs
+        // levels that way (arrow's and the original's use RLE; parquet-mr
+        // names BIT_PACKED only for levels a column does not have), so
+        // such levels are refused where the column has them.
+        if let Some((definition, repetition)) = header.level_encodings {
+            let packed = |has: bool, encoding: Option<i32>, what: &str| {
+                if has && encoding == Some(BIT_PACKED) {
+                    Err(format!(
+                        "{} packs its {what} levels as BIT_PACKED, which this reader does not read",
+                        here(page)
+                    ))
+                } else {
+                    Ok(())
+                }
+            };
+            packed(chunk.levels.definition > 0, definition, "definition")?;
+            packed(chunk.levels.repetition > 0, repetition, "repetition")?;
+        }
+        // The parquet crate expects a dictionary before a page whose
+        // values index one, and panics where there is none.
+        if !dictionary
+            && kind != DICTIONARY_PAGE
+            && header
+                .encodings
+                .iter()
+                .any(|e| DICTIONARY_ENCODINGS.contains(e))
+        {
+            return Err(format!(
+                "{} indexes a dictionary, but no dictionary page comes before it",
+                here(page)
+            ));
+        }
         if kind == DICTIONARY_PAGE {
+            dictionary = true;
             let values = header.dictionary_values.unwrap_or(0);
             let bits = u64::try_from(values)
                 .map(|v| v.saturating_mul(min_value_bits(chunk.physical)))
@@ -115,8 +169,150 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
                 ));
             }
         }
+        let data = &bytes[at..at + compressed as usize];
+        check_delta_count(&header, chunk, data).map_err(|e| format!("{}: {e}", here(page)))?;
+        check_level_runs(&header, chunk, data).map_err(|e| format!("{}: {e}", here(page)))?;
         at += compressed as usize;
         page += 1;
+    }
+    Ok(())
+}
+
+/// The parquet crate's DELTA_BINARY_PACKED decoder underflows (a panic,
+/// or an endless read where overflow is unchecked) when its header counts
+/// no values while the page has values to decode. Checked where the
+/// values lie readable in the file: an uncompressed page, or the part of
+/// a v2 page after its levels when it says it is not compressed, and the
+/// count of non-null values is known (v2, or a column without levels).
+/// A compressed page is left to the decoder's guard.
+fn check_delta_count(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> {
+    if !header.encodings.contains(&DELTA_BINARY_PACKED) {
+        return Ok(());
+    }
+    let levels = header.levels.unwrap_or((0, 0));
+    let (values, present) = match header.kind {
+        Some(DATA_PAGE_V2) => {
+            let values = header.values.unwrap_or(0);
+            let present = i64::from(values) - i64::from(header.nulls.unwrap_or(0));
+            let readable = chunk.codec == 0 || header.v2_compressed == Some(false);
+            let skip = (i64::from(levels.0) + i64::from(levels.1)) as usize;
+            (readable.then(|| data.get(skip..)).flatten(), present)
+        }
+        Some(DATA_PAGE) if chunk.levels == Default::default() => {
+            let values = header.values.unwrap_or(0);
+            ((chunk.codec == 0).then_some(data), i64::from(values))
+        }
+        _ => (None, 0),
+    };
+    let Some(values) = values.filter(|_| present > 0) else {
+        return Ok(());
+    };
+    // The header: block size, miniblocks per block, total count (ULEB128).
+    let mut at = 0usize;
+    let mut uleb = || -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let byte = *values.get(at)?;
+            at += 1;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    };
+    let (_, _, total) = (uleb(), uleb(), uleb());
+    if total == Some(0) {
+        return Err(format!(
+            "has {present} values but its DELTA_BINARY_PACKED header counts none"
+        ));
+    }
+    Ok(())
+}
+
+/// The bits one level takes at maximum level `max`.
+fn level_bits(max: u16) -> u64 {
+    u64::from(16 - max.leading_zeros() as u16)
+}
+
+/// The parquet crate reads a bit-packed run of levels (RLE hybrid) for as
+/// many values as the run's header claims without checking the bytes are
+/// there (a panic in its bit reader). Each run's bytes are checked to lie
+/// inside its level section, where the levels lie readable in the file:
+/// always in a v2 page (its levels are never compressed), and in a v1 page
+/// of an uncompressed chunk (each section a 4-byte length, then the runs).
+fn check_level_runs(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> {
+    let max = chunk.levels;
+    let mut sections: Vec<(&str, u16, &[u8])> = Vec::new();
+    match header.kind {
+        Some(DATA_PAGE_V2) => {
+            let (definition, repetition) = header.levels.unwrap_or((0, 0));
+            let (rep, def) = (repetition as usize, definition as usize);
+            if let (Some(r), Some(d)) = (data.get(..rep), data.get(rep..rep + def)) {
+                sections.push(("repetition", max.repetition, r));
+                sections.push(("definition", max.definition, d));
+            }
+        }
+        Some(DATA_PAGE) if chunk.codec == 0 => {
+            let encodings = header.level_encodings.unwrap_or((None, None));
+            let mut at = 0usize;
+            for (what, max, encoding) in [
+                ("repetition", max.repetition, encodings.1),
+                ("definition", max.definition, encodings.0),
+            ] {
+                if max == 0 {
+                    continue;
+                }
+                // BIT_PACKED was refused above; only RLE sections have a length.
+                if encoding != Some(3) {
+                    break;
+                }
+                let Some(len) = data.get(at..at + 4) else {
+                    break;
+                };
+                let len = u32::from_le_bytes(len.try_into().unwrap()) as usize;
+                let Some(runs) = data.get(at + 4..(at + 4).saturating_add(len)) else {
+                    break; // the crate refuses a section longer than its page
+                };
+                sections.push((what, max, runs));
+                at += 4 + len;
+            }
+        }
+        _ => {}
+    }
+    for (what, max, runs) in sections {
+        if max == 0 {
+            continue;
+        }
+        let width = level_bits(max);
+        let mut at = 0usize;
+        while at < runs.len() {
+            let mut header = 0u64;
+            let mut shift = 0;
+            loop {
+                let Some(&byte) = runs.get(at) else {
+                    return Ok(()); // a cut header: the crate reports it
+                };
+                at += 1;
+                header |= u64::from(byte & 0x7f) << shift.min(63);
+                shift += 7;
+                if byte & 0x80 == 0 {
+                    break;
+                }
+            }
+            let bytes = if header & 1 == 1 {
+                (header >> 1).saturating_mul(width)
+            } else {
+                width.div_ceil(8)
+            };
+            let left = (runs.len() - at) as u64;
+            if bytes > left {
+                return Err(format!(
+                    "a run of its {what} levels needs {bytes} bytes, {left} are left"
+                ));
+            }
+            at += bytes as usize;
+        }
     }
     Ok(())
 }
@@ -128,6 +324,20 @@ fn read_header(c: &mut Compact) -> Result<Header> {
             1 => h.kind = Some(c.i32(kind, "type")?),
             2 => h.uncompressed = Some(c.i32(kind, "uncompressed_page_size")?),
             3 => h.compressed = Some(c.i32(kind, "compressed_page_size")?),
+            5 => {
+                let (mut definition, mut repetition) = (None, None);
+                c.nested(kind, "a data page header", |c, id, kind| {
+                    match id {
+                        1 => h.values = Some(c.i32(kind, "num_values")?),
+                        2 => h.encodings.push(c.i32(kind, "encoding")?),
+                        3 => definition = Some(c.i32(kind, "definition_level_encoding")?),
+                        4 => repetition = Some(c.i32(kind, "repetition_level_encoding")?),
+                        _ => return Ok(false),
+                    }
+                    Ok(true)
+                })?;
+                h.level_encodings = Some((definition, repetition));
+            }
             7 => {
                 c.nested(kind, "a dictionary page header", |c, id, kind| {
                     if id != 1 {
@@ -141,6 +351,12 @@ fn read_header(c: &mut Compact) -> Result<Header> {
                 let (mut definition, mut repetition) = (0, 0);
                 c.nested(kind, "a v2 data page header", |c, id, kind| {
                     match id {
+                        1 => h.values = Some(c.i32(kind, "num_values")?),
+                        2 => h.nulls = Some(c.i32(kind, "num_nulls")?),
+                        4 => h.encodings.push(c.i32(kind, "encoding")?),
+                        7 if kind == wire::TRUE || kind == wire::FALSE => {
+                            h.v2_compressed = Some(kind == wire::TRUE)
+                        }
                         5 => definition = c.i32(kind, "definition_levels_byte_length")?,
                         6 => repetition = c.i32(kind, "repetition_levels_byte_length")?,
                         _ => return Ok(false),
