@@ -96,6 +96,7 @@ pub fn etag(meta: &std::fs::Metadata) -> String {
 }
 
 /// Parses a single `bytes=a-b`, `bytes=a-` or `bytes=-n` range against `len`.
+#[cfg(test)]
 pub fn parse_range(value: &str, len: u64) -> Option<(u64, u64)> {
     match parse_ranges(value, len)?.as_slice() {
         [one] => Some(*one),

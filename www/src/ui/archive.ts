@@ -32,7 +32,7 @@ export interface ArchiveMeta {
  * segment's whole overflow chain, so for a file of gigabytes the whole
  * file. The timeline still spans the archive; zooming out shows the rest.
  */
-export const FIRST_VIEW_IN_PLACE_BYTES = 64 << 20;
+export const FIRST_VIEW_IN_PLACE_BYTES = 8 << 20;
 
 /** The newest segments of `st` up to `budget` bytes (at least one), as a span; null when all fit. */
 function newestSpan(st: Description["sources"][number]["streams"][number], budget: number): Span | null {
