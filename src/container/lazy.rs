@@ -286,7 +286,7 @@ impl<S: ByteSource> LazyFile<S> {
     /// fetch.
     pub fn prime(&mut self, offset: u64, data: &[u8]) {
         let block_bytes = self.cache.block_bytes();
-        if self.failed.is_some() || offset % block_bytes != 0 || offset >= self.len {
+        if self.failed.is_some() || !offset.is_multiple_of(block_bytes) || offset >= self.len {
             return;
         }
         let data = &data[..data.len().min((self.len - offset) as usize)];

@@ -294,7 +294,7 @@ fn a_tree_walk_primes_scattered_leaves_past_4_gib_in_one_round_per_level() {
         }
         rounds += 1;
         for (offset, len) in want {
-            assert!(offset % PAGE == 0 && offset > 4 * GIB);
+            assert!(offset.is_multiple_of(PAGE) && offset > 4 * GIB);
             let mut data = vec![0u8; len as usize];
             file.source.read_exact_at(offset, &mut data).unwrap();
             file.prime(offset, &data);
