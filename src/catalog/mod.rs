@@ -243,9 +243,15 @@ impl Payload<'_> {
 
     /// Fills `buf` from `offset`; a range past the end is an error.
     pub fn read_at(&self, offset: usize, buf: &mut [u8]) -> Result<()> {
-        self.blob
+        // SQLite walks the payload's overflow chain from its start to reach
+        // `offset`: an archive read in place may fetch that walk at once.
+        crate::container::lazy::expect_walk((offset + buf.len()) as u64);
+        let read = self
+            .blob
             .read_at_exact(buf, offset)
-            .ctx(self.file, "cannot read a segment's payload")
+            .ctx(self.file, "cannot read a segment's payload");
+        crate::container::lazy::expect_walk(0);
+        read
     }
 }
 

@@ -12,9 +12,41 @@
 
 mod blocks;
 mod heads;
+mod walk;
 
 use blocks::BlockCache;
 use heads::ReadHeads;
+pub use walk::{PageRun, TreeWalk};
+
+thread_local! {
+    /// The bytes of the walk SQLite is about to make (a BLOB read from
+    /// its start), for the next miss to fetch at once; 0 for none.
+    static EXPECTED_WALK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+    /// Whether [`expect_walk`] is heeded (a benchmark turns it off).
+    static WALK_HINTS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Heeds [`expect_walk`] or not, on this thread: off, a BLOB's chain is
+/// read by the read heads alone (for a benchmark's before and after).
+pub fn set_walk_hints(on: bool) {
+    WALK_HINTS.with(|w| w.set(on));
+    expect_walk(0);
+}
+
+/// Says that the reads SQLite makes next on this thread walk about `bytes`
+/// of one BLOB's overflow chain from its start (0: no longer). The next
+/// miss of a lazy file then fetches that much at once, instead of growing
+/// a read head from one page: the chain of a BLOB written in one insert
+/// is contiguous. A wrong guess costs one fetch of `bytes`, never a wrong
+/// answer. A no-op where no file is read in place.
+pub fn expect_walk(bytes: u64) {
+    let bytes = if WALK_HINTS.with(|w| w.get()) {
+        bytes
+    } else {
+        0
+    };
+    EXPECTED_WALK.with(|w| w.set(bytes));
+}
 
 /// Why a lazily read file could not serve a read. Once a source fails,
 /// its file fails every later read the same way: a file that changed
@@ -209,11 +241,83 @@ impl<S: ByteSource> LazyFile<S> {
         Ok(want)
     }
 
+    /// A prefetch of the b-trees rooted at `roots` (page numbers), or
+    /// `None` when the header is not cached yet or SQLite's page size is
+    /// not the cache's block size. It may add up to half the cache's
+    /// budget, so what it brings in is not pushed out by itself.
+    pub fn tree_walk(&self, roots: &[u32]) -> Option<TreeWalk> {
+        let block_bytes = self.cache.block_bytes();
+        let head = self.cache.peek(0)?;
+        let page_bytes = match u16::from_be_bytes([*head.get(16)?, *head.get(17)?]) {
+            1 => 65536,
+            n => u64::from(n),
+        };
+        if page_bytes != block_bytes {
+            return None;
+        }
+        let pages = u32::try_from(self.len.div_ceil(page_bytes)).ok()?;
+        let budget = self.cache.budget() / 2 / block_bytes as usize;
+        Some(TreeWalk::new(roots, page_bytes as usize, pages, budget))
+    }
+
+    /// The next byte ranges `walk` needs, `(offset, length)` in file order
+    /// (adjacent pages merged); empty when it is done, or when this file
+    /// has failed. Fetch them and hand them to [`LazyFile::prime`].
+    pub fn walk_step(&mut self, walk: &mut TreeWalk) -> Vec<(u64, u64)> {
+        if self.failed.is_some() {
+            return Vec::new();
+        }
+        let block_bytes = self.cache.block_bytes();
+        let len = self.len;
+        let cache = &self.cache;
+        walk.step(|page| cache.peek(u64::from(page) - 1))
+            .into_iter()
+            .map(|run| {
+                let start = u64::from(run.first - 1) * block_bytes;
+                let end = (start + u64::from(run.pages) * block_bytes).min(len);
+                (start, end - start)
+            })
+            .collect()
+    }
+
+    /// Keeps `data`, the file's bytes from `offset` (a block boundary) on,
+    /// as fetched by the caller outside SQLite's reads (a prefetch); a
+    /// partial last block is kept only at the file's end. Counts as one
+    /// fetch.
+    pub fn prime(&mut self, offset: u64, data: &[u8]) {
+        let block_bytes = self.cache.block_bytes();
+        if self.failed.is_some() || !offset.is_multiple_of(block_bytes) || offset >= self.len {
+            return;
+        }
+        let data = &data[..data.len().min((self.len - offset) as usize)];
+        self.stats.fetches += 1;
+        self.stats.fetched_bytes += data.len() as u64;
+        let first = offset / block_bytes;
+        for (i, block) in data.chunks(block_bytes as usize).enumerate() {
+            let at = offset + (i as u64) * block_bytes;
+            let whole = block.len() as u64 == block_bytes || at + block.len() as u64 == self.len;
+            if !whole {
+                break;
+            }
+            if at == 0 {
+                let mut head = block.to_vec();
+                as_rollback_header(&mut head);
+                self.cache.insert(first + i as u64, &head);
+            } else {
+                self.cache.insert(first + i as u64, block);
+            }
+            self.stats.misses += 1;
+        }
+    }
+
     /// Fetches a run of blocks from `index` on: as many as the read heads
     /// plan, stopping at the file's end and before a block already held.
     fn fetch_from(&mut self, index: u64) -> Result<Vec<u8>, SourceFailure> {
         let block_bytes = self.cache.block_bytes();
-        let planned = self.heads.plan(index).min(self.max_span);
+        let hint = EXPECTED_WALK.with(|w| w.replace(0));
+        // A page holds its size less the 4-byte next pointer of the chain.
+        let hinted = hint.div_ceil(block_bytes.saturating_sub(4).max(1));
+        let planned = self.heads.plan_at_least(index, hinted).min(self.max_span);
         let mut span = 1;
         while span < planned && !self.cache.contains(index + span) {
             span += 1;

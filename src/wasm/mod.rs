@@ -127,6 +127,8 @@ pub struct JsArchive {
     archive: Rc<Archive>,
     /// The file read in place, for an archive opened with `openLazy`.
     lazy: Option<vfs::SharedFile>,
+    /// The catalog prefetch under way (`prefetchPlan`), once started.
+    walk: RefCell<Option<crate::container::lazy::TreeWalk>>,
 }
 
 #[wasm_bindgen(js_class = Archive)]
@@ -146,6 +148,7 @@ impl JsArchive {
             cache_id: id,
             archive: Rc::new(archive),
             lazy: None,
+            walk: RefCell::new(None),
         })
     }
 
@@ -169,6 +172,7 @@ impl JsArchive {
             cache_id: id,
             archive: Rc::new(archive),
             lazy: Some(file),
+            walk: RefCell::new(None),
         })
     }
 
@@ -183,6 +187,45 @@ impl JsArchive {
         }
         self.cache_id = earlier.cache_id;
         CACHE.with(|c| c.borrow_mut().joined(self.cache_id));
+    }
+
+    /// The next ranges a catalog prefetch wants, as `[offset, length, ...]`
+    /// (file order, adjacent pages merged); empty when it is done, and
+    /// always for an archive held in memory. The first call starts it
+    /// from the roots of the tables listing reads. The caller fetches the
+    /// ranges its own way (all at once, in parallel or as one multi-range
+    /// request), hands each to `prefetchFill`, and asks again: one round
+    /// per level of the catalog's b-trees. SQLite's own reads then find
+    /// the catalog cached instead of missing once per scattered page.
+    #[wasm_bindgen(js_name = prefetchPlan)]
+    pub fn prefetch_plan(&self) -> Vec<f64> {
+        let Some(file) = &self.lazy else {
+            return Vec::new();
+        };
+        let mut walk = self.walk.borrow_mut();
+        if walk.is_none() {
+            let roots = vfs::prefetch_roots(&self.archive);
+            *walk = file.borrow().tree_walk(&roots);
+        }
+        let Some(walk) = walk.as_mut() else {
+            return Vec::new();
+        };
+        file.borrow_mut()
+            .walk_step(walk)
+            .into_iter()
+            .flat_map(|(offset, len)| [offset as f64, len as f64])
+            .collect()
+    }
+
+    /// Keeps `bytes`, fetched from `offset` for `prefetchPlan`, in the
+    /// in-place reader's cache.
+    #[wasm_bindgen(js_name = prefetchFill)]
+    pub fn prefetch_fill(&self, offset: f64, bytes: &[u8]) {
+        if let Some(file) = &self.lazy {
+            if offset >= 0.0 && offset.fract() == 0.0 {
+                file.borrow_mut().prime(offset as u64, bytes);
+            }
+        }
     }
 
     /// "lazy" for an archive read in place, "memory" for one held whole.
@@ -797,6 +840,14 @@ fn cached(
     let batches = load()?;
     CACHE.with(|c| c.borrow_mut().keep_decoded(key, Arc::clone(&batches)));
     Ok(batches)
+}
+
+/// Turns the in-place reader's walk hints ([`crate::container::lazy::expect_walk`])
+/// on or off for this instance: off reads a BLOB's overflow chain with read
+/// heads alone, as before the hints, for a benchmark's comparison.
+#[wasm_bindgen(js_name = setWalkHints)]
+pub fn set_walk_hints(on: bool) {
+    crate::container::lazy::set_walk_hints(on);
 }
 
 /// Chooses the decoded-segment cache's budget in bytes, evicting as needed

@@ -151,6 +151,43 @@ pub(crate) fn open(name: &str, source: JsValue, http: bool) -> Result<(Archive, 
     Ok((opened.map_err(explain)?, file))
 }
 
+/// The b-trees whose pages a catalog prefetch brings in: what listing the
+/// archive reads (`describe` scans `segments` in key order through its
+/// primary key's index, then looks each row up), and nothing that grows
+/// with the data beyond one row per segment.
+const PREFETCHED_TREES: [&str; 3] = ["segments", "sqlite_autoindex_segments_1", "sources"];
+
+/// The root pages of [`PREFETCHED_TREES`], from the schema SQLite read
+/// at open (already cached). Empty if the query fails: the prefetch is an
+/// optimisation, and SQLite reports a bad schema itself.
+pub(crate) fn prefetch_roots(archive: &Archive) -> Vec<u32> {
+    archive
+        .read_snapshot(|s| {
+            let mut stmt = s
+                .conn
+                .prepare(
+                    "SELECT name, rootpage FROM sqlite_schema WHERE type IN ('table', 'index')",
+                )
+                .map_err(|e| Error::Invalid {
+                    file: s.file.to_string(),
+                    message: e.to_string(),
+                })?;
+            let rows = stmt
+                .query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))
+                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| Error::Invalid {
+                    file: s.file.to_string(),
+                    message: e.to_string(),
+                })?;
+            Ok(PREFETCHED_TREES
+                .iter()
+                .filter_map(|t| rows.iter().find(|(name, _)| name == t))
+                .filter_map(|(_, root)| u32::try_from(*root).ok())
+                .collect())
+        })
+        .unwrap_or_default()
+}
+
 /// The error to report for `err`: when a source refused a read since the
 /// last report, SQLite's "disk I/O error" is that refusal in words.
 pub(crate) fn explain(err: Error) -> Error {

@@ -26,12 +26,14 @@ import { startServer } from "./server.mjs";
 const T = { timeout: 180_000 };
 const WORK = join(ROOT, "target", "lazy-test");
 const BIG = join(WORK, "four-segments.dendro");
+// Enough segments for a catalog of a few dozen scattered leaf pages.
+const MANY = join(WORK, "many-segments.dendro");
 
-function bigArchive() {
-  if (existsSync(BIG)) return;
+function bigArchive(path = BIG, mb = 4) {
+  if (existsSync(path)) return;
   const targetDir = process.env.CARGO_TARGET_DIR ?? join(ROOT, "target");
   const built = [join(targetDir, "release/examples/big_archive"), join(targetDir, "debug/examples/big_archive")].find((b) => existsSync(b));
-  const [cmd, args] = built ? [built, [BIG, "4"]] : ["cargo", ["run", "--quiet", "--example", "big_archive", "--", BIG, "4"]];
+  const [cmd, args] = built ? [built, [path, String(mb)]] : ["cargo", ["run", "--quiet", "--example", "big_archive", "--", path, String(mb)]];
   execFileSync(cmd, args, { cwd: ROOT, stdio: ["ignore", "ignore", "inherit"], timeout: 1_800_000 });
 }
 
@@ -77,6 +79,7 @@ before(async () => {
   if (missing) return;
   await mkdir(WORK, { recursive: true });
   bigArchive();
+  bigArchive(MANY, 40);
   await bundleEngine(engineDir);
   server = await serve({ "/engine/": engineDir, "/work/": WORK });
   browser = await launch();
@@ -163,6 +166,60 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
     assert.ok(r.opened.fetchedBytes < r.opened.size / 4, `the open read ${r.opened.fetchedBytes} of ${r.opened.size} bytes`);
     assert.ok(r.read.fetchedBytes - r.opened.fetchedBytes >= r.segmentBytes, "the segment's pages were read when it was decoded");
     assert.ok(r.read.fetchedBytes - r.opened.fetchedBytes < 2 * r.segmentBytes + (64 << 10), "and not much more");
+    await page.close();
+  });
+
+  it("brings a scattered catalog in with a few batched reads: multi-range requests where the server answers them", T, async () => {
+    const page = await enginePage();
+    await page.locator("#files").setInputFiles(MANY);
+    const name = basename(MANY);
+    await page.evaluate(() => {
+      window.engine = window.createEngine();
+      window.text = (v) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? `${x}n` : x));
+    });
+    // Each way of opening in turn, with the requests it made.
+    const describeBy = async (how) => {
+      const from = server.requests.length;
+      const r = await page.evaluate(
+        async ({ how, name }) => {
+          const file = document.getElementById("files").files[0];
+          const h =
+            how === "whole"
+              ? await window.engine.open(await file.arrayBuffer(), name)
+              : how === "dropped"
+                ? await window.engine.openFile(file, name)
+                : await window.engine.openUrl(how === "multi" ? `/multi/work/${name}` : `/work/${name}`, name, { minLazyBytes: 0 });
+          const d = await h.describe();
+          const out = { describe: window.text(d), segments: d.sources[0].streams[0].segments.length, stats: await h.lazyStats() };
+          await h.close();
+          return out;
+        },
+        { how, name },
+      );
+      r.requests = server.requests.slice(from).filter((q) => q.path === `/work/${name}`);
+      return r;
+    };
+    const whole = await describeBy("whole");
+    const by = {};
+    for (const how of ["dropped", "multi", "single"]) {
+      const r = await describeBy(how);
+      by[how] = r;
+      assert.equal(r.describe, whole.describe, `${how}: describe reads as the whole file`);
+      if (how === "dropped") continue;
+      const several = r.requests.filter((q) => q.range?.includes(","));
+      if (how === "multi") {
+        // The scattered leaves (one segment's row each, a MiB apart) came
+        // in multipart answers: a handful of requests, not one per segment.
+        assert.ok(r.segments >= 30, `${r.segments} segments`);
+        assert.ok(several.length >= 1 && several.every((q) => q.status === 206), "multi-range requests were answered");
+        assert.ok(r.requests.length < 12, `${r.requests.length} requests to open and describe ${r.segments} segments`);
+      } else {
+        // A server that refuses several ranges (416): each is asked alone.
+        assert.ok(several.length >= 1 && several.every((q) => q.status === 416), "the plain server refused multi-range requests");
+        assert.ok(r.requests.length > by.multi.requests.length + 5, "so the ranges were asked for one by one");
+      }
+    }
+    await page.evaluate(() => window.engine.terminate());
     await page.close();
   });
 

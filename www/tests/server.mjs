@@ -6,9 +6,13 @@
 // Paths under /slow/ are the same files, stopped halfway: the first half is
 // sent, the rest waits until the test calls `releaseSlow()`, so a test sees
 // the download progress bar part-way as surely as it likes, not by timing.
+// Paths under /multi/ are the same files from a server that also answers
+// several ranges in one request (multipart/byteranges), as `dendro serve`
+// and nginx do; elsewhere such a request is refused (416), as by servers
+// that do not. Every request is noted in `requests` (path, range, status).
 
 import { createReadStream } from "node:fs";
-import { stat } from "node:fs/promises";
+import { open, stat } from "node:fs/promises";
 import { createServer } from "node:http";
 import { extname, normalize, resolve, sep } from "node:path";
 
@@ -32,6 +36,7 @@ const TYPES = {
 export async function startServer({ root, mounts = {} }) {
   let releaseSlow;
   const gate = new Promise((r) => (releaseSlow = r));
+  const requests = [];
   const server = createServer((req, res) => {
     handle(req, res).catch((e) => {
       if (!res.headersSent) res.writeHead(500, { "content-type": "text/plain" });
@@ -53,10 +58,17 @@ export async function startServer({ root, mounts = {} }) {
     const url = new URL(req.url ?? "/", "http://127.0.0.1");
     let pathname = decodeURIComponent(url.pathname);
     let slow = false;
+    let multi = false;
     if (pathname.startsWith("/slow/")) {
       slow = true;
       pathname = pathname.slice(5);
+    } else if (pathname.startsWith("/multi/")) {
+      multi = true;
+      pathname = pathname.slice(6);
     }
+    const noted = { path: pathname, range: req.headers.range ?? null, status: 0 };
+    requests.push(noted);
+    res.on("finish", () => (noted.status = res.statusCode));
     if (pathname.endsWith("/")) pathname += "index.html";
     const file = await locate(pathname);
     const info = file ? await stat(file).catch(() => null) : null;
@@ -75,6 +87,10 @@ export async function startServer({ root, mounts = {} }) {
     let end = info.size - 1;
     let status = 200;
     const range = req.headers.range;
+    if (range && multi && range.includes(",")) {
+      await multipart(res, file, info.size, range, headers);
+      return;
+    }
     if (range) {
       const m = /^bytes=(\d*)-(\d*)$/.exec(range);
       if (!m || (m[1] === "" && m[2] === "")) {
@@ -123,11 +139,44 @@ export async function startServer({ root, mounts = {} }) {
     url: `http://127.0.0.1:${port}`,
     /** Lets every /slow/ response held halfway finish (and later ones run through). */
     releaseSlow: () => releaseSlow(),
+    /** Every request so far: { path, range, status }. */
+    requests,
     close: () => {
       releaseSlow();
       return new Promise((r) => server.close(r));
     },
   };
+}
+
+/** Answers `range` (several `a-b` parts) as one multipart/byteranges body, or 416. */
+async function multipart(res, file, size, range, headers) {
+  const parts = [];
+  for (const spec of range.replace(/^bytes=/, "").split(",")) {
+    const m = /^\s*(\d+)-(\d+)\s*$/.exec(spec);
+    if (!m || Number(m[1]) > Number(m[2]) || Number(m[1]) >= size) {
+      res.writeHead(416, { "content-range": `bytes */${size}` });
+      res.end();
+      return;
+    }
+    parts.push([Number(m[1]), Math.min(Number(m[2]), size - 1)]);
+  }
+  const boundary = "test-byteranges";
+  const handle = await open(file);
+  const chunks = [];
+  try {
+    for (const [start, end] of parts) {
+      chunks.push(Buffer.from(`\r\n--${boundary}\r\nContent-Type: ${headers["content-type"]}\r\nContent-Range: bytes ${start}-${end}/${size}\r\n\r\n`));
+      const data = Buffer.alloc(end - start + 1);
+      await handle.read(data, 0, data.length, start);
+      chunks.push(data);
+    }
+  } finally {
+    await handle.close();
+  }
+  chunks.push(Buffer.from(`\r\n--${boundary}--\r\n`));
+  const body = Buffer.concat(chunks);
+  res.writeHead(206, { ...headers, "content-type": `multipart/byteranges; boundary=${boundary}`, "content-length": String(body.length) });
+  res.end(body);
 }
 
 /** `rel` resolved under `dir`, or null when it would escape it. */

@@ -130,21 +130,73 @@ pub fn etag(meta: &std::fs::Metadata) -> String {
 }
 
 /// Parses a single `bytes=a-b`, `bytes=a-` or `bytes=-n` range against `len`.
+#[cfg(test)]
 pub fn parse_range(value: &str, len: u64) -> Option<(u64, u64)> {
-    let spec = value.trim().strip_prefix("bytes=")?;
-    if spec.contains(',') || len == 0 {
+    match parse_ranges(value, len)?.as_slice() {
+        [one] => Some(*one),
+        _ => None,
+    }
+}
+
+/// The most ranges one request may ask for, and the most bytes they may
+/// add up to, before the server refuses it (416) rather than buffer it.
+const MAX_RANGES: usize = 2048;
+const MAX_MULTIPART_BYTES: u64 = 64 << 20;
+
+/// Parses `bytes=a-b,c-d,...` (each part `a-b`, `a-` or `-n`) against
+/// `len`; `None` when any part is malformed or none can be satisfied.
+/// Unsatisfiable parts are dropped, as RFC 9110 allows.
+pub fn parse_ranges(value: &str, len: u64) -> Option<Vec<(u64, u64)>> {
+    let specs = value.trim().strip_prefix("bytes=")?;
+    if len == 0 {
         return None;
     }
-    let (start, end) = spec.split_once('-')?;
-    let (start, end) = match (start.trim(), end.trim()) {
-        ("", suffix) => {
-            let n: u64 = suffix.parse().ok()?;
-            (len.saturating_sub(n), len - 1)
+    let mut out = Vec::new();
+    for spec in specs.split(',') {
+        let (start, end) = spec.split_once('-')?;
+        let (start, end) = match (start.trim(), end.trim()) {
+            ("", suffix) => {
+                let n: u64 = suffix.parse().ok()?;
+                (len.saturating_sub(n), len - 1)
+            }
+            (s, "") => (s.parse().ok()?, len - 1),
+            (s, e) => {
+                let (s, e): (u64, u64) = (s.parse().ok()?, e.parse().ok()?);
+                if s > e {
+                    return None;
+                }
+                (s, e.min(len - 1))
+            }
+        };
+        if start < len && start <= end {
+            out.push((start, end));
         }
-        (s, "") => (s.parse().ok()?, len - 1),
-        (s, e) => (s.parse().ok()?, e.parse::<u64>().ok()?.min(len - 1)),
-    };
-    (start <= end && start < len).then_some((start, end))
+    }
+    (!out.is_empty()).then_some(out)
+}
+
+/// The separator of a multipart answer's parts: fixed, since every part's
+/// length is stated in its `Content-Range` and readers go by that.
+const BOUNDARY: &str = "dendro-byteranges-3f1c9a";
+
+/// A `multipart/byteranges` body for `ranges` of `file` (RFC 9110
+/// §14.6), or `None` when a read fails.
+fn multipart(file: &mut File, ranges: &[(u64, u64)], len: u64, part_type: &str) -> Option<Vec<u8>> {
+    let mut body = Vec::new();
+    for &(start, end) in ranges {
+        body.extend_from_slice(
+            format!(
+                "\r\n--{BOUNDARY}\r\nContent-Type: {part_type}\r\nContent-Range: bytes {start}-{end}/{len}\r\n\r\n"
+            )
+            .as_bytes(),
+        );
+        file.seek(SeekFrom::Start(start)).ok()?;
+        let at = body.len();
+        body.resize(at + (end - start + 1) as usize, 0);
+        file.read_exact(&mut body[at..]).ok()?;
+    }
+    body.extend_from_slice(format!("\r\n--{BOUNDARY}--\r\n").as_bytes());
+    Some(body)
 }
 
 /// A request header's value, if present.
@@ -193,8 +245,9 @@ fn respond(site: &Site, request: Request) {
         header("Cache-Control", "no-cache"),
         header("ETag", &tag),
     ];
-    let result = match range.map(|r| parse_range(&r, len)) {
-        Some(Some((start, end))) => {
+    let result = match range.map(|r| parse_ranges(&r, len)) {
+        Some(Some(ranges)) if ranges.len() == 1 => {
+            let (start, end) = ranges[0];
             let count = end - start + 1;
             if file.seek(SeekFrom::Start(start)).is_err() {
                 return;
@@ -211,6 +264,39 @@ fn respond(site: &Site, request: Request) {
                 "Content-Range",
                 &format!("bytes {start}-{end}/{len}"),
             ));
+            request.respond(response)
+        }
+        // Several ranges in one answer: a lazy reader's catalog prefetch
+        // asks for its scattered pages this way.
+        Some(Some(ranges))
+            if ranges.len() <= MAX_RANGES
+                && ranges.iter().map(|(s, e)| e - s + 1).sum::<u64>() <= MAX_MULTIPART_BYTES =>
+        {
+            let Some(body) = multipart(&mut file, &ranges, len, content_type(&path)) else {
+                let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
+                return;
+            };
+            let mut headers: Vec<Header> = common
+                .iter()
+                .filter(|h| !h.field.equiv("Content-Type"))
+                .cloned()
+                .collect();
+            headers.push(header(
+                "Content-Type",
+                &format!("multipart/byteranges; boundary={BOUNDARY}"),
+            ));
+            let count = body.len();
+            request.respond(Response::new(
+                StatusCode(206),
+                headers,
+                std::io::Cursor::new(body),
+                Some(count),
+                None,
+            ))
+        }
+        Some(Some(_)) => {
+            let mut response = Response::empty(416);
+            response.add_header(header("Content-Range", &format!("bytes */{len}")));
             request.respond(response)
         }
         Some(None) => {
@@ -355,6 +441,37 @@ mod tests {
         assert_eq!(parse_range("bytes=5-1", 1000), None);
         assert_eq!(parse_range("bytes=0-1,5-6", 1000), None);
         assert_eq!(parse_range("items=0-1", 1000), None);
+    }
+
+    #[test]
+    fn several_ranges_are_parsed_and_answered_as_multipart() {
+        assert_eq!(
+            parse_ranges("bytes=0-1, 5-6,-2", 1000),
+            Some(vec![(0, 1), (5, 6), (998, 999)])
+        );
+        // Unsatisfiable parts are dropped; a malformed one spoils the lot.
+        assert_eq!(parse_ranges("bytes=0-1,2000-", 1000), Some(vec![(0, 1)]));
+        assert_eq!(parse_ranges("bytes=2000-", 1000), None);
+        assert_eq!(parse_ranges("bytes=0-1,x-2", 1000), None);
+        assert_eq!(parse_ranges("bytes=0-1,", 1000), None);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a.dendro");
+        std::fs::write(&path, b"0123456789").unwrap();
+        let mut file = File::open(&path).unwrap();
+        let body = multipart(&mut file, &[(1, 2), (7, 9)], 10, "application/octet-stream").unwrap();
+        let text = String::from_utf8(body).unwrap();
+        let part = |range: &str, data: &str| {
+            format!("\r\n--{BOUNDARY}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes {range}/10\r\n\r\n{data}")
+        };
+        assert_eq!(
+            text,
+            format!(
+                "{}{}\r\n--{BOUNDARY}--\r\n",
+                part("1-2", "12"),
+                part("7-9", "789")
+            )
+        );
     }
 
     #[test]

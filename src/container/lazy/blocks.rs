@@ -44,6 +44,11 @@ impl BlockCache {
         self.blocks.contains_key(&index)
     }
 
+    /// Block `index`, its recency unchanged.
+    pub(crate) fn peek(&self, index: u64) -> Option<&[u8]> {
+        self.blocks.get(&index).map(|b| &b.data[..])
+    }
+
     /// Block `index`, marked as just used.
     pub(crate) fn get(&mut self, index: u64) -> Option<&[u8]> {
         self.tick += 1;
@@ -85,7 +90,6 @@ impl BlockCache {
     }
 
     /// The most bytes this cache holds.
-    #[cfg(test)]
     pub(crate) fn budget(&self) -> usize {
         self.budget
     }

@@ -41,7 +41,14 @@ impl ReadHeads {
     /// How many blocks to fetch from `block` on, which was missed. The
     /// caller may fetch fewer (the file's end, a block already held); the
     /// head still counts the walk as continued.
+    #[cfg(test)]
     pub(crate) fn plan(&mut self, block: u64) -> u64 {
+        self.plan_at_least(block, 0)
+    }
+
+    /// As `plan` (the walk's length unknown: `blocks` 0), but a walk that starts here fetches at least
+    /// `blocks` (up to the ceiling): the caller knows how far it goes.
+    pub(crate) fn plan_at_least(&mut self, block: u64, blocks: u64) -> u64 {
         self.tick += 1;
         let tick = self.tick;
         // A continued walk: the miss falls where a head's last fetch ended,
@@ -56,9 +63,10 @@ impl ReadHeads {
             head.used = tick;
             return head.span;
         }
+        let span = blocks.clamp(self.min_span, self.max_span);
         let head = Head {
-            next: block + self.min_span,
-            span: self.min_span,
+            next: block + span,
+            span,
             used: tick,
         };
         if self.heads.len() < self.capacity {
@@ -66,7 +74,7 @@ impl ReadHeads {
         } else if let Some(oldest) = self.heads.iter_mut().min_by_key(|h| h.used) {
             *oldest = head;
         }
-        self.min_span
+        span
     }
 }
 
@@ -85,6 +93,15 @@ mod tests {
             at += span;
         }
         assert_eq!(spans, [1, 2, 4, 8, 8, 8]);
+    }
+
+    #[test]
+    fn a_walk_of_known_length_starts_at_that_length_and_goes_on_doubling() {
+        let mut heads = ReadHeads::new(3, 1, 64);
+        assert_eq!(heads.plan_at_least(100, 20), 20);
+        assert_eq!(heads.plan(120), 40, "the walk continues from its span");
+        assert_eq!(heads.plan_at_least(5000, 1000), 64, "capped at the ceiling");
+        assert_eq!(heads.plan_at_least(9000, 0), 1);
     }
 
     #[test]

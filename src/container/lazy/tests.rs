@@ -216,3 +216,145 @@ fn a_file_that_changed_fails_this_read_and_every_later_one() {
     assert_eq!(file.read(&mut buf, 5 * GIB), Err(first.clone()));
     assert_eq!(file.failure(), Some(&first));
 }
+
+/// A sparse 6 GiB file of 4 KiB pages: page 1 with a header saying 4 KiB
+/// pages and WAL, the pages in `pages` as given, zeros elsewhere.
+struct TreeSource {
+    pages: std::collections::HashMap<u64, Vec<u8>>,
+    reads: usize,
+}
+
+impl ByteSource for TreeSource {
+    fn len(&self) -> u64 {
+        6 * GIB
+    }
+
+    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), SourceFailure> {
+        self.reads += 1;
+        for (i, b) in buf.iter_mut().enumerate() {
+            let at = offset + i as u64;
+            *b = self
+                .pages
+                .get(&(at / PAGE + 1))
+                .map_or(0, |p| p[(at % PAGE) as usize]);
+        }
+        Ok(())
+    }
+}
+
+/// An interior table page pointing at `kids` (the last as right-most).
+fn interior_page(kids: &[u32]) -> Vec<u8> {
+    let mut page = vec![0u8; PAGE as usize];
+    let (cells, right) = kids.split_at(kids.len() - 1);
+    page[0] = 0x05;
+    page[3..5].copy_from_slice(&(cells.len() as u16).to_be_bytes());
+    page[8..12].copy_from_slice(&right[0].to_be_bytes());
+    for (i, kid) in cells.iter().enumerate() {
+        let cell = PAGE as usize - 8 * (i + 1);
+        page[cell..cell + 4].copy_from_slice(&kid.to_be_bytes());
+        page[12 + 2 * i..14 + 2 * i].copy_from_slice(&(cell as u16).to_be_bytes());
+    }
+    page
+}
+
+#[test]
+fn a_tree_walk_primes_scattered_leaves_past_4_gib_in_one_round_per_level() {
+    let mut first = vec![0u8; PAGE as usize];
+    first[..16].copy_from_slice(b"SQLite format 3\0");
+    first[16..18].copy_from_slice(&(PAGE as u16).to_be_bytes());
+    first[18] = 2;
+    first[19] = 2;
+    first[100] = 0x0d; // page 1: an empty leaf (the schema, not walked here)
+                       // Root past 4 GiB → two interior pages → leaves a MiB (256 pages) apart.
+    let root = 1_100_000u32;
+    let leaves: Vec<u32> = (0..40).map(|i| 1_200_000 + i * 256).collect();
+    let mut pages = std::collections::HashMap::new();
+    pages.insert(1, first);
+    pages.insert(u64::from(root), interior_page(&[1_150_000, 1_150_001]));
+    pages.insert(1_150_000, interior_page(&leaves[..20]));
+    pages.insert(1_150_001, interior_page(&leaves[20..]));
+    for (i, &leaf) in leaves.iter().enumerate() {
+        let mut page = vec![0u8; PAGE as usize];
+        page[0] = 0x0d;
+        page[100] = i as u8;
+        pages.insert(u64::from(leaf), page);
+    }
+    let mut file = LazyFile::new(TreeSource { pages, reads: 0 }, LazyConfig::HTTP);
+    assert!(
+        file.tree_walk(&[root]).is_none(),
+        "the header is not cached yet"
+    );
+    read_tree(&mut file, 0, 100);
+    let mut walk = file.tree_walk(&[root]).expect("4 KiB pages");
+    let mut rounds = 0;
+    loop {
+        let want = file.walk_step(&mut walk);
+        if want.is_empty() {
+            break;
+        }
+        rounds += 1;
+        for (offset, len) in want {
+            assert!(offset.is_multiple_of(PAGE) && offset > 4 * GIB);
+            let mut data = vec![0u8; len as usize];
+            file.source.read_exact_at(offset, &mut data).unwrap();
+            file.prime(offset, &data);
+        }
+    }
+    assert_eq!(rounds, 3, "root, interior level, leaves");
+    assert_eq!(walk.parsed(), 43);
+    // SQLite's reads of every leaf now cost nothing.
+    let before = file.source.reads;
+    for (i, &leaf) in leaves.iter().enumerate() {
+        let page = read_tree(&mut file, u64::from(leaf - 1) * PAGE, PAGE as usize);
+        assert_eq!((page[0], page[100]), (0x0d, i as u8));
+    }
+    assert_eq!(file.source.reads, before, "no read went to the source");
+}
+
+#[test]
+fn a_primed_header_reads_as_rollback_and_partial_blocks_are_dropped() {
+    let mut file = six_gib(LazyConfig::LOCAL_FILE);
+    let mut head = expected(0, PAGE as usize + 100);
+    head[18] = 2;
+    file.prime(0, &head);
+    assert_eq!(file.source.reads.len(), 0);
+    let page = read(&mut file, 0, PAGE as usize);
+    assert_eq!((page[18], page[19]), (1, 1));
+    // The 100 bytes past page 1 were not kept as a block: reading there fetches.
+    read(&mut file, PAGE, 10);
+    assert_eq!(file.source.reads.len(), 1);
+    // Unaligned offsets are ignored rather than misfiled.
+    file.prime(5 * GIB + 1, &[0u8; PAGE as usize]);
+    read(&mut file, 5 * GIB, 10);
+    assert_eq!(file.source.reads.len(), 2);
+}
+
+fn read_tree(file: &mut LazyFile<TreeSource>, offset: u64, len: usize) -> Vec<u8> {
+    let mut buf = vec![0u8; len];
+    let n = file.read(&mut buf, offset).expect("read");
+    buf.truncate(n);
+    buf
+}
+
+#[test]
+fn a_walk_said_in_advance_is_fetched_in_one_read() {
+    let mut file = six_gib(LazyConfig::LOCAL_FILE);
+    let start = 5 * GIB + 3 * PAGE;
+    let pages = 256; // a 1 MiB BLOB's chain, read a page at a time
+    expect_walk(pages * (PAGE - 4));
+    for p in 0..pages {
+        let offset = start + p * PAGE;
+        assert_eq!(
+            read(&mut file, offset, PAGE as usize),
+            expected(offset, PAGE as usize)
+        );
+    }
+    expect_walk(0);
+    assert_eq!(file.stats().fetches, 1, "{:?}", file.source.reads);
+    // The hint is spent: the next random miss reads the smallest span.
+    read(&mut file, GIB, 10);
+    assert_eq!(
+        file.source.reads.last().unwrap().1 as u64,
+        LazyConfig::LOCAL_FILE.min_read_bytes
+    );
+}

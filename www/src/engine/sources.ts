@@ -14,6 +14,66 @@ export interface ByteSource {
   read(offset: number, length: number): Uint8Array;
 }
 
+/** A byte range, `[offset, length]`. */
+export type Range = readonly [number, number];
+
+/**
+ * A source that can also read many ranges at once, asynchronously: the
+ * catalog prefetch (primeCatalog) asks for scattered pages this way
+ * instead of one synchronous read each.
+ */
+export interface BatchSource extends ByteSource {
+  readMany(ranges: readonly Range[]): Promise<Uint8Array[]>;
+}
+
+/** Runs `work` over `items` with at most `limit` in flight; results in order. */
+async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+  const out = new Array<R>(items.length);
+  let next = 0;
+  const lane = async (): Promise<void> => {
+    while (next < items.length) {
+      const i = next++;
+      out[i] = await work(items[i]!);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
+  return out;
+}
+
+/** The engine's side of a catalog prefetch (Archive.prefetchPlan / prefetchFill). */
+export interface Prefetching {
+  prefetchPlan(): Float64Array | number[];
+  prefetchFill(offset: number, bytes: Uint8Array): void;
+}
+
+/**
+ * Brings the pages the catalog's listing will read into the engine's cache
+ * before it asks for them: one batch of reads per level of the catalog's
+ * b-trees (the engine says which pages; see src/container/lazy/walk.rs).
+ * A failure here is not reported: the prefetch only saves time, and the
+ * engine's own read of the same bytes reports it in its words.
+ */
+export async function primeCatalog(archive: Prefetching, source: BatchSource): Promise<{ rounds: number; ranges: number; bytes: number }> {
+  const done = { rounds: 0, ranges: 0, bytes: 0 };
+  for (let round = 0; round < 16; round++) {
+    const plan = archive.prefetchPlan();
+    if (plan.length === 0) break;
+    const ranges: Range[] = [];
+    for (let i = 0; i + 1 < plan.length; i += 2) ranges.push([plan[i]!, plan[i + 1]!]);
+    let parts: Uint8Array[];
+    try {
+      parts = await source.readMany(ranges);
+    } catch {
+      break;
+    }
+    ranges.forEach(([offset], i) => archive.prefetchFill(offset, parts[i]!));
+    done.rounds++;
+    done.ranges += ranges.length;
+    done.bytes += parts.reduce((n, p) => n + p.byteLength, 0);
+  }
+  return done;
+}
+
 /** The worker-only synchronous reader (not in the DOM library's types). */
 declare const FileReaderSync: { new (): { readAsArrayBuffer(blob: Blob): ArrayBuffer } };
 
@@ -27,7 +87,7 @@ function changed(message: string): Error {
  * reference to the file on disk, not a copy, and `slice` reads just the
  * range asked for.
  */
-export class BlobSource implements ByteSource {
+export class BlobSource implements BatchSource {
   readonly size: number;
   private readonly reader = new FileReaderSync();
 
@@ -55,6 +115,15 @@ export class BlobSource implements ByteSource {
       throw changed(`${this.name} is now shorter than when it was opened (${offset + buffer.byteLength} bytes readable, ${offset + length} needed)`);
     }
     return new Uint8Array(buffer);
+  }
+
+  /** Many ranges read in parallel (`Blob.arrayBuffer`, asynchronous), not one at a time. */
+  readMany(ranges: readonly Range[]): Promise<Uint8Array[]> {
+    return pooled(ranges, 64, async ([offset, length]) => {
+      const buffer = await this.blob.slice(offset, offset + length).arrayBuffer();
+      if (buffer.byteLength !== length) throw changed(`${this.name} is now shorter than when it was opened`);
+      return new Uint8Array(buffer);
+    });
   }
 }
 
@@ -109,7 +178,7 @@ export async function probeUrl(url: string, bytes: number, minSize: number): Pro
  * stopped answering ranges), and the read fails rather than mixing two
  * versions of the file.
  */
-export class HttpSource implements ByteSource {
+export class HttpSource implements BatchSource {
   readonly size: number;
   private readonly etag: string | null;
   /** The probe's bytes, served once for the first read that fits in them. */
@@ -161,6 +230,118 @@ export class HttpSource implements ByteSource {
       throw new Error(`${this.url} answered ${body.byteLength} bytes for a range of ${length}`);
     }
     return new Uint8Array(body);
+  }
+
+  /** Whether the server answered a multi-range request with one multipart body; null until asked. */
+  private multipartOk: boolean | null = null;
+
+  /** Checks an answer's total length and validator against the probe's. */
+  private checkSame(total: number | null, etagHeader: string | null): void {
+    if (total !== null && total !== this.size) throw changed(`${this.url} is now ${total} bytes; it was ${this.size} when opened`);
+    const etag = strong(etagHeader);
+    if (this.etag !== null && etag !== this.etag)
+      throw changed(`the server's ETag of ${this.url} is now ${etag ?? "absent"}; it was ${this.etag} when opened`);
+  }
+
+  /** One range with fetch (asynchronous, so several run at once). */
+  private async fetchOne([offset, length]: Range): Promise<Uint8Array> {
+    const res = await fetch(this.url, { headers: { Range: `bytes=${offset}-${offset + length - 1}` }, cache: "no-store" });
+    if (res.status !== 206) {
+      void res.body?.cancel().catch(() => {});
+      throw new Error(`${this.url} answered ${res.status} to a range request`);
+    }
+    this.checkSame(totalOf(res.headers.get("content-range")), res.headers.get("etag"));
+    const body = new Uint8Array(await res.arrayBuffer());
+    if (body.byteLength !== length) throw new Error(`${this.url} answered ${body.byteLength} bytes for a range of ${length}`);
+    return body;
+  }
+
+  /**
+   * Many ranges in one request (`Range: bytes=a-b,c-d,...`, answered as
+   * multipart/byteranges), or null when the server does not answer so
+   * (a single part, the whole file, a refusal): the caller then asks for
+   * each range on its own.
+   */
+  private async fetchMultipart(ranges: readonly Range[]): Promise<Uint8Array[] | null> {
+    const spec = ranges.map(([o, n]) => `${o}-${o + n - 1}`).join(",");
+    const res = await fetch(this.url, { headers: { Range: `bytes=${spec}` }, cache: "no-store" });
+    const type = res.headers.get("content-type") ?? "";
+    const boundary = /^multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(type)?.[1];
+    if (res.status !== 206 || !boundary) {
+      void res.body?.cancel().catch(() => {});
+      return null;
+    }
+    this.checkSame(null, res.headers.get("etag"));
+    const parts = parseMultipart(new Uint8Array(await res.arrayBuffer()), boundary, this.url);
+    const byOffset = new Map<number, { total: number; bytes: Uint8Array }>();
+    for (const p of parts) byOffset.set(p.offset, p);
+    return ranges.map(([offset, length]) => {
+      const part = byOffset.get(offset);
+      if (!part || part.bytes.byteLength < length) throw new Error(`${this.url} left bytes ${offset}-${offset + length - 1} out of its multipart answer`);
+      if (part.total >= 0 && part.total !== this.size) throw changed(`${this.url} is now ${part.total} bytes; it was ${this.size} when opened`);
+      return part.bytes.subarray(0, length);
+    });
+  }
+
+  /**
+   * Many ranges in a few requests: batches of up to MULTI_RANGES ranges as
+   * multi-range requests (a few in parallel), or, from a server that does
+   * not answer those, one request per range, six at a time.
+   */
+  async readMany(ranges: readonly Range[]): Promise<Uint8Array[]> {
+    if (this.multipartOk !== false && ranges.length > 1) {
+      const batches: Range[][] = [];
+      for (let i = 0; i < ranges.length; i += MULTI_RANGES) batches.push(ranges.slice(i, i + MULTI_RANGES));
+      const first = await this.fetchMultipart(batches[0]!);
+      this.multipartOk = first !== null;
+      if (first) {
+        const rest = await pooled(batches.slice(1), 4, async (b) => {
+          const got = await this.fetchMultipart(b);
+          if (!got) throw new Error(`${this.url} stopped answering multi-range requests`);
+          return got;
+        });
+        return [first, ...rest].flat();
+      }
+    }
+    return pooled(ranges, 6, (r) => this.fetchOne(r));
+  }
+}
+
+/** Ranges per multi-range request: a Range header of a few KB, which servers accept. */
+const MULTI_RANGES = 160;
+
+/**
+ * The parts of a multipart/byteranges body, each by its Content-Range
+ * (RFC 9110 §14.6). Parts are read by their stated lengths, so a
+ * boundary string inside the data cannot cut a part short.
+ */
+function parseMultipart(body: Uint8Array, boundary: string, url: string): { offset: number; total: number; bytes: Uint8Array }[] {
+  const text = new TextDecoder("latin1");
+  const out: { offset: number; total: number; bytes: Uint8Array }[] = [];
+  const delimiter = `--${boundary}`;
+  let at = 0;
+  const bad = (why: string): Error => new Error(`${url} sent a multipart answer that cannot be read (${why})`);
+  for (;;) {
+    // Headers end at the first blank line; the part's data follows.
+    let end = -1;
+    for (let i = at; i + 3 < body.length; i++)
+      if (body[i] === 13 && body[i + 1] === 10 && body[i + 2] === 13 && body[i + 3] === 10) {
+        end = i;
+        break;
+      }
+    const head = text.decode(body.subarray(at, end < 0 ? body.length : end));
+    const start = head.indexOf(delimiter);
+    if (start < 0) throw bad("no boundary");
+    if (head.startsWith("--", start + delimiter.length)) return out;
+    if (end < 0) throw bad("a part without headers");
+    const range = /content-range:\s*bytes\s+(\d+)-(\d+)\/(\d+|\*)/i.exec(head.slice(start));
+    if (!range) throw bad("a part without Content-Range");
+    const first = Number(range[1]);
+    const length = Number(range[2]) - first + 1;
+    const data = end + 4;
+    if (length <= 0 || data + length > body.length) throw bad("a part past the end of the body");
+    out.push({ offset: first, total: range[3] === "*" ? -1 : Number(range[3]), bytes: body.subarray(data, data + length) });
+    at = data + length;
   }
 }
 

@@ -1,0 +1,535 @@
+// Benchmarks archives read in place (issue 12) in headless Chromium,
+// against the issue's targets:
+//
+//   open    drop-to-overview: a 100 MB, a 1 GB and a 5 GB archive dropped
+//           on a freshly loaded viewer page (www/dist; synthetic drop of a
+//           disk-backed File, so the viewer reads it in place): time from
+//           the drop to the overview's counts on screen, and to the first
+//           plot drawn.                              target: <= 300 ms each
+//   memory  the 5 GB drop again, sampled every 50 ms through the DevTools
+//           protocol until a second after the first plot: JS heap of page
+//           and worker plus the worker's WebAssembly memory, peak.
+//                                                    target: <= 150 MB
+//   decode  one segment decoded (readSegment, through the engine as the
+//           page runs it) from the 100 MB archive opened whole and opened
+//           in place, each segment once per mode (cold); median of each,
+//           whole-file time / in-place time.         target: >= 0.7x
+//   http    the 1 GB archive served by `dendro serve` on loopback, opened
+//           with ?url= on a fresh viewer page, behind a small counting
+//           proxy: requests and bytes for the archive until the overview
+//           is on screen (target: < 1 MiB in < 16 requests), and time to
+//           the first plot (target: < 1 s), from the page's navigation.
+//
+// Archives are written once into target/bench-lazy/ by
+// examples/big_archive.rs (one stream of ~1 MiB segments; about a minute
+// per 5 GB) and reused. Needs www/dist (`npm run build:www`), www/pkg
+// (scripts/build-wasm.sh) and a release `dendro` (built if missing).
+// Prints a JSON summary of medians on stdout; progress on stderr.
+//
+//   node scripts/bench-lazy.mjs [--runs N] [--skip open,memory,decode,http] [--sizes 100,1024,5120] [--json-out FILE]
+
+import { execFileSync, spawn } from "node:child_process";
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
+import { writeFile, mkdir } from "node:fs/promises";
+import { request as httpRequest, createServer } from "node:http";
+import { loadavg, tmpdir } from "node:os";
+import { join } from "node:path";
+import { bundleEngine, launch, root } from "./lib/engine-page.mjs";
+import { startServer } from "../www/tests/server.mjs";
+
+const args = process.argv.slice(2);
+const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
+const runs = Number(opt("--runs")) || 3;
+const skip = new Set((opt("--skip") ?? "").split(",").filter(Boolean));
+const sizes = (opt("--sizes") ?? "100,1024,5120").split(",").map(Number);
+const jsonOut = opt("--json-out");
+// --baseline: the in-place reader without the catalog prefetch and the walk
+// hints (as before them), through the same build, for before/after figures.
+const baseline = args.includes("--baseline");
+const log = (...m) => console.error("bench-lazy:", ...m);
+
+const DIST = join(root, "www/dist");
+const PKG = join(root, "www/pkg");
+const INPUTS = join(root, "target/bench-lazy");
+const targetDir = process.env.CARGO_TARGET_DIR ?? join(root, "target");
+const DENDRO = join(targetDir, "release/dendro");
+const BIG_ARCHIVE = join(targetDir, "release/examples/big_archive");
+
+{
+  const missing = [];
+  if (!existsSync(join(PKG, "dendro_bg.wasm"))) missing.push("www/pkg is not built: run `bash scripts/build-wasm.sh`");
+  if (!existsSync(join(DIST, "index.html"))) missing.push("www/dist is not built: run `npm run build:www` (after build-wasm)");
+  if (missing.length) {
+    for (const m of missing) log(m);
+    process.exit(2);
+  }
+  const newest = (dir) => Math.max(...readdirSync(dir, { recursive: true }).map((f) => statSync(join(dir, f)).mtimeMs));
+  if (newest(join(root, "www/src")) > statSync(join(DIST, "main.js")).mtimeMs) log("note: www/src is newer than www/dist; the viewer figures are for the last build");
+}
+{
+  const want = [...(existsSync(BIG_ARCHIVE) ? [] : ["--example", "big_archive"]), ...(skip.has("http") || existsSync(DENDRO) ? [] : ["--bin", "dendro"])];
+  if (want.length) {
+    log(`building ${want.join(" ")} (release)`);
+    execFileSync("cargo", ["build", "--release", "--quiet", ...want], { cwd: root, stdio: "inherit" });
+  }
+}
+
+mkdirSync(INPUTS, { recursive: true });
+const archive = (mb) => {
+  const path = join(INPUTS, `big${mb}.dendro`);
+  if (!existsSync(path)) {
+    log(`writing ${path}`);
+    rmSync(`${path}.partial`, { force: true });
+    execFileSync(BIG_ARCHIVE, [`${path}.partial`, String(mb)], { cwd: root, stdio: ["ignore", "ignore", "inherit"] });
+    renameSync(`${path}.partial`, path);
+  }
+  return path;
+};
+const paths = Object.fromEntries(sizes.map((mb) => [mb, archive(mb)]));
+const biggest = Math.max(...sizes);
+
+const median = (xs) => {
+  const s = xs.filter((x) => Number.isFinite(x)).sort((a, b) => a - b);
+  return s.length ? s[Math.floor(s.length / 2)] : null;
+};
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// ---------------------------------------------------------------------------
+// In the viewer page
+
+/**
+ * Runs in the page before its own scripts: once a frame, notes when the
+ * open tab's overview counts are on screen and when its first plot has
+ * its series drawn, as performance.now() (from the navigation) and wall
+ * clock. `window.__watch.reset()` starts over (before a drop).
+ */
+function watcher() {
+  const w = window;
+  // The first plot's stroke colour (plots.ts PALETTE[0], #2563eb).
+  const inked = (canvas) => {
+    const ctx = canvas.getContext("2d");
+    if (!ctx || canvas.width === 0 || canvas.height === 0) return false;
+    const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 12)
+      if (d[i + 3] > 128 && Math.abs(d[i] - 37) < 40 && Math.abs(d[i + 1] - 99) < 40 && Math.abs(d[i + 2] - 235) < 40 && ++n >= 20) return true;
+    return false;
+  };
+  w.__watch = { seen: {}, reset() { this.seen = {}; } };
+  const tick = () => {
+    const seen = w.__watch.seen;
+    const panel = document.querySelector(".dv-tab-panel:not([hidden])");
+    if (panel) {
+      if (!seen.overview) {
+        const el = panel.querySelector('[data-testid="overview"] [data-field="rows"]');
+        if (el && el.getBoundingClientRect().height > 0) seen.overview = { t: performance.now(), wall: Date.now() };
+      }
+      if (!seen.plot) {
+        const c = panel.querySelector(".uplot canvas");
+        if (c && inked(c)) seen.plot = { t: performance.now(), wall: Date.now() };
+      }
+      const err = panel.querySelector('[data-testid="error"], .dv-error-inline');
+      if (err && !seen.error) seen.error = err.textContent;
+      const tab = document.querySelector("[data-mode]");
+      if (tab) seen.mode = tab.dataset.mode;
+    }
+    requestAnimationFrame(tick);
+  };
+  requestAnimationFrame(tick);
+}
+
+/** Waits until the page's watcher has seen the overview and the first plot (or an error). */
+async function waitSeen(page, timeout = 120_000) {
+  const t0 = Date.now();
+  for (;;) {
+    const seen = await page.evaluate(() => window.__watch.seen);
+    if (seen.error) throw new Error(`the viewer says: ${seen.error}`);
+    if (seen.overview && seen.plot) return seen;
+    if (Date.now() - t0 > timeout) throw new Error(`timed out: ${JSON.stringify(seen)}`);
+    await sleep(25);
+  }
+}
+
+async function viewerPage(browser, url, { devtools = false } = {}) {
+  const context = await browser.newContext({ viewport: { width: 1440, height: 1000 }, deviceScaleFactor: 1 });
+  const page = await context.newPage();
+  const problems = [];
+  page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
+  page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+  await page.addInitScript(watcher);
+  await hookWorkers(context, { memory: devtools });
+  const dev = devtools ? await attachDevtools(context, page) : null;
+  await page.goto(url);
+  return { context, page, dev, problems };
+}
+
+/** A disk-backed File for `path`, dropped on the page; resolves to the drop's performance.now(). */
+async function dropFile(page, path) {
+  await page.evaluate(() => {
+    const input = document.createElement("input");
+    input.type = "file";
+    input.id = "bench-src";
+    input.hidden = true;
+    document.body.appendChild(input);
+  });
+  await page.setInputFiles("#bench-src", path);
+  await page.locator('[data-testid="dropzone"]').first().waitFor({ timeout: 30_000 });
+  await sleep(300);
+  return page.evaluate(() => {
+    const file = document.getElementById("bench-src").files[0];
+    const dt = new DataTransfer();
+    dt.items.add(file);
+    const fire = (type) => document.body.dispatchEvent(new DragEvent(type, { bubbles: true, cancelable: true, composed: true, dataTransfer: dt }));
+    fire("dragenter");
+    fire("dragover");
+    window.__watch.reset();
+    const t0 = performance.now();
+    fire("drop");
+    return t0;
+  });
+}
+
+/**
+ * Prepends to the engine's worker scripts what this run needs: the memory
+ * hook (their wasm memories can then be found) and the baseline switch.
+ */
+async function hookWorkers(context, { memory = false } = {}) {
+  if (!memory && !baseline) return;
+  await context.route(/\/(worker|decoder)\.js(\?.*)?$/, async (route) => {
+    const res = await route.fetch();
+    const head = [memory ? 'import "/bench-hook/wasm-memory.js";' : "", baseline ? "self.__dendroLazyBaseline = true;" : ""].join("\n");
+    await route.fulfill({ response: res, body: `${head}\n${await res.text()}` });
+  });
+}
+
+// ---------------------------------------------------------------------------
+// DevTools: heaps of page and worker, and the worker's wasm memory
+
+/** A worker module that notes the memory of any WebAssembly instance it creates. */
+const HOOK = {
+  "wasm-memory.js": `const note = (r) => {
+  const exports = (r.instance ?? r).exports ?? {};
+  for (const v of Object.values(exports)) if (v instanceof WebAssembly.Memory) (self.__wasmMemories ??= new Set()).add(v);
+  return r;
+};
+const instantiate = WebAssembly.instantiate;
+const streaming = WebAssembly.instantiateStreaming;
+WebAssembly.instantiate = (...a) => instantiate.apply(WebAssembly, a).then(note);
+if (streaming) WebAssembly.instantiateStreaming = (...a) => streaming.apply(WebAssembly, a).then(note);
+`,
+};
+
+async function attachDevtools(context, page) {
+  const cdp = await context.newCDPSession(page);
+  const workers = [];
+  const waiting = new Map();
+  let next = 1;
+  cdp.on("Target.attachedToTarget", (e) => {
+    if (e.targetInfo.type === "worker") workers.push(e.sessionId);
+  });
+  cdp.on("Target.detachedFromTarget", (e) => {
+    const i = workers.indexOf(e.sessionId);
+    if (i >= 0) workers.splice(i, 1);
+  });
+  cdp.on("Target.receivedMessageFromTarget", (e) => {
+    const m = JSON.parse(e.message);
+    const w = m.id !== undefined ? waiting.get(m.id) : undefined;
+    if (!w) return;
+    waiting.delete(m.id);
+    if (m.error) w.reject(new Error(m.error.message));
+    else w.resolve(m.result);
+  });
+  await cdp.send("Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
+  const inWorker = (sessionId, method, params = {}) =>
+    new Promise((resolve, reject) => {
+      const id = next++;
+      waiting.set(id, { resolve, reject });
+      cdp.send("Target.sendMessageToTarget", { sessionId, message: JSON.stringify({ id, method, params }) }).catch(reject);
+    });
+  return { cdp, workers, inWorker };
+}
+
+/** JS heap of the page and of every worker (engine and decoder), and their wasm memories. */
+async function memorySample({ cdp, workers, inWorker }) {
+  const p = await cdp.send("Runtime.getHeapUsage");
+  const s = { page_heap: p.usedSize, worker_heap: 0, wasm: 0 };
+  for (const w of [...workers]) {
+    const u = await inWorker(w, "Runtime.getHeapUsage").catch(() => null);
+    if (u) s.worker_heap += u.usedSize;
+    // The memories the hook noted (see the route in viewerPage).
+    const r = await inWorker(w, "Runtime.evaluate", {
+      expression: "self.__wasmMemories ? [...self.__wasmMemories].reduce((n, m) => n + m.buffer.byteLength, 0) : 0",
+      returnByValue: true,
+    }).catch(() => null);
+    s.wasm += r?.result?.value ?? 0;
+  }
+  return s;
+}
+
+// ---------------------------------------------------------------------------
+// The runs
+
+async function openRuns(browser, server, mb) {
+  const out = [];
+  for (let i = 0; i < runs; i++) {
+    const { context, page, problems } = await viewerPage(browser, `${server.url}/index.html`);
+    const t0 = await dropFile(page, paths[mb]);
+    const seen = await waitSeen(page);
+    out.push({ overview_ms: seen.overview.t - t0, plot_ms: seen.plot.t - t0, mode: seen.mode });
+    if (problems.length) log(`${mb} MB: ${problems.join("; ")}`);
+    await context.close();
+  }
+  return out;
+}
+
+async function memoryRun(browser, server, mb) {
+  const { context, page, dev, problems } = await viewerPage(browser, `${server.url}/index.html`, { devtools: true });
+  await dev.cdp.send("HeapProfiler.collectGarbage");
+  const samples = [];
+  let sampling = true;
+  const loop = (async () => {
+    while (sampling) {
+      samples.push(await memorySample(dev).catch(() => null));
+      await sleep(50);
+    }
+  })();
+  await dropFile(page, paths[mb]);
+  await waitSeen(page);
+  await sleep(1000);
+  sampling = false;
+  await loop;
+  const total = (s) => (s ? s.page_heap + s.worker_heap + s.wasm : 0);
+  const peak = samples.reduce((best, s) => (total(s) > total(best) ? s : best), samples[0]);
+  if (problems.length) log(`memory: ${problems.join("; ")}`);
+  await context.close();
+  return { peak_heap_wasm: total(peak), peak_parts: peak, samples: samples.length };
+}
+
+/** Runs in the engine page: each of `seqs` decoded once, whole-file and in place. */
+async function decodeInPage({ seqs }) {
+  const file = document.getElementById("bench-src").files[0];
+  const engine = window.createEngine();
+  const timed = async (h) => {
+    const d = await h.describe();
+    const s = d.sources[0];
+    const st = s.streams[0];
+    const ms = [];
+    const n = st.segments.length;
+    for (const k of seqs) {
+      const seg = st.segments[Math.floor((k * n) / 100) % n];
+      const t = performance.now();
+      const rows = await h.readSegment(s.id, st.name, seg.seq);
+      ms.push(performance.now() - t);
+      if (!rows) throw new Error("no rows");
+    }
+    return ms;
+  };
+  const whole = await engine.open(await file.arrayBuffer(), file.name);
+  const wholeMs = await timed(whole);
+  await whole.close();
+  const lazy = await engine.openFile(file, file.name);
+  const before = await lazy.lazyStats();
+  const lazyMs = await timed(lazy);
+  const after = await lazy.lazyStats();
+  await lazy.close();
+  return { whole: wholeMs, lazy: lazyMs, mode: lazy.mode, fetches: after.fetches - before.fetches, fetched: after.fetchedBytes - before.fetchedBytes };
+}
+
+async function decodeRuns(browser, mb) {
+  const engineDir = join(tmpdir(), "dendro-bench-lazy-engine");
+  await bundleEngine(engineDir);
+  const server = await startServer({ root: engineDir, mounts: { "/engine/": engineDir } });
+  try {
+    const out = [];
+    for (let i = 0; i < runs; i++) {
+      const context = await browser.newContext();
+      await hookWorkers(context);
+      const page = await context.newPage();
+      await page.goto(`${server.url}/engine/index.html`);
+      await page.waitForFunction(() => typeof window.createEngine === "function");
+      await page.evaluate(() => {
+        const input = document.createElement("input");
+        input.type = "file";
+        input.id = "bench-src";
+        document.body.append(input);
+      });
+      await page.setInputFiles("#bench-src", paths[mb]);
+      // Segments spread over the file (percent of the way), a different set each run.
+      const seqs = Array.from({ length: 12 }, (_, k) => 1 + i + k * 8);
+      out.push(await page.evaluate(decodeInPage, { seqs }));
+      await context.close();
+    }
+    return out;
+  } finally {
+    await server.close();
+  }
+}
+
+/** `dendro serve` for `file` on a free port; resolves to { url, stop }. */
+function dendroServe(file) {
+  const child = spawn(DENDRO, ["serve", "--port", "0", "--root", DIST, file], { stdio: ["ignore", "pipe", "inherit"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.on("error", reject);
+    child.on("exit", (code) => reject(new Error(`dendro serve exited (${code})`)));
+    child.stdout.on("data", (d) => {
+      out += d;
+      const m = /serving .* on (http:\/\/127\.0\.0\.1:\d+)\//.exec(out);
+      if (m) resolve({ url: m[1], stop: () => child.kill("SIGTERM") });
+    });
+  });
+}
+
+/** A loopback proxy in front of `target` that logs every answer under /archives/: when, status, body bytes. */
+function countingProxy(target) {
+  const log = [];
+  const server = createServer((req, res) => {
+    const t = new URL(target);
+    const entry = { start: Date.now(), url: req.url, range: req.headers.range ?? null, bytes: 0 };
+    const up = httpRequest({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+      entry.status = answer.statusCode;
+      res.writeHead(answer.statusCode, answer.headers);
+      answer.on("data", (d) => (entry.bytes += d.length));
+      answer.on("end", () => {
+        entry.end = Date.now();
+        if (req.url.startsWith("/archives/")) log.push(entry);
+      });
+      answer.pipe(res);
+    });
+    up.on("error", () => res.destroy());
+    req.pipe(up);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, "127.0.0.1", () => resolve({ url: `http://127.0.0.1:${server.address().port}`, log, close: () => new Promise((r) => server.close(r)) })),
+  );
+}
+
+async function httpRuns(browser, mb) {
+  const served = await dendroServe(paths[mb]);
+  const proxy = await countingProxy(served.url);
+  const name = paths[mb].split("/").pop();
+  try {
+    const out = [];
+    for (let i = 0; i < runs; i++) {
+      proxy.log.length = 0;
+      const { context, page, problems } = await viewerPage(browser, `${proxy.url}/?url=/archives/${name}`);
+      const seen = await waitSeen(page);
+      await sleep(300);
+      const before = proxy.log.filter((e) => e.start <= seen.overview.wall);
+      const toPlot = proxy.log.filter((e) => e.start <= seen.plot.wall);
+      out.push({
+        mode: seen.mode,
+        overview_ms: seen.overview.t,
+        plot_ms: seen.plot.t,
+        requests_to_overview: before.length,
+        bytes_to_overview: before.reduce((n, e) => n + e.bytes, 0),
+        requests_to_plot: toPlot.length,
+        bytes_to_plot: toPlot.reduce((n, e) => n + e.bytes, 0),
+        first_request_to_plot_ms: proxy.log.length ? seen.plot.wall - proxy.log[0].start : null,
+      });
+      if (problems.length) log(`http: ${problems.join("; ")}`);
+      await context.close();
+    }
+    return out;
+  } finally {
+    await proxy.close();
+    served.stop();
+  }
+}
+
+// ---------------------------------------------------------------------------
+
+const hookDir = join(tmpdir(), "dendro-bench-lazy-hook");
+await mkdir(hookDir, { recursive: true });
+for (const [name, text] of Object.entries(HOOK)) await writeFile(join(hookDir, name), text);
+
+const result = {
+  runs,
+  baseline,
+  when: new Date().toISOString(),
+  load_before: loadavg().map((l) => Math.round(l * 100) / 100),
+  file_bytes: Object.fromEntries(sizes.map((mb) => [mb, statSync(paths[mb]).size])),
+  head: (() => {
+    try {
+      return execFileSync("git", ["rev-parse", "--short", "HEAD"], { cwd: root, encoding: "utf8" }).trim();
+    } catch {
+      return "?";
+    }
+  })(),
+};
+const browser = await launch();
+const server = await startServer({ root: DIST, mounts: { "/bench-hook/": hookDir } });
+const raw = {};
+try {
+  if (!skip.has("open"))
+    for (const mb of sizes) {
+      log(`drop-to-overview ${mb} MB (${runs} fresh pages)`);
+      raw[`open_${mb}`] = await openRuns(browser, server, mb);
+    }
+  if (!skip.has("memory")) {
+    log(`memory ${biggest} MB`);
+    const m = [];
+    for (let i = 0; i < Math.min(runs, 3); i++) m.push(await memoryRun(browser, server, biggest));
+    raw.memory = m;
+  }
+  if (!skip.has("decode")) {
+    const mb = Math.min(...sizes);
+    log(`decode lazy vs whole-file, ${mb} MB`);
+    raw.decode = await decodeRuns(browser, mb);
+  }
+  if (!skip.has("http")) {
+    const mb = sizes.includes(1024) ? 1024 : biggest;
+    log(`over HTTP, ${mb} MB`);
+    raw.http = await httpRuns(browser, mb);
+  }
+} finally {
+  await browser.close();
+  await server.close();
+}
+
+const summary = { ...result, load_after: loadavg().map((l) => Math.round(l * 100) / 100) };
+for (const mb of sizes) {
+  const o = raw[`open_${mb}`];
+  if (o)
+    summary[`open_${mb}mb`] = {
+      mode: o[0]?.mode,
+      overview_ms: median(o.map((r) => r.overview_ms)),
+      overview_ms_all: o.map((r) => Math.round(r.overview_ms)),
+      first_plot_ms: median(o.map((r) => r.plot_ms)),
+      target_overview_ms: 300,
+    };
+}
+if (raw.memory)
+  summary[`memory_${biggest}mb`] = {
+    peak_heap_wasm_mb: median(raw.memory.map((m) => m.peak_heap_wasm / 2 ** 20)),
+    parts_mb: Object.fromEntries(Object.entries(raw.memory[0].peak_parts ?? {}).map(([k, v]) => [k, Math.round((v / 2 ** 20) * 10) / 10])),
+    target_mb: 150,
+  };
+if (raw.decode) {
+  const whole = median(raw.decode.flatMap((r) => r.whole));
+  const lazy = median(raw.decode.flatMap((r) => r.lazy));
+  summary.decode = {
+    whole_ms: whole,
+    lazy_ms: lazy,
+    ratio: whole / lazy,
+    lazy_fetches_per_segment: median(raw.decode.map((r) => r.fetches / r.lazy.length)),
+    target_ratio: 0.7,
+  };
+}
+if (raw.http) {
+  const h = raw.http;
+  summary.http = {
+    mode: h[0]?.mode,
+    requests_to_overview: median(h.map((r) => r.requests_to_overview)),
+    bytes_to_overview: median(h.map((r) => r.bytes_to_overview)),
+    overview_ms: median(h.map((r) => r.overview_ms)),
+    first_plot_ms: median(h.map((r) => r.plot_ms)),
+    first_request_to_plot_ms: median(h.map((r) => r.first_request_to_plot_ms)),
+    requests_to_plot: median(h.map((r) => r.requests_to_plot)),
+    bytes_to_plot: median(h.map((r) => r.bytes_to_plot)),
+    targets: { bytes: "< 1 MiB", requests: "< 16", first_plot_ms: "< 1000" },
+  };
+}
+const text = JSON.stringify(summary, (_, v) => (typeof v === "number" && !Number.isInteger(v) ? Math.round(v * 100) / 100 : v), 2);
+if (jsonOut) await writeFile(jsonOut, JSON.stringify({ summary, raw }, null, 2));
+console.log(text);
