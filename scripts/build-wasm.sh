@@ -31,11 +31,12 @@ export PATH="$HOME/.cargo/bin:$PATH"
 bash scripts/setup.sh
 
 # SQLite features the reader never uses (full-text search, R-trees,
-# sessions, debugging virtual tables): about 190 KB of wasm.
+# sessions, debugging virtual tables, the JSON functions: nothing here
+# parses JSON in SQL): about 190 KB of wasm before JSON went too.
 export SQLITE_WASM_RS_FLAGS="-USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_SESSION \
 -USQLITE_ENABLE_PREUPDATE_HOOK -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_ENABLE_DBPAGE_VTAB \
 -USQLITE_ENABLE_BYTECODE_VTAB -USQLITE_ENABLE_STMTVTAB -USQLITE_ENABLE_UNLOCK_NOTIFY \
--USQLITE_ENABLE_COLUMN_METADATA"
+-USQLITE_ENABLE_COLUMN_METADATA -DSQLITE_OMIT_JSON"
 
 # wasm-pack's own wasm-opt step is off (--no-opt): it would pick up any
 # wasm-opt on PATH, and Debian's (binaryen 108) emits a module that fails
