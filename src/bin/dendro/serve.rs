@@ -181,7 +181,12 @@ const BOUNDARY: &str = "dendro-byteranges-3f1c9a";
 
 /// A `multipart/byteranges` body for `ranges` of `file` (RFC 9110
 /// §14.6), or `None` when a read fails.
-fn multipart(file: &mut File, ranges: &[(u64, u64)], len: u64, part_type: &str) -> Option<Vec<u8>> {
+fn multipart(
+    file: &mut (impl Read + Seek),
+    ranges: &[(u64, u64)],
+    len: u64,
+    part_type: &str,
+) -> Option<Vec<u8>> {
     let mut body = Vec::new();
     for &(start, end) in ranges {
         body.extend_from_slice(
@@ -364,8 +369,9 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
     if let Some(c) = changed {
         headers.push(header("Dendro-Changed", &c));
     }
-    let result = match header_of(&request, "Range").map(|r| parse_range(&r, len)) {
-        Some(Some((start, end))) => {
+    let result = match header_of(&request, "Range").map(|r| parse_ranges(&r, len)) {
+        Some(Some(ranges)) if ranges.len() == 1 => {
+            let (start, end) = ranges[0];
             let body = bytes[start as usize..=end as usize].to_vec();
             headers.push(header(
                 "Content-Range",
@@ -380,7 +386,33 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
                 None,
             ))
         }
-        Some(None) => {
+        // A lazy reader's catalog prefetch asks for several ranges at once,
+        // from an image as from a file.
+        Some(Some(ranges))
+            if ranges.len() <= MAX_RANGES
+                && ranges.iter().map(|(s, e)| e - s + 1).sum::<u64>() <= MAX_MULTIPART_BYTES =>
+        {
+            let mut image_bytes = std::io::Cursor::new(&bytes[..]);
+            let Some(body) = multipart(&mut image_bytes, &ranges, len, "application/octet-stream")
+            else {
+                let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
+                return;
+            };
+            headers.retain(|h| !h.field.equiv("Content-Type"));
+            headers.push(header(
+                "Content-Type",
+                &format!("multipart/byteranges; boundary={BOUNDARY}"),
+            ));
+            let count = body.len();
+            request.respond(Response::new(
+                StatusCode(206),
+                headers,
+                std::io::Cursor::new(body),
+                Some(count),
+                None,
+            ))
+        }
+        Some(_) => {
             let mut response = Response::empty(416);
             response.add_header(header("Content-Range", &format!("bytes */{len}")));
             request.respond(response)
@@ -522,22 +554,19 @@ mod tests {
 
     #[test]
     fn the_examples_sample_is_the_first_archive_offered() {
-        let site = Site {
-            root: PathBuf::from("/srv/www"),
-            archives: vec![
+        let site = Site::new(
+            PathBuf::from("/srv/www"),
+            vec![
                 PathBuf::from("/data/demo.dendro"),
                 PathBuf::from("/data/b.dendro"),
             ],
-        };
+        );
         assert_eq!(
             site.resolve("/examples/sample.dendro?x"),
             Some(PathBuf::from("/data/demo.dendro"))
         );
         // With no archive offered it is a plain file below the root (404 when absent).
-        let bare = Site {
-            root: PathBuf::from("/srv/www"),
-            archives: vec![],
-        };
+        let bare = Site::new(PathBuf::from("/srv/www"), vec![]);
         assert_eq!(
             bare.resolve("/examples/sample.dendro"),
             Some(PathBuf::from("/srv/www/examples/sample.dendro"))
