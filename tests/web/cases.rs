@@ -227,6 +227,9 @@ fn describe_in_js_is_the_describe_json_shape_with_bigint_timestamps() {
                 .collect();
             source["caller_row_counts"] = Value::Object(counts);
             source["reserved"] = reserved_json(&ours.metadata);
+            // The engine also says whether it reads the source's live tails.
+            source["live_readable"] =
+                Value::from(dendro::typed::reader_for(&ours.metadata).is_some());
         }
         assert_eq!(to_json(&js), expected, "{}", f.file);
         assert_eq!(
