@@ -36,27 +36,6 @@ export const FOLLOW_POLL_MS = 250;
 /** The longest wait between attempts while the server cannot be reached (ms). */
 const FOLLOW_RETRY_MAX_MS = 2000;
 
-/**
- * An archive read in place first shows at most this many bytes of its
- * first stream's segments, the newest: a window over everything reads
- * every segment's footer, which SQLite reaches only by walking the
- * segment's whole overflow chain, so for a file of gigabytes the whole
- * file. The timeline still spans the archive; zooming out shows the rest.
- */
-export const FIRST_VIEW_IN_PLACE_BYTES = 8 << 20;
-
-/** The newest segments of `st` up to `budget` bytes (at least one), as a span; null when all fit. */
-function newestSpan(st: Description["sources"][number]["streams"][number], budget: number): Span | null {
-  const segs = st.segments;
-  let bytes = 0;
-  let k = segs.length;
-  while (k > 0 && bytes + segs[k - 1]!.bytes <= budget) bytes += segs[--k]!.bytes;
-  if (k === 0) return null;
-  if (k === segs.length) k--;
-  const end = streamSpan(st)?.[1] ?? segs[segs.length - 1]!.last_ts;
-  return [segs[k]!.first_ts, end];
-}
-
 interface Pick {
   source: number;
   stream: string;
@@ -176,11 +155,6 @@ export class ArchiveView {
           }
     }
     this.pending = pick;
-    if (pick && handle.mode === "lazy" && !(init.from !== undefined && init.to !== undefined && init.to > init.from)) {
-      const st = desc.sources.find((x) => x.id === pick.source)?.streams.find((x) => x.name === pick.stream);
-      const newest = st ? newestSpan(st, FIRST_VIEW_IN_PLACE_BYTES) : null;
-      if (newest) [this.from, this.to] = fullWindow(newest);
-    }
     this.el.addEventListener("keydown", (ev) => this.onKey(ev));
     if (this.following) {
       this.paintFollow();
