@@ -223,7 +223,7 @@ fn respond(site: &Site, request: Request) {
         respond_live(site, &path, request);
         return;
     }
-    let Ok(mut file) = File::open(&path) else {
+    let Ok(file) = File::open(&path) else {
         let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
         return;
     };
@@ -232,7 +232,6 @@ fn respond(site: &Site, request: Request) {
         return;
     };
     let len = meta.len();
-    let range = header_of(&request, "Range");
     let tag = etag(&meta);
     if header_of(&request, "If-Match").is_some_and(|m| m.trim() != tag) {
         let _ = request.respond(Response::empty(412).with_header(header("ETag", &tag)));
@@ -242,82 +241,14 @@ fn respond(site: &Site, request: Request) {
         let _ = request.respond(Response::empty(304).with_header(header("ETag", &tag)));
         return;
     }
-    let common = [
-        header("Content-Type", content_type(&path)),
+    let headers = vec![
         header("Accept-Ranges", "bytes"),
         header("Content-Security-Policy", CSP),
         header("X-Content-Type-Options", "nosniff"),
         header("Cache-Control", "no-cache"),
         header("ETag", &tag),
     ];
-    let result = match range.map(|r| parse_ranges(&r, len)) {
-        Some(Some(ranges)) if ranges.len() == 1 => {
-            let (start, end) = ranges[0];
-            let count = end - start + 1;
-            if file.seek(SeekFrom::Start(start)).is_err() {
-                return;
-            }
-            let body = file.take(count);
-            let mut response = Response::new(
-                StatusCode(206),
-                common.to_vec(),
-                body,
-                Some(count as usize),
-                None,
-            );
-            response.add_header(header(
-                "Content-Range",
-                &format!("bytes {start}-{end}/{len}"),
-            ));
-            request.respond(response)
-        }
-        // Several ranges in one answer: a lazy reader's catalog prefetch
-        // asks for its scattered pages this way.
-        Some(Some(ranges))
-            if ranges.len() <= MAX_RANGES
-                && ranges.iter().map(|(s, e)| e - s + 1).sum::<u64>() <= MAX_MULTIPART_BYTES =>
-        {
-            let Some(body) = multipart(&mut file, &ranges, len, content_type(&path)) else {
-                let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
-                return;
-            };
-            let mut headers: Vec<Header> = common
-                .iter()
-                .filter(|h| !h.field.equiv("Content-Type"))
-                .cloned()
-                .collect();
-            headers.push(header(
-                "Content-Type",
-                &format!("multipart/byteranges; boundary={BOUNDARY}"),
-            ));
-            let count = body.len();
-            request.respond(Response::new(
-                StatusCode(206),
-                headers,
-                std::io::Cursor::new(body),
-                Some(count),
-                None,
-            ))
-        }
-        Some(Some(_)) => {
-            let mut response = Response::empty(416);
-            response.add_header(header("Content-Range", &format!("bytes */{len}")));
-            request.respond(response)
-        }
-        Some(None) => {
-            let mut response = Response::empty(416);
-            response.add_header(header("Content-Range", &format!("bytes */{len}")));
-            request.respond(response)
-        }
-        None => request.respond(Response::new(
-            StatusCode(200),
-            common.to_vec(),
-            file,
-            Some(len as usize),
-            None,
-        )),
-    };
-    let _ = result;
+    respond_with_ranges(request, file, len, headers, content_type(&path));
 }
 
 /// An archive being written, answered from its images.
@@ -356,10 +287,8 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
         .and_then(|old| changed_units(&old.bytes, &image.bytes))
         .map(|list| format!("{} {UNIT} {list}", seen.as_deref().unwrap_or("")));
     drop(live);
-    let bytes = &image.bytes;
-    let len = bytes.len() as u64;
+    let bytes = &image.bytes[..];
     let mut headers = vec![
-        header("Content-Type", "application/octet-stream"),
         header("Accept-Ranges", "bytes"),
         header("X-Content-Type-Options", "nosniff"),
         header("Cache-Control", "no-cache"),
@@ -369,45 +298,75 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
     if let Some(c) = changed {
         headers.push(header("Dendro-Changed", &c));
     }
+    respond_with_ranges(
+        request,
+        std::io::Cursor::new(bytes),
+        bytes.len() as u64,
+        headers,
+        "application/octet-stream",
+    );
+}
+
+/// Answers `request` with `body` (`len` bytes of `content_type`) as its
+/// `Range` header asks: the whole body without one, one range as a 206, a
+/// few as one `multipart/byteranges` 206 (a lazy reader's catalog prefetch
+/// asks for its scattered pages this way), and a 416 for anything that
+/// cannot be satisfied or would be too large to buffer. Files and a live
+/// archive's images are answered by this one function.
+fn respond_with_ranges(
+    request: Request,
+    mut body: impl Read + Seek,
+    len: u64,
+    mut headers: Vec<Header>,
+    content_type: &str,
+) {
+    let typed = |mut headers: Vec<Header>, value: &str| {
+        headers.push(header("Content-Type", value));
+        headers
+    };
     let result = match header_of(&request, "Range").map(|r| parse_ranges(&r, len)) {
+        None => request.respond(Response::new(
+            StatusCode(200),
+            typed(headers, content_type),
+            body,
+            Some(len as usize),
+            None,
+        )),
         Some(Some(ranges)) if ranges.len() == 1 => {
             let (start, end) = ranges[0];
-            let body = bytes[start as usize..=end as usize].to_vec();
+            if body.seek(SeekFrom::Start(start)).is_err() {
+                let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
+                return;
+            }
+            let count = end - start + 1;
             headers.push(header(
                 "Content-Range",
                 &format!("bytes {start}-{end}/{len}"),
             ));
-            let n = body.len();
             request.respond(Response::new(
                 StatusCode(206),
-                headers,
-                std::io::Cursor::new(body),
-                Some(n),
+                typed(headers, content_type),
+                body.take(count),
+                Some(count as usize),
                 None,
             ))
         }
-        // A lazy reader's catalog prefetch asks for several ranges at once,
-        // from an image as from a file.
         Some(Some(ranges))
             if ranges.len() <= MAX_RANGES
                 && ranges.iter().map(|(s, e)| e - s + 1).sum::<u64>() <= MAX_MULTIPART_BYTES =>
         {
-            let mut image_bytes = std::io::Cursor::new(&bytes[..]);
-            let Some(body) = multipart(&mut image_bytes, &ranges, len, "application/octet-stream")
-            else {
+            let Some(parts) = multipart(&mut body, &ranges, len, content_type) else {
                 let _ = request.respond(Response::from_string("cannot read").with_status_code(500));
                 return;
             };
-            headers.retain(|h| !h.field.equiv("Content-Type"));
-            headers.push(header(
-                "Content-Type",
-                &format!("multipart/byteranges; boundary={BOUNDARY}"),
-            ));
-            let count = body.len();
+            let count = parts.len();
             request.respond(Response::new(
                 StatusCode(206),
-                headers,
-                std::io::Cursor::new(body),
+                typed(
+                    headers,
+                    &format!("multipart/byteranges; boundary={BOUNDARY}"),
+                ),
+                std::io::Cursor::new(parts),
                 Some(count),
                 None,
             ))
@@ -417,13 +376,6 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
             response.add_header(header("Content-Range", &format!("bytes */{len}")));
             request.respond(response)
         }
-        None => request.respond(Response::new(
-            StatusCode(200),
-            headers,
-            std::io::Cursor::new(bytes.to_vec()),
-            Some(bytes.len()),
-            None,
-        )),
     };
     let _ = result;
 }
