@@ -251,6 +251,7 @@ fn a_subscriber_killed_during_a_staged_catch_up_leaves_no_replica_or_a_whole_one
             staged += 1;
         }
     }
+    eprintln!("kills: {staged} during the staged catch-up, {promoted} after its move");
     assert!(
         staged > 0,
         "no kill landed in the staged catch-up ({promoted} after it)"
