@@ -148,6 +148,9 @@ impl Subscriber {
                 Writer::create_with(path, Arc::clone(&encoder), options)?,
                 None,
             ),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::io(&path.display().to_string(), "cannot stat", e))
+            }
             Err(_) => {
                 let at = staging::staging_path(path);
                 (

@@ -164,3 +164,43 @@ fn an_empty_stream_leaves_an_empty_archive() {
     assert!(dendro::read::describe(&archive).unwrap().sources.is_empty());
     assert!(!staging(&out).exists());
 }
+
+#[test]
+fn a_source_without_a_uuid_is_one_source_across_the_move_into_place() {
+    // Its handle is opened again on the moved file, by the uuid the
+    // replica minted for it; without one it would be inserted twice.
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("replica.dendro");
+    let mut subscriber = Subscriber::open(&out, fixture_encoder()).unwrap();
+    subscriber
+        .apply(Frame::Handshake {
+            source: 0,
+            uuid: None,
+            labels: [("host".into(), "old".into())].into(),
+            metadata: Default::default(),
+            clock_anchor_wall_ns: 1,
+            complete: false,
+        })
+        .unwrap();
+    assert!(subscriber.staging());
+    subscriber
+        .apply(Frame::Rows {
+            source: 0,
+            seq: 0,
+            index_state: (0, 0),
+            rows: vec![dendro::replicate::WireRow {
+                stream: "a".into(),
+                ts: 5,
+                wall_offset: 0,
+                row: crate::common::fixture_row(5, "a"),
+            }],
+        })
+        .unwrap();
+    assert!(!subscriber.staging());
+    let applied = subscriber.finish().unwrap();
+    assert_eq!(applied.rows, 1);
+    let archive = Archive::open(&out).unwrap();
+    let sources = dendro::read::describe(&archive).unwrap().sources;
+    assert_eq!(sources.len(), 1, "{sources:?}");
+    assert_eq!(sources[0].streams.len(), 1);
+}
