@@ -13,10 +13,12 @@
 //!   connect until the replica's writer has joined (everything durable);
 //!   against `std::fs::copy` of the same file plus an fsync of the copy.
 //!   Both warm (the origin's pages in the OS cache), alternated per rep.
-//!   Also the two halves alone (publisher into a sink, subscriber from
-//!   memory) so that the end-to-end figure can be read against them, and
-//!   the catch-up as it was before it streamed and batched (the whole poll
-//!   gathered first, one transaction per segment), as a ratio to a copy.
+//!   Into a new replica (the catch-up is staged beside it and moved into
+//!   place) and, as a third arm, into an existing empty replica (written in
+//!   place through the writer's durable transactions, as every catch-up
+//!   was before staging). Also the two halves alone (publisher into a
+//!   sink, subscriber from memory, new and existing) so that the
+//!   end-to-end figure can be read against them.
 //! - **live lag**: a writer appends a tick every 10 ms to 4 streams
 //!   (timestamps are the wall clock) while `serve_tcp` publishes it with a
 //!   1 s interval and a subscriber applies over TCP; for every `Rows`
@@ -39,7 +41,7 @@ use arrow_schema::{DataType, Field, Schema};
 use dendro::container::NewSource;
 use dendro::replicate::codec::preamble;
 use dendro::replicate::transport::{apply_stream, serve_tcp, write_catch_up};
-use dendro::replicate::{Frame, FrameReader, Publisher, Subscriber, VerbatimOnly, WireRow};
+use dendro::replicate::{Frame, FrameReader, Subscriber, VerbatimOnly, WireRow};
 use dendro::segment::encode_batch;
 use dendro::write::{wall_clock_ns, TickRows, Writer, WriterOptions};
 use dendro::{Archive, ArchiveMut, ClockOffset, Labels, Segment, SegmentEncoder, WalRow};
@@ -208,10 +210,30 @@ fn file_copy(from: &Path, to: &Path) -> f64 {
     started.elapsed().as_secs_f64()
 }
 
+/// Where a catch-up lands: a path with nothing at it (the catch-up is
+/// staged and moved into place), or an empty archive made beforehand,
+/// untimed (the catch-up goes through the writer's durable transactions,
+/// as every catch-up did before staging, and as a resumed replica's does).
+#[derive(Clone, Copy, PartialEq)]
+enum Target {
+    New,
+    Existing,
+}
+
+fn prepare(to: &Path, into: Target) {
+    remove(to);
+    if into == Target::Existing {
+        Writer::create_with(to, Arc::new(VerbatimOnly), WriterOptions::default())
+            .unwrap()
+            .join()
+            .unwrap();
+    }
+}
+
 /// Publisher and subscriber over a loopback socket, through the
 /// transports the CLI uses; until the replica's writer has joined.
-fn catch_up(from: &Path, to: &Path) -> f64 {
-    remove(to);
+fn catch_up(from: &Path, to: &Path, into: Target) -> f64 {
+    prepare(to, into);
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let origin = from.to_path_buf();
@@ -222,6 +244,7 @@ fn catch_up(from: &Path, to: &Path) -> f64 {
     });
     let conn = TcpStream::connect(addr).unwrap();
     let mut subscriber = Subscriber::open(to, Arc::new(VerbatimOnly)).unwrap();
+    assert_eq!(subscriber.staging(), into == Target::New);
     apply_stream(&mut subscriber, conn, "bench-subscriber", |_, _| {}).unwrap();
     let applied = subscriber.finish().unwrap();
     let elapsed = started.elapsed().as_secs_f64();
@@ -230,47 +253,14 @@ fn catch_up(from: &Path, to: &Path) -> f64 {
     elapsed
 }
 
-/// The same catch-up as the code did it before the fixes: the publisher
-/// gathers the whole poll before sending a byte, and the subscriber
-/// commits each segment on its own (a `sync` after each `Segment` frame is
-/// one transaction per segment, as adoption was). For the before/after
-/// figure only.
-fn catch_up_unbatched(from: &Path, to: &Path) -> f64 {
-    use std::io::Write;
-    remove(to);
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = listener.local_addr().unwrap();
-    let origin = from.to_path_buf();
+/// The subscriber alone, from a stream in memory.
+fn subscribe_from_memory(stream: &[u8], to: &Path, into: Target) -> f64 {
+    prepare(to, into);
     let started = Instant::now();
-    let publisher = std::thread::spawn(move || {
-        let (conn, _) = listener.accept().unwrap();
-        let mut out = std::io::BufWriter::new(conn);
-        let mut publisher = Publisher::new(Archive::open(&origin).unwrap());
-        let frames = publisher.poll().unwrap();
-        out.write_all(&preamble()).unwrap();
-        let mut buf = Vec::new();
-        for frame in frames {
-            buf.clear();
-            frame.encode_into(&mut buf);
-            out.write_all(&buf).unwrap();
-        }
-        out.flush().unwrap();
-    });
-    let conn = TcpStream::connect(addr).unwrap();
     let mut subscriber = Subscriber::open(to, Arc::new(VerbatimOnly)).unwrap();
-    let mut reader = FrameReader::new(std::io::BufReader::new(conn), "unbatched").unwrap();
-    subscriber.new_connection();
-    while let Some(frame) = reader.next_frame().unwrap() {
-        let segment = matches!(frame, Frame::Segment { .. });
-        subscriber.apply(frame).unwrap();
-        if segment {
-            subscriber.sync().unwrap();
-        }
-    }
+    apply_stream(&mut subscriber, stream, "memory", |_, _| {}).unwrap();
     subscriber.finish().unwrap();
-    let elapsed = started.elapsed().as_secs_f64();
-    publisher.join().unwrap();
-    elapsed
+    started.elapsed().as_secs_f64()
 }
 
 /// Segment count and bytes, live rows: what a replica must match.
@@ -311,72 +301,72 @@ fn catchup_figures(figures: &Figures, dir: &Path, mb: f64, reps: usize) {
     let started = Instant::now();
     write_catch_up(&origin, &mut stream, "memory").unwrap();
     let publish_s = started.elapsed().as_secs_f64();
-    let started = Instant::now();
-    remove(&replica);
-    let mut subscriber = Subscriber::open(&replica, Arc::new(VerbatimOnly)).unwrap();
-    apply_stream(&mut subscriber, &stream[..], "memory", |_, _| {}).unwrap();
-    subscriber.finish().unwrap();
-    let subscribe_s = started.elapsed().as_secs_f64();
+    let subscribe_s = subscribe_from_memory(&stream, &replica, Target::New);
     assert_eq!(shape(&replica), shape(&origin), "the replica differs");
-    // The subscriber alone, batched (as it is) and one segment per
-    // transaction (a sync after each), alternated.
-    let (mut batched, mut single) = (Vec::new(), Vec::new());
+    // The subscriber alone, into a new replica (staged) and into an
+    // existing one (in place), alternated.
+    let (mut staged, mut in_place) = (Vec::new(), Vec::new());
     for rep in 0..reps.max(3) {
-        for one_by_one in [rep % 2 == 0, rep % 2 != 0] {
-            remove(&replica);
-            let started = Instant::now();
-            let mut subscriber = Subscriber::open(&replica, Arc::new(VerbatimOnly)).unwrap();
-            let mut reader = FrameReader::new(&stream[..], "memory").unwrap();
-            while let Some(frame) = reader.next_frame().unwrap() {
-                let segment = matches!(frame, Frame::Segment { .. });
-                subscriber.apply(frame).unwrap();
-                if segment && one_by_one {
-                    subscriber.sync().unwrap();
-                }
-            }
-            subscriber.finish().unwrap();
-            let s = started.elapsed().as_secs_f64();
-            if one_by_one {
-                single.push(s);
-            } else {
-                batched.push(s);
+        let order = if rep % 2 == 0 {
+            [Target::New, Target::Existing]
+        } else {
+            [Target::Existing, Target::New]
+        };
+        for into in order {
+            let s = subscribe_from_memory(&stream, &replica, into);
+            assert_eq!(shape(&replica), shape(&origin), "the replica differs");
+            match into {
+                Target::New => staged.push(s),
+                Target::Existing => in_place.push(s),
             }
         }
     }
     let stream_bytes = stream.len() as f64;
     drop(stream);
-    let (mut copies, mut catchups) = (Vec::new(), Vec::new());
+    // Over TCP: a copy, a catch-up into a new replica and one into an
+    // existing replica per rep, in an order that turns around every rep
+    // so that none always finds a warmer disk.
+    let (mut copies, mut catchups, mut existing) = (Vec::new(), Vec::new(), Vec::new());
     for rep in 0..reps {
-        // Alternate which goes first, so neither always finds a warmer disk.
-        if rep % 2 == 0 {
-            copies.push(file_copy(&origin, &copy));
-            catchups.push(catch_up(&origin, &replica));
-        } else {
-            catchups.push(catch_up(&origin, &replica));
-            copies.push(file_copy(&origin, &copy));
+        let mut arms = [0, 1, 2];
+        if rep % 2 != 0 {
+            arms.reverse();
+        }
+        for arm in arms {
+            match arm {
+                0 => copies.push(file_copy(&origin, &copy)),
+                1 => {
+                    catchups.push(catch_up(&origin, &replica, Target::New));
+                    assert_eq!(shape(&replica), shape(&origin), "the replica differs");
+                }
+                _ => {
+                    existing.push(catch_up(&origin, &replica, Target::Existing));
+                    assert_eq!(shape(&replica), shape(&origin), "the replica differs");
+                }
+            }
         }
     }
-    assert_eq!(shape(&replica), shape(&origin), "the replica differs");
-    let mut before = Vec::new();
-    for _ in 0..reps {
-        let copy_s = file_copy(&origin, &copy);
-        before.push(catch_up_unbatched(&origin, &replica) / copy_s);
-    }
-    assert_eq!(shape(&replica), shape(&origin), "the replica differs");
-    let ratios: Vec<f64> = copies.iter().zip(&catchups).map(|(c, u)| u / c).collect();
+    let ratio =
+        |times: &[f64]| -> Vec<f64> { copies.iter().zip(times).map(|(c, u)| u / c).collect() };
+    let (ratios, existing_ratios) = (ratio(&catchups), ratio(&existing));
     let mb_s = |s: f64| file_bytes as f64 / 1e6 / s;
     figures.add("catchup_archive_mb", file_bytes as f64 / 1e6, "MB");
     figures.add("catchup_stream_mb", stream_bytes / 1e6, "MB");
     figures.add("publish_to_memory_s", publish_s, "s");
     figures.add("subscribe_from_memory_s", subscribe_s, "s");
-    figures.add("subscribe_from_memory_batched_s", median(batched), "s");
-    figures.add("subscribe_from_memory_per_segment_s", median(single), "s");
+    figures.add("subscribe_from_memory_staged_s", median(staged), "s");
+    figures.add("subscribe_from_memory_in_place_s", median(in_place), "s");
     figures.add("file_copy_fsync_s", median(copies.clone()), "s");
     figures.add("catchup_tcp_s", median(catchups.clone()), "s");
+    figures.add("catchup_tcp_existing_s", median(existing.clone()), "s");
     figures.add("file_copy_mb_per_s", mb_s(median(copies)), "MB/s");
     figures.add("catchup_tcp_mb_per_s", mb_s(median(catchups)), "MB/s");
     figures.add("catchup_over_copy_ratio", median(ratios), "x");
-    figures.add("unbatched_catchup_over_copy_ratio", median(before), "x");
+    figures.add(
+        "existing_catchup_over_copy_ratio",
+        median(existing_ratios),
+        "x",
+    );
     remove(&origin);
     remove(&copy);
     remove(&replica);

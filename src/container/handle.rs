@@ -461,7 +461,7 @@ pub(crate) struct WriterLock {
 /// Takes the writers' lock after checking the medium can be written, so
 /// read-only media is refused by name rather than by a SQLite code.
 #[cfg(feature = "write")]
-fn lock_for_writing(path: &Path, file: &str) -> Result<WriterLock> {
+pub(super) fn lock_for_writing(path: &Path, file: &str) -> Result<WriterLock> {
     let handle = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -12,6 +12,8 @@ pub mod pragmas;
 mod schema;
 mod sniff;
 #[cfg(feature = "write")]
+pub(crate) mod staging;
+#[cfg(feature = "write")]
 mod transaction;
 
 pub(crate) use bulk::payload_buffer;
@@ -25,6 +27,9 @@ pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
 #[cfg(not(target_arch = "wasm32"))]
 pub use sniff::sniff;
 pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};
+#[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
+pub use staging::STAGING_SUFFIX;
 #[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use transaction::{NewSource, Transaction};

@@ -14,6 +14,13 @@
 //!
 //! It never seals: a replica's segments are the origin's, adopted byte
 //! for byte.
+//!
+//! A replica that does not exist yet is caught up in a staging file beside
+//! it (`container::staging`), written with no journal and made durable
+//! once, and moved into place before the first `Rows` frame, which is where
+//! every poll's catalog part ends: from then on the replica is written as
+//! every archive is, one durable transaction at a time. A kill before the
+//! move leaves no replica, only a staging file the next run discards.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +30,7 @@ use serde::Serialize;
 
 use super::codec::{Frame, IndexKind, IndexState, WireRow};
 use crate::catalog::{CallerRow, ClockOffset, WalRow};
-use crate::container::{Archive, NewSource};
+use crate::container::{staging, Archive, NewSource};
 use crate::error::{Error, Result};
 use crate::segment::{Segment, SegmentEncoder};
 use crate::write::{Adopted, SourceWriter, Writer, WriterOptions};
@@ -82,8 +89,13 @@ struct Ordinal {
 /// connections: call [`Subscriber::new_connection`] when a new stream
 /// starts, since ordinals are per connection.
 pub struct Subscriber {
-    writer: Writer,
+    /// Always set, except after a failed move into place.
+    writer: Option<Writer>,
+    encoder: Arc<dyn SegmentEncoder>,
     path: PathBuf,
+    /// While the catch-up of a new replica is staged: the staging file,
+    /// which the writer and reader are on instead of `path`.
+    staging: Option<PathBuf>,
     file: String,
     replicas: HashMap<String, Replica>,
     ordinals: HashMap<u32, Ordinal>,
@@ -116,18 +128,42 @@ impl Subscriber {
     /// Applies to the archive at `path`, created if it does not exist.
     /// `encoder` must agree with every source's `encoder` key when it
     /// reports a version; it is never asked to encode.
+    ///
+    /// When nothing is at `path`, the catch-up is staged (see the module's
+    /// documentation) and `path` appears only once it is whole: at the
+    /// first `Rows` frame, [`Subscriber::sync`] or [`Subscriber::finish`].
+    /// What an earlier run staged for `path` and never finished is
+    /// discarded first.
     pub fn open(path: impl AsRef<Path>, encoder: Arc<dyn SegmentEncoder>) -> Result<Subscriber> {
         let path = path.as_ref();
         let options = WriterOptions::default();
-        let exists = std::fs::metadata(path).is_ok_and(|m| m.len() > 0);
-        let writer = if exists {
-            Writer::open_with(path, encoder, options)?
-        } else {
-            Writer::create_with(path, encoder, options)?
+        staging::discard_stale(path)?;
+        let (writer, staged) = match std::fs::metadata(path) {
+            Ok(m) if m.len() > 0 => (
+                Writer::open_with(path, Arc::clone(&encoder), options)?,
+                None,
+            ),
+            // An empty file someone made for it: written in place, as before.
+            Ok(_) => (
+                Writer::create_with(path, Arc::clone(&encoder), options)?,
+                None,
+            ),
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                return Err(Error::io(&path.display().to_string(), "cannot stat", e))
+            }
+            Err(_) => {
+                let at = staging::staging_path(path);
+                (
+                    Writer::create_staging(&at, Arc::clone(&encoder), options)?,
+                    Some(at),
+                )
+            }
         };
         Ok(Subscriber {
-            writer,
+            writer: Some(writer),
+            encoder,
             path: path.to_path_buf(),
+            staging: staged,
             file: path.display().to_string(),
             replicas: HashMap::new(),
             ordinals: HashMap::new(),
@@ -162,6 +198,9 @@ impl Subscriber {
     pub fn apply(&mut self, frame: Frame) -> Result<()> {
         if !matches!(frame, Frame::Segment { .. }) {
             self.adopt_pending()?;
+        }
+        if matches!(frame, Frame::Rows { .. }) {
+            self.promote()?;
         }
         match frame {
             Frame::Handshake {
@@ -235,6 +274,7 @@ impl Subscriber {
     /// writer: what a stream's clean end calls for.
     pub fn finish(mut self) -> Result<Applied> {
         self.adopt_pending()?;
+        self.promote()?;
         let keys: Vec<String> = self.replicas.keys().cloned().collect();
         for key in keys {
             self.settle(&key)?;
@@ -243,15 +283,61 @@ impl Subscriber {
             drop(replica.writer.take());
         }
         let applied = self.applied.clone();
-        self.writer.join()?;
+        self.live()?;
+        if let Some(writer) = self.writer.take() {
+            writer.join()?;
+        }
         Ok(applied)
     }
 
     /// Waits until everything applied is durable, then returns the counts.
+    /// A staged catch-up is moved into place first.
     pub fn sync(&mut self) -> Result<&Applied> {
         self.adopt_pending()?;
-        self.writer.sync()?;
+        self.promote()?;
+        self.live()?.sync()?;
         Ok(&self.applied)
+    }
+
+    /// Whether the catch-up of a new replica is still being staged.
+    pub fn staging(&self) -> bool {
+        self.staging.is_some()
+    }
+
+    /// The writer, which is gone only if a move into place failed.
+    fn live(&self) -> Result<&Writer> {
+        live(&self.writer, &self.file)
+    }
+
+    /// Ends a staged catch-up: its writer stops, the file is made durable
+    /// and moved to the replica's path, and a writer is started there as
+    /// on any archive, with the replicas' open handles opened again on it.
+    /// Nothing to do when nothing is staged.
+    fn promote(&mut self) -> Result<()> {
+        let Some(staged) = self.staging.take() else {
+            return Ok(());
+        };
+        let mut open = Vec::new();
+        for (key, replica) in &mut self.replicas {
+            if let Some(handle) = replica.writer.take() {
+                open.push(key.clone());
+                drop(handle);
+            }
+        }
+        self.reader = None;
+        if let Some(writer) = self.writer.take() {
+            writer.join()?;
+        }
+        staging::promote(&staged, &self.path)?;
+        let options = WriterOptions::default();
+        let writer = Writer::open_with(&self.path, Arc::clone(&self.encoder), options)?;
+        for key in open {
+            if let Some(replica) = self.replicas.get_mut(&key) {
+                replica.handle(&writer)?;
+            }
+        }
+        self.writer = Some(writer);
+        Ok(())
     }
 
     fn refused(&self, message: String) -> Error {
@@ -285,8 +371,13 @@ impl Subscriber {
                 None
             }
             None => {
-                let writer = self.writer.mirror_source(source.clone())?;
+                let writer = self.live()?.mirror_source(source.clone())?;
                 let newest = self.held_newest(writer.id())?;
+                // A source that came without a uuid was given one here; it
+                // is found by it when its handle is opened again (after the
+                // move into place, or a finalize).
+                let mut source = source;
+                source.uuid = source.uuid.or_else(|| Some(writer.uuid().to_string()));
                 self.replicas.insert(
                     key.clone(),
                     Replica {
@@ -330,7 +421,8 @@ impl Subscriber {
     /// A reading connection onto the replica, for what it already holds.
     fn reader(&mut self) -> Result<&Archive> {
         if self.reader.is_none() {
-            self.reader = Some(Archive::open(&self.path)?);
+            let at = self.staging.as_deref().unwrap_or(&self.path);
+            self.reader = Some(Archive::open(at)?);
         }
         Ok(self.reader.as_ref().expect("set above"))
     }
@@ -351,11 +443,12 @@ impl Subscriber {
     /// The writer and the replica an ordinal names.
     fn replica(&mut self, ordinal: u32) -> Result<(&Writer, &mut Replica)> {
         let key = self.ordinal(ordinal)?.key.clone();
+        let writer = live(&self.writer, &self.file)?;
         let replica = self
             .replicas
             .get_mut(&key)
             .expect("an ordinal names a replica");
-        Ok((&self.writer, replica))
+        Ok((writer, replica))
     }
 
     fn index(
@@ -440,7 +533,9 @@ impl Subscriber {
         if !fresh.is_empty() {
             let count = fresh.len() as u64;
             let top = fresh.iter().map(|(_, r)| r.ts).max();
-            replica.handle(&self.writer)?.wal(fresh)?;
+            replica
+                .handle(live(&self.writer, &self.file)?)?
+                .wal(fresh)?;
             replica.newest = newest;
             self.applied.rows += count;
             self.applied.newest_ts = self.applied.newest_ts.max(top);
@@ -476,7 +571,9 @@ impl Subscriber {
                 .replicas
                 .get_mut(&key)
                 .expect("a held segment names a replica");
-            let outcomes = replica.handle(&self.writer)?.adopt_segments(run)?;
+            let outcomes = replica
+                .handle(live(&self.writer, &self.file)?)?
+                .adopt_segments(run)?;
             for ((stream, last_ts), adopted) in tops.into_iter().zip(outcomes) {
                 let newest = replica.newest.entry(stream).or_insert(last_ts);
                 *newest = (*newest).max(last_ts);
@@ -502,6 +599,15 @@ impl Subscriber {
         }
         Ok(())
     }
+}
+
+/// The subscriber's writer, which is gone only if a staged catch-up could
+/// not be moved into place (the error said why; nothing more is applied).
+fn live<'a>(writer: &'a Option<Writer>, file: &str) -> Result<&'a Writer> {
+    writer.as_ref().ok_or_else(|| Error::Replication {
+        file: file.to_string(),
+        message: "the staged catch-up could not be moved into place".into(),
+    })
 }
 
 impl Replica {

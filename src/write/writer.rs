@@ -18,7 +18,7 @@ use super::source::{SourceClock, SourceWriter};
 use super::thread::WriterThread;
 use super::wall_clock_ns;
 use crate::catalog::Labels;
-use crate::container::{create_file, open_streaming, NewSource};
+use crate::container::{create_file, open_streaming, staging, NewSource};
 use crate::error::{Error, Result};
 use crate::segment::SegmentEncoder;
 
@@ -45,6 +45,15 @@ impl std::fmt::Debug for Writer {
     }
 }
 
+/// How the writing connection journals its transactions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Journal {
+    /// Every archive's: WAL, each commit durable when it returns.
+    Wal,
+    /// A staging file's (`container::staging::apply_bulk_load`).
+    Staging,
+}
+
 impl Writer {
     /// Creates a new archive at `path` (which must not exist, or be empty)
     /// and starts writing it. The main file alone is a valid archive from
@@ -69,9 +78,29 @@ impl Writer {
         encoder: Arc<dyn SegmentEncoder>,
         options: WriterOptions,
     ) -> Result<Writer> {
-        let path = path.as_ref();
+        Writer::create_in(path.as_ref(), encoder, options, Journal::Wal)
+    }
+
+    /// [`Writer::create_with`] for a staging file that nothing reads until
+    /// it is finished and moved into place (`container::staging`): no
+    /// `-wal`, no fsync per transaction. Its durability is the caller's,
+    /// who makes it durable whole before giving it its name.
+    pub(crate) fn create_staging(
+        path: &Path,
+        encoder: Arc<dyn SegmentEncoder>,
+        options: WriterOptions,
+    ) -> Result<Writer> {
+        Writer::create_in(path, encoder, options, Journal::Staging)
+    }
+
+    fn create_in(
+        path: &Path,
+        encoder: Arc<dyn SegmentEncoder>,
+        options: WriterOptions,
+        journal: Journal,
+    ) -> Result<Writer> {
         create_file(path)?;
-        Writer::start(path, encoder, options).inspect_err(|_| {
+        Writer::start(path, encoder, options, journal).inspect_err(|_| {
             // A file this call made and could not start writing is of no use
             // to anyone, and leaving it would make the retry fail as "exists".
             for suffix in ["", "-wal", "-shm"] {
@@ -88,16 +117,20 @@ impl Writer {
         encoder: Arc<dyn SegmentEncoder>,
         options: WriterOptions,
     ) -> Result<Writer> {
-        Writer::start(path.as_ref(), encoder, options)
+        Writer::start(path.as_ref(), encoder, options, Journal::Wal)
     }
 
     fn start(
         path: &Path,
         encoder: Arc<dyn SegmentEncoder>,
         options: WriterOptions,
+        journal: Journal,
     ) -> Result<Writer> {
         let file = path.display().to_string();
         let (conn, lock) = open_streaming(path)?;
+        if journal == Journal::Staging {
+            staging::apply_bulk_load(&conn, &file)?;
+        }
         conn.busy_timeout(options.busy_timeout)
             .map_err(|e| Error::sqlite(&file, "cannot set the busy timeout", e))?;
         conn.set_prepared_statement_cache_capacity(64);

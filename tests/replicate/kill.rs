@@ -2,12 +2,17 @@
 //! run as processes and are each killed (SIGKILL) dozens of times while a
 //! writer appends and seals, each restart waiting for the process to say it
 //! is up rather than for time to pass. The final replica equals the origin.
+//! And a subscriber catching up into a new replica is killed at moments
+//! spread over the whole catch-up: its path holds nothing or a whole
+//! archive, never half of one.
 
 use std::io::{BufRead, BufReader};
 use std::net::TcpListener;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
+use std::time::Instant;
 
+use dendro::container::STAGING_SUFFIX;
 use dendro::{Archive, ClockOffset, Labels, SourceWriter, WalRow, Writer};
 
 use crate::common::{fixture_row, FixtureEncoder};
@@ -131,6 +136,130 @@ fn killed_publishers_and_subscribers_restart_into_an_equal_replica() {
         .status()
         .unwrap();
     assert!(status.success());
+    assert_replica(&origin, &replica);
+    assert!(Archive::open(&replica).unwrap().verify().unwrap().sound);
+}
+
+/// Starts `dendro subscribe OUT --from STREAM` and returns once it has
+/// applied a frame (its first progress line).
+fn subscriber_from(replica: &Path, stream: &Path) -> Child {
+    let mut child = dendro()
+        .arg("subscribe")
+        .arg(replica)
+        .arg("--from")
+        .arg(stream)
+        .arg("--json")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.as_mut().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    assert!(line.starts_with('{'), "{line:?}");
+    child
+}
+
+fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
+    let mut name = path.as_os_str().to_os_string();
+    name.push(suffix);
+    name.into()
+}
+
+fn segment_count(path: &Path) -> usize {
+    Archive::open(path)
+        .unwrap()
+        .read_snapshot(|s| Ok(s.all_segments()?.len()))
+        .unwrap()
+}
+
+#[test]
+fn a_subscriber_killed_during_a_staged_catch_up_leaves_no_replica_or_a_whole_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin, replica) = (dir.path().join("o.dendro"), dir.path().join("r.dendro"));
+    let staging = with_suffix(&replica, STAGING_SUFFIX);
+    let writer = Writer::create(&origin, FixtureEncoder::default()).unwrap();
+    let source = writer
+        .add_source([("host".into(), "s".into())].into(), Labels::new())
+        .unwrap();
+    let mut ts = 0;
+    for _ in 0..60 {
+        let rows = (0..600)
+            .map(|_| {
+                ts += 1;
+                let stream = ["cpu", "mem", "net"][(ts % 3) as usize];
+                let row = WalRow {
+                    ts,
+                    wall_offset: 1,
+                    row: fixture_row(ts, stream),
+                };
+                (stream.to_string(), row)
+            })
+            .collect();
+        source.wal(rows).unwrap();
+        source.seal(["cpu", "mem", "net"]).unwrap();
+    }
+    for _ in 0..50 {
+        ts += 1;
+        append(&source, ts);
+    }
+    source.sync().unwrap();
+    source.finalize(ClockOffset { ts, offset_ns: 1 }).unwrap();
+    writer.join().unwrap();
+    let segments = segment_count(&origin);
+    assert!(segments >= 150, "{segments}");
+    let stream = dir.path().join("catch-up.bin");
+    let status = dendro()
+        .arg("publish")
+        .arg(&origin)
+        .arg("--to")
+        .arg(&stream)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let remove_replica = || {
+        for suffix in ["", "-wal", "-shm"] {
+            let _ = std::fs::remove_file(with_suffix(&replica, suffix));
+        }
+    };
+    // One whole run, timed, to spread the kills over.
+    let started = Instant::now();
+    let mut whole = subscriber_from(&replica, &stream);
+    assert!(whole.wait().unwrap().success());
+    let took = started.elapsed();
+    assert_replica(&origin, &replica);
+    remove_replica();
+    let (mut staged, mut promoted) = (0, 0);
+    let rounds = 16u32;
+    for round in 0..rounds {
+        let mut child = subscriber_from(&replica, &stream);
+        std::thread::sleep(took.mul_f64(f64::from(round) / f64::from(rounds)));
+        kill(&mut child);
+        if replica.exists() {
+            // Moved into place, so whole: sound, with every segment.
+            assert!(Archive::open(&replica).unwrap().verify().unwrap().sound);
+            assert_eq!(segment_count(&replica), segments, "round {round}");
+            promoted += 1;
+            remove_replica();
+        } else {
+            assert!(
+                staging.exists(),
+                "round {round}: neither replica nor staging"
+            );
+            staged += 1;
+        }
+    }
+    eprintln!("kills: {staged} during the staged catch-up, {promoted} after its move");
+    assert!(
+        staged > 0,
+        "no kill landed in the staged catch-up ({promoted} after it)"
+    );
+    // Whatever the last kill left, the next run finishes the replica.
+    let mut last = subscriber_from(&replica, &stream);
+    assert!(last.wait().unwrap().success());
+    assert!(!staging.exists(), "the staging file was left behind");
     assert_replica(&origin, &replica);
     assert!(Archive::open(&replica).unwrap().verify().unwrap().sound);
 }

@@ -15,4 +15,5 @@ mod kill;
 mod live;
 mod round_trip;
 mod rules;
+mod staged;
 mod wire_doc;

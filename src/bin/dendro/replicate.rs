@@ -71,7 +71,10 @@ struct SubscribeFrom {
 /// `dendro subscribe`'s arguments.
 #[derive(Args)]
 pub struct SubscribeArgs {
-    /// The replica: created if it does not exist, brought up to date if it does.
+    /// The replica: created if it does not exist, brought up to date if it
+    /// does. A new replica's catch-up is written to OUT.catch-up-staging
+    /// and appears at OUT only once it is whole; a run killed before that
+    /// leaves the staging file, which the next run discards.
     out: PathBuf,
     #[command(flatten)]
     from: SubscribeFrom,
