@@ -217,24 +217,6 @@ impl PayloadMap {
         }
         None
     }
-
-    /// Chain pages `from..=to`, as runs of adjacent pages with the index
-    /// of each run's first page.
-    fn runs_between(&self, from: u32, to: u32) -> Vec<(u32, u32, u32)> {
-        let mut out = Vec::new();
-        let mut index = 0u32;
-        for &(first, count) in &self.chain {
-            let (lo, hi) = (index, index + count - 1);
-            index += count;
-            if hi < from || lo > to {
-                continue;
-            }
-            let a = from.max(lo);
-            let b = to.min(hi);
-            out.push((a, first + (a - lo), b - a + 1));
-        }
-        out
-    }
 }
 
 /// Finds where `rowid`'s value of `table.column` lies, expecting a BLOB of
@@ -533,43 +515,50 @@ pub fn read<S: ByteSource>(
     }
     let g = map.geometry;
     let page_bytes = g.page_bytes as usize;
-    let total = u64::from(last - first + 1) * u64::from(g.page_bytes);
+    let (Some(first_page), Some(last_page)) = (map.page_at(first), map.page_at(last)) else {
+        return Ok(false);
+    };
+    // One read spans the pages a chain skips (a pointer-map page every
+    // few MiB) rather than stopping at them: they are read and not used.
+    let small = u64::from(last_page - first_page + 1) * u64::from(g.page_bytes) <= CACHED_READ;
     let chunk_pages = (DIRECT_CHUNK / u64::from(g.page_bytes)).max(1) as u32;
     let mut raw = Vec::new();
-    for (index, page_no, count) in map.runs_between(first, last) {
-        let mut at = 0u32;
-        while at < count {
-            let n = (count - at).min(chunk_pages);
+    // The physical pages `raw` holds: the first and how many.
+    let mut held = (0u32, 0u32);
+    for index in first..=last {
+        let Some(page_no) = map.page_at(index) else {
+            return Ok(false);
+        };
+        if page_no < held.0 || page_no - held.0 >= held.1 {
+            let n = (last_page - page_no + 1).min(chunk_pages);
             raw.resize(n as usize * page_bytes, 0);
-            let offset = g.offset(page_no + at);
-            if total <= CACHED_READ {
+            let offset = g.offset(page_no);
+            if small {
                 if file.read(&mut raw, offset)? < raw.len() {
                     return Ok(false);
                 }
             } else if !file.read_direct(offset, &mut raw)? {
                 return Ok(false);
             }
-            for k in 0..n {
-                let chain_index = index + at + k;
-                let page = &raw[k as usize * page_bytes..(k as usize + 1) * page_bytes];
-                // Each page names the next, as a walk would follow it.
-                let next = if chain_index + 1 == pages {
-                    Some(0)
-                } else {
-                    map.page_at(chain_index + 1)
-                };
-                if be32(page, 0) != next {
-                    return Ok(false);
-                }
-                let page_start = u64::from(chain_index) * body;
-                let lo = from.max(page_start) - page_start;
-                let hi = to.min(page_start + body) - page_start;
-                let piece = &page[4 + lo as usize..4 + hi as usize];
-                buf[done..done + piece.len()].copy_from_slice(piece);
-                done += piece.len();
-            }
-            at += n;
+            held = (page_no, n);
         }
+        let at = (page_no - held.0) as usize * page_bytes;
+        let page = &raw[at..at + page_bytes];
+        // Each page names the next, as a walk would follow it.
+        let next = if index + 1 == pages {
+            Some(0)
+        } else {
+            map.page_at(index + 1)
+        };
+        if be32(page, 0) != next {
+            return Ok(false);
+        }
+        let page_start = u64::from(index) * body;
+        let lo = from.max(page_start) - page_start;
+        let hi = to.min(page_start + body) - page_start;
+        let piece = &page[4 + lo as usize..4 + hi as usize];
+        buf[done..done + piece.len()].copy_from_slice(piece);
+        done += piece.len();
     }
     Ok(done == buf.len())
 }
@@ -606,11 +595,8 @@ pub fn tail_ranges(map: &PayloadMap, tail: u64) -> Vec<(u64, u64)> {
             }
         }
     }
-    for (_, page_no, count) in map.runs_between(first, pages - 1) {
-        out.push((
-            g.offset(page_no),
-            u64::from(count) * u64::from(g.page_bytes),
-        ));
+    if let (Some(a), Some(b)) = (map.page_at(first), map.page_at(pages - 1)) {
+        out.push((g.offset(a), u64::from(b - a + 1) * u64::from(g.page_bytes)));
     }
     out
 }
