@@ -27,6 +27,7 @@
 // Prints a JSON summary of medians on stdout; progress on stderr.
 //
 //   node scripts/bench-lazy.mjs [--runs N] [--skip open,memory,decode,http] [--sizes 100,1024,5120] [--json-out FILE]
+//                               [--baseline | --no-ranges]
 
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
@@ -46,6 +47,9 @@ const jsonOut = opt("--json-out");
 // --baseline: the in-place reader without the catalog prefetch and the walk
 // hints (as before them), through the same build, for before/after figures.
 const baseline = args.includes("--baseline");
+// --no-ranges: payloads read through SQLite and no footer prefetch (as
+// before payloads were read by range), through the same build.
+const noRanges = args.includes("--no-ranges");
 const log = (...m) => console.error("bench-lazy:", ...m);
 
 const DIST = join(root, "www/dist");
@@ -126,7 +130,10 @@ function watcher() {
       }
       if (!seen.plot) {
         const c = panel.querySelector(".uplot canvas");
-        if (c && inked(c)) seen.plot = { t: performance.now(), wall: Date.now() };
+        if (c && inked(c)) {
+          seen.plot = { t: performance.now(), wall: Date.now() };
+          seen.status = panel.querySelector('[data-testid="plot-status"]')?.textContent ?? null;
+        }
       }
       const err = panel.querySelector('[data-testid="error"], .dv-error-inline');
       if (err && !seen.error) seen.error = err.textContent;
@@ -194,10 +201,14 @@ async function dropFile(page, path) {
  * hook (their wasm memories can then be found) and the baseline switch.
  */
 async function hookWorkers(context, { memory = false } = {}) {
-  if (!memory && !baseline) return;
+  if (!memory && !baseline && !noRanges) return;
   await context.route(/\/(worker|decoder)\.js(\?.*)?$/, async (route) => {
     const res = await route.fetch();
-    const head = [memory ? 'import "/bench-hook/wasm-memory.js";' : "", baseline ? "self.__dendroLazyBaseline = true;" : ""].join("\n");
+    const head = [
+      memory ? 'import "/bench-hook/wasm-memory.js";' : "",
+      baseline ? "self.__dendroLazyBaseline = true;" : "",
+      noRanges ? "self.__dendroNoRanges = true;" : "",
+    ].join("\n");
     await route.fulfill({ response: res, body: `${head}\n${await res.text()}` });
   });
 }
@@ -275,7 +286,7 @@ async function openRuns(browser, server, mb) {
     const { context, page, problems } = await viewerPage(browser, `${server.url}/index.html`);
     const t0 = await dropFile(page, paths[mb]);
     const seen = await waitSeen(page);
-    out.push({ overview_ms: seen.overview.t - t0, plot_ms: seen.plot.t - t0, mode: seen.mode });
+    out.push({ overview_ms: seen.overview.t - t0, plot_ms: seen.plot.t - t0, mode: seen.mode, status: seen.status });
     if (problems.length) log(`${mb} MB: ${problems.join("; ")}`);
     await context.close();
   }
@@ -426,6 +437,7 @@ async function httpRuns(browser, mb) {
         requests_to_plot: toPlot.length,
         bytes_to_plot: toPlot.reduce((n, e) => n + e.bytes, 0),
         first_request_to_plot_ms: proxy.log.length ? seen.plot.wall - proxy.log[0].start : null,
+        status: seen.status,
       });
       if (problems.length) log(`http: ${problems.join("; ")}`);
       await context.close();
@@ -446,6 +458,7 @@ for (const [name, text] of Object.entries(HOOK)) await writeFile(join(hookDir, n
 const result = {
   runs,
   baseline,
+  no_ranges: noRanges,
   when: new Date().toISOString(),
   load_before: loadavg().map((l) => Math.round(l * 100) / 100),
   file_bytes: Object.fromEntries(sizes.map((mb) => [mb, statSync(paths[mb]).size])),
@@ -496,6 +509,7 @@ for (const mb of sizes) {
       overview_ms: median(o.map((r) => r.overview_ms)),
       overview_ms_all: o.map((r) => Math.round(r.overview_ms)),
       first_plot_ms: median(o.map((r) => r.plot_ms)),
+      plot_status: o[0]?.status,
       target_overview_ms: 300,
     };
 }
@@ -527,6 +541,7 @@ if (raw.http) {
     first_request_to_plot_ms: median(h.map((r) => r.first_request_to_plot_ms)),
     requests_to_plot: median(h.map((r) => r.requests_to_plot)),
     bytes_to_plot: median(h.map((r) => r.bytes_to_plot)),
+    plot_status: h[0]?.status,
     targets: { bytes: "< 1 MiB", requests: "< 16", first_plot_ms: "< 1000" },
   };
 }

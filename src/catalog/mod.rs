@@ -228,6 +228,9 @@ fn span(r: &Row<'_>) -> rusqlite::Result<Option<Span>> {
 pub struct Payload<'s> {
     blob: rusqlite::blob::Blob<'s>,
     file: &'s str,
+    /// For an archive read in place: the payload read by range, outside
+    /// SQLite, where its place in the file is proven.
+    in_place: Option<crate::container::lazy::InPlacePayload>,
 }
 
 impl Payload<'_> {
@@ -241,11 +244,30 @@ impl Payload<'_> {
         self.blob.is_empty()
     }
 
+    /// The payload's reader by range, when its archive is read in place.
+    pub fn in_place(&self) -> Option<&crate::container::lazy::InPlacePayload> {
+        self.in_place.as_ref()
+    }
+
     /// Fills `buf` from `offset`; a range past the end is an error.
     pub fn read_at(&self, offset: usize, buf: &mut [u8]) -> Result<()> {
-        // SQLite walks the payload's overflow chain from its start to reach
-        // `offset`: an archive read in place may fetch that walk at once.
-        crate::container::lazy::expect_walk((offset + buf.len()) as u64);
+        if let Some(direct) = &self.in_place {
+            match direct.read_at(offset as u64, buf) {
+                Ok(true) => return Ok(()),
+                Ok(false) => {}
+                Err(cause) => {
+                    return Err(Error::Source {
+                        file: self.file.to_string(),
+                        cause,
+                    })
+                }
+            }
+        }
+        // A read from the start walks the payload's overflow chain: an
+        // archive read in place may fetch that walk at once. A read further
+        // on skips the pages before it by their pointer-map entries.
+        let walk = if offset == 0 { buf.len() as u64 } else { 0 };
+        crate::container::lazy::expect_walk(walk);
         let read = self
             .blob
             .read_at_exact(buf, offset)
@@ -526,9 +548,16 @@ impl Snapshot<'_> {
             .conn
             .blob_open(rusqlite::MAIN_DB, "segments", "bytes", rowid, true)
             .ctx(self.file, what)?;
+        let in_place = crate::container::lazy::in_place_payload(
+            self.conn.path(),
+            rowid,
+            blob.len() as u64,
+            |head| blob.read_at_exact(head, 0).is_ok(),
+        );
         Ok(Payload {
             blob,
             file: self.file,
+            in_place,
         })
     }
 

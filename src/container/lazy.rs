@@ -12,10 +12,16 @@
 
 mod blocks;
 mod heads;
+mod in_place;
+mod payload;
 mod walk;
 
 use blocks::BlockCache;
 use heads::ReadHeads;
+pub use in_place::{
+    in_place_payload, serve_payloads, set_in_place_payloads, InPlace, InPlacePayload,
+};
+pub use payload::{Geometry, PayloadMap, PayloadTable};
 pub use walk::{PageRun, TreeWalk};
 
 thread_local! {
@@ -280,6 +286,36 @@ impl<S: ByteSource> LazyFile<S> {
             .collect()
     }
 
+    /// The blocks of `ranges` not held yet, as byte ranges of adjacent
+    /// blocks in file order, up to a quarter of the cache's budget (what
+    /// a batch of reads ahead may bring in without pushing out what it is
+    /// for): a prefetch's plan.
+    pub fn uncached(&self, ranges: &[(u64, u64)]) -> Vec<(u64, u64)> {
+        let block = self.cache.block_bytes();
+        let mut blocks: Vec<u64> = ranges
+            .iter()
+            .filter(|&&(offset, len)| len > 0 && offset < self.len)
+            .flat_map(|&(offset, len)| {
+                let end = (offset + len).min(self.len);
+                offset / block..end.div_ceil(block)
+            })
+            .filter(|&b| !self.cache.contains(b))
+            .collect();
+        blocks.sort_unstable();
+        blocks.dedup();
+        blocks.truncate(self.cache.budget() / 4 / block as usize);
+        let mut out: Vec<(u64, u64)> = Vec::new();
+        for b in blocks {
+            let start = b * block;
+            let len = block.min(self.len - start);
+            match out.last_mut() {
+                Some(run) if run.0 + run.1 == start => run.1 += len,
+                _ => out.push((start, len)),
+            }
+        }
+        out
+    }
+
     /// Keeps `data`, the file's bytes from `offset` (a block boundary) on,
     /// as fetched by the caller outside SQLite's reads (a prefetch); a
     /// partial last block is kept only at the file's end. Counts as one
@@ -308,6 +344,33 @@ impl<S: ByteSource> LazyFile<S> {
             }
             self.stats.misses += 1;
         }
+    }
+
+    /// Fills `buf` from `offset` straight from the source, past the cache:
+    /// a whole payload read by range, whose pages are used once and must
+    /// not push the catalog's out. `false` for a range past the file's
+    /// end. A failure stops the file, as in [`LazyFile::read`].
+    pub(crate) fn read_direct(
+        &mut self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<bool, SourceFailure> {
+        if let Some(failed) = &self.failed {
+            return Err(failed.clone());
+        }
+        if offset
+            .checked_add(buf.len() as u64)
+            .is_none_or(|end| end > self.len)
+        {
+            return Ok(false);
+        }
+        if let Err(failure) = self.source.read_exact_at(offset, buf) {
+            self.failed = Some(failure.clone());
+            return Err(failure);
+        }
+        self.stats.fetches += 1;
+        self.stats.fetched_bytes += buf.len() as u64;
+        Ok(true)
     }
 
     /// Fetches a run of blocks from `index` on: as many as the read heads

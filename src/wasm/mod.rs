@@ -217,6 +217,59 @@ impl JsArchive {
             .collect()
     }
 
+    /// The byte ranges the footers a `readRange` with these arguments
+    /// reads lie in and that are not cached yet, as `[offset, length, ...]`
+    /// (each footer's last pages and the pointer-map pages that prove
+    /// them); empty for an archive held in memory. The caller fetches them
+    /// its own way, all at once, and hands each to `prefetchFill`: the
+    /// footers then cost no read each.
+    #[wasm_bindgen(js_name = footerPlan)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn footer_plan(
+        &self,
+        source: f64,
+        stream: &str,
+        from: i64,
+        to: i64,
+        columns: Option<Vec<String>>,
+        max_points: Option<u32>,
+        rates: Option<Vec<String>>,
+    ) -> JsResult<Vec<f64>> {
+        let Some(file) = &self.lazy else {
+            return Ok(Vec::new());
+        };
+        let columns = normalized(columns);
+        let rates = normalized(rates);
+        let request = range_request(
+            self.archive.file(),
+            (source, stream),
+            (from, to),
+            (&columns, &rates),
+            max_points,
+        )?;
+        // The footers the read will ask for: the reader run with none
+        // known, noting those not summarized yet.
+        let mut asked = Vec::new();
+        RangeReader::new(&self.archive, &request, |record| {
+            let key = stats_key(self.cache_id, record);
+            if CACHE.with(|c| c.borrow().stats(&key)).is_none() {
+                asked.push(record.clone());
+            }
+            Ok(None)
+        })
+        .map_err(fail)?;
+        if asked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let ranges = vfs::footer_ranges(&self.archive, &asked).map_err(fail)?;
+        Ok(file
+            .borrow()
+            .uncached(&ranges)
+            .into_iter()
+            .flat_map(|(offset, len)| [offset as f64, len as f64])
+            .collect())
+    }
+
     /// Keeps `bytes`, fetched from `offset` for `prefetchPlan`, in the
     /// in-place reader's cache.
     #[wasm_bindgen(js_name = prefetchFill)]
@@ -617,19 +670,24 @@ fn range_key(archive: u32, record: &SegmentRecord, columns: Option<&[String]>) -
     }
 }
 
+/// The cache key of a segment's footer summary.
+fn stats_key(archive: u32, record: &SegmentRecord) -> SegmentKey {
+    SegmentKey {
+        archive,
+        source_id: record.source_id,
+        stream: record.stream.clone(),
+        seq: record.seq,
+        identity: identity_of(record),
+    }
+}
+
 /// A segment's footer summary, from the cache or read now.
 fn cached_stats(
     archive_id: u32,
     archive: &Archive,
     record: &SegmentRecord,
 ) -> crate::error::Result<Option<Stats>> {
-    let key = SegmentKey {
-        archive: archive_id,
-        source_id: record.source_id,
-        stream: record.stream.clone(),
-        seq: record.seq,
-        identity: identity_of(record),
-    };
+    let key = stats_key(archive_id, record);
     if let Some(hit) = CACHE.with(|c| c.borrow().stats(&key)) {
         return Ok(hit);
     }
@@ -848,6 +906,14 @@ fn cached(
 #[wasm_bindgen(js_name = setWalkHints)]
 pub fn set_walk_hints(on: bool) {
     crate::container::lazy::set_walk_hints(on);
+}
+
+/// Turns reading payloads by range ([`crate::container::lazy::set_in_place_payloads`])
+/// on or off for this instance: off reads every payload of an archive read
+/// in place through SQLite, as before, for a benchmark's comparison.
+#[wasm_bindgen(js_name = setInPlacePayloads)]
+pub fn set_in_place_payloads(on: bool) {
+    crate::container::lazy::set_in_place_payloads(on);
 }
 
 /// Chooses the decoded-segment cache's budget in bytes, evicting as needed

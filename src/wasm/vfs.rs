@@ -18,7 +18,10 @@ use sqlite_wasm_rs::vfs::{
 use sqlite_wasm_rs::WasmOsCallback;
 use wasm_bindgen::{JsCast, JsValue};
 
-use crate::container::lazy::{ByteSource, LazyConfig, LazyFile, SourceFailure};
+use crate::catalog::SegmentRecord;
+use crate::container::lazy::{
+    serve_payloads, ByteSource, InPlace, LazyConfig, LazyFile, SourceFailure,
+};
 use crate::container::{Archive, HEADER_BYTES};
 use crate::error::{Error, Result};
 
@@ -148,7 +151,11 @@ pub(crate) fn open(name: &str, source: JsValue, http: bool) -> Result<(Archive, 
     // only needed while the open runs.
     let opened = Archive::from_vfs(name, &header, VFS_NAME, &path);
     WAITING.with(|w| w.borrow_mut().remove(&path));
-    Ok((opened.map_err(explain)?, file))
+    let archive = opened.map_err(explain)?;
+    // Its payloads are read by range where their place is proven.
+    let weak: std::rc::Weak<dyn InPlace> = Rc::downgrade(&file) as _;
+    serve_payloads(&archive, weak);
+    Ok((archive, file))
 }
 
 /// The b-trees whose pages a catalog prefetch brings in: what listing the
@@ -186,6 +193,36 @@ pub(crate) fn prefetch_roots(archive: &Archive) -> Vec<u32> {
                 .collect())
         })
         .unwrap_or_default()
+}
+
+/// How much of a payload's end a footer prefetch brings in: the 8-byte
+/// trailer and a footer of up to 2 KB (a segment of a few columns has a
+/// footer under 1 KB); a longer footer reads the rest when it is read.
+const FOOTER_TAIL: u64 = 2048;
+
+/// The byte ranges the footers of `records` lie in, for a prefetch: the
+/// last pages of each payload whose place in the file is known, and the
+/// pointer-map pages that prove them.
+pub(crate) fn footer_ranges(
+    archive: &Archive,
+    records: &[SegmentRecord],
+) -> Result<Vec<(u64, u64)>> {
+    archive.read_snapshot(|s| {
+        let mut out = Vec::new();
+        for r in records {
+            let payload = s.segment_payload(r.source_id, &r.stream, r.seq)?;
+            if let Some(direct) = payload.in_place() {
+                let ranges = direct
+                    .tail_ranges(FOOTER_TAIL)
+                    .map_err(|cause| Error::Source {
+                        file: s.file().to_string(),
+                        cause,
+                    })?;
+                out.extend(ranges);
+            }
+        }
+        Ok(out)
+    })
 }
 
 /// The error to report for `err`: when a source refused a read since the

@@ -223,6 +223,68 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
     await page.close();
   });
 
+  it("reads a plot's footers by range, fetched ahead in one batch, and segments in one read each, as the whole file reads them", T, async () => {
+    const page = await enginePage();
+    await page.locator("#files").setInputFiles(MANY);
+    const name = basename(MANY);
+    await page.evaluate(() => {
+      window.engine = window.createEngine();
+      window.text = (v) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? `${x}n` : ArrayBuffer.isView(x) ? Array.from(x, String).join(",") : x));
+    });
+    const readBy = async (how) => {
+      await page.evaluate(
+        async ({ how, name }) => {
+          const file = document.getElementById("files").files[0];
+          const h =
+            how === "whole"
+              ? await window.engine.open(await file.arrayBuffer(), name)
+              : how === "dropped"
+                ? await window.engine.openFile(file, name)
+                : await window.engine.openUrl(`/multi/work/${name}`, name, { minLazyBytes: 0 });
+          const d = await h.describe();
+          const st = d.sources[0].streams[0];
+          window.opened = { h, source: d.sources[0].id, st, from: st.segments[0].first_ts, to: st.segments[st.segments.length - 1].last_ts };
+        },
+        { how, name },
+      );
+      const requestsBefore = server.requests.length;
+      // Four buckets over 40 segments: most lie inside one and are answered by their footers.
+      const few = await page.evaluate(async () => {
+        const { h, source, st, from, to } = window.opened;
+        const before = await h.lazyStats();
+        const env = await h.readRange(source, st.name, from, to, { maxPoints: 4 });
+        const after = await h.lazyStats();
+        return { text: window.text(env), fromStats: env.segments_from_stats, decoded: env.segments_read, bytes: before && after.fetchedBytes - before.fetchedBytes };
+      });
+      const requests = server.requests.slice(requestsBefore).filter((q) => q.path === `/work/${name}`);
+      const rest = await page.evaluate(async () => {
+        const { h, source, st, from, to } = window.opened;
+        const many = await h.readRange(source, st.name, from, to, { maxPoints: 5000 });
+        const seg = await h.readSegment(source, st.name, st.segments[7].seq);
+        await h.close();
+        return { many: window.text(many), seg: window.text(seg), largest: Math.max(...st.segments.map((x) => x.bytes)) };
+      });
+      return { few, requests, ...rest };
+    };
+    const whole = await readBy("whole");
+    assert.ok(whole.few.fromStats >= 20, `${whole.few.fromStats} segments from footers`);
+    for (const how of ["dropped", "http"]) {
+      const r = await readBy(how);
+      assert.equal(r.few.text, whole.few.text, `${how}: the envelope from footers reads as the whole file's`);
+      assert.equal(r.many, whole.many, `${how}: every segment decoded reads as the whole file's`);
+      assert.equal(r.seg, whole.seg, `${how}: a segment reads as the whole file's`);
+      // The footers' pages, and each decoded segment's chain: not a segment's worth per footer.
+      assert.ok(r.few.bytes <= r.few.decoded * r.largest + (1 << 20), `${how}: ${r.few.bytes} bytes for ${r.few.fromStats} footers and ${r.few.decoded} segments`);
+      if (how === "http") {
+        // One multi-range request for the footers, one request per decoded segment.
+        assert.ok(r.requests.some((q) => q.range?.includes(",") && q.status === 206), "the footers came in a multi-range request");
+        assert.ok(r.requests.length <= r.few.decoded + 3, `${r.requests.length} requests for ${r.few.fromStats} footers and ${r.few.decoded} segments`);
+      }
+    }
+    await page.evaluate(() => window.engine.terminate());
+    await page.close();
+  });
+
   it("says the archive changed when the server's copy is rewritten between reads", T, async () => {
     const dir = join(WORK, "changing");
     await rm(dir, { recursive: true, force: true });
@@ -253,13 +315,17 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
       const first = await outcome(() => window.h.readSegment(window.d.sources[0].id, st.name, last.seq));
       // Every later read fails the same way, even of pages read before.
       const again = await outcome(() => window.h.readSegment(window.d.sources[0].id, st.name, st.segments[0].seq));
-      return { first, again };
+      // A plot from footers too: a message, never a plot of two versions.
+      const plot = await outcome(() => window.h.readRange(window.d.sources[0].id, st.name, st.segments[0].first_ts, last.last_ts, { maxPoints: 2 }));
+      return { first, again, plot };
     });
     assert.equal(r.first.ok, false, "no data from a file that changed");
     assert.equal(r.first.kind, "Changed", r.first.message);
     assert.match(r.first.message, /a\.dendro: the file changed while it was being read/);
     assert.match(r.first.message, /ETag|bytes/);
     assert.equal(r.again.kind, "Changed");
+    assert.equal(r.plot.ok, false, "no plot from a file that changed");
+    assert.equal(r.plot.kind, "Changed", r.plot.message);
     await page.close();
     await changing.close();
   });

@@ -358,3 +358,27 @@ fn a_walk_said_in_advance_is_fetched_in_one_read() {
         LazyConfig::LOCAL_FILE.min_read_bytes
     );
 }
+
+#[test]
+fn a_prefetch_plan_leaves_out_held_blocks_and_keeps_to_a_quarter_of_the_budget() {
+    let mut file = six_gib(LazyConfig::LOCAL_FILE);
+    let base = 5 * GIB;
+    read(&mut file, base + PAGE, 10); // holds blocks 1..=1 (4 KiB)
+    let plan = file.uncached(&[
+        (base, 3 * PAGE),           // blocks 0, 1, 2: 1 is held
+        (base + 2 * PAGE + 5, 100), // inside block 2 again
+        (base + 3 * PAGE, 1),       // block 3: adjacent to 2
+        (7 * GIB, PAGE),            // past the end
+        (base + 100 * PAGE, 0),     // empty
+    ]);
+    assert_eq!(plan, vec![(base, PAGE), (base + 2 * PAGE, 2 * PAGE)]);
+    // A plan larger than a quarter of the budget is cut there.
+    let huge = file.uncached(&[(GIB, 1 << 30)]);
+    let total: u64 = huge.iter().map(|r| r.1).sum();
+    assert_eq!(total, LazyConfig::LOCAL_FILE.cache_bytes as u64 / 4);
+    // The end of the file is a partial block at most.
+    assert_eq!(
+        file.uncached(&[(6 * GIB - 10, 100)]),
+        vec![(6 * GIB - PAGE, PAGE)]
+    );
+}

@@ -22,10 +22,10 @@
 // queued behind it start: those are answered "Cancelled" without running.
 
 import init, * as module from "../../pkg/dendro.js";
-import { Archive, decodingNow, setCacheBytes, setWalkHints } from "../../pkg/dendro.js";
+import { Archive, decodingNow, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import { packDescription } from "./packing";
-import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, primeCatalog, probeFollow, probeUrl } from "./sources";
+import { type BatchSource, BlobSource, type Range, FollowSource, HttpSource, PageCache, primeCatalog, probeFollow, probeUrl } from "./sources";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { Description, EngineError, EngineErrorKind, RefusalDetail } from "./types";
@@ -134,6 +134,7 @@ const baseline = (self as { __dendroLazyBaseline?: boolean }).__dendroLazyBaseli
  */
 async function openInPlace(source: BatchSource, name: string, http: boolean): Promise<number> {
   const a = Archive.openLazy(source, name, http);
+  if (baseline || noRanges) setInPlacePayloads(false);
   if (baseline) {
     setWalkHints(false);
     return keep(a);
@@ -144,7 +145,40 @@ async function openInPlace(source: BatchSource, name: string, http: boolean): Pr
     a.free();
     throw e;
   }
-  return keep(a);
+  const handle = keep(a);
+  inPlace.set(handle, source);
+  return handle;
+}
+
+/** The sources of archives read in place, by handle: footer prefetches read through them. */
+const inPlace = new Map<number, BatchSource>();
+
+/**
+ * Set only by scripts/bench-lazy.mjs (`--no-ranges`), to measure payloads
+ * read through SQLite as before they were read by range and their footers
+ * fetched ahead. The page never sets it.
+ */
+const noRanges = (self as { __dendroNoRanges?: boolean }).__dendroNoRanges === true;
+
+/**
+ * Before a readRange of an archive read in place, the footers it will read
+ * (the last pages of those segments, and the pointer-map pages proving
+ * them) are fetched in one batch, so that each costs no read of its own.
+ * A failure here is not reported: the read itself reports it in its words.
+ */
+async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["readRange"]["args"]): Promise<void> {
+  const [src, stream, from, to, columns, maxPoints, rates] = args;
+  const plan = a.footerPlan(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined);
+  if (plan.length === 0) return;
+  const ranges: Range[] = [];
+  for (let i = 0; i + 1 < plan.length; i += 2) ranges.push([plan[i]!, plan[i + 1]!]);
+  let parts: Uint8Array[];
+  try {
+    parts = await source.readMany(ranges);
+  } catch {
+    return;
+  }
+  ranges.forEach(([offset], i) => a.prefetchFill(offset, parts[i]!));
 }
 
 /** openUrl: in place when the server answers ranges and the file is large enough, else null. */
@@ -352,6 +386,8 @@ async function readSegmentVia(a: Archive, ...args: Calls["readSegment"]["args"])
 /** A call on an open archive, decoding in the decoder worker where it can. */
 async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unknown> {
   const a = archive(req.handle);
+  const source = inPlace.get(req.handle);
+  if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
   if (useDecoder && (req.method === "readRange" || req.method === "readSegment")) {
     try {
       return await (req.method === "readRange" ? readRangeVia(a, ...req.args) : readSegmentVia(a, ...req.args));
@@ -387,6 +423,7 @@ function run(req: Request): unknown {
     case "close": {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);
+      inPlace.delete(req.handle);
       followed.delete(req.handle);
       return null;
     }
@@ -496,6 +533,7 @@ async function handle(req: Request): Promise<void> {
         `The engine stopped while decoding ${where ?? "an archive"} (${err.message}); it has been restarted and archives open in it must be opened again.`,
       );
       archives.clear();
+      inPlace.clear();
       return reply({ id: req.id, ok: false, error: crashed, fatal: true });
     }
     reply({ id: req.id, ok: false, error: asEngineError(err) });

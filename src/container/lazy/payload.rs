@@ -1,0 +1,605 @@
+//! Where one segment's payload lies in a file read in place, found and
+//! proven outside SQLite, so that its bytes can be read by range: a footer
+//! as the last page or two of the payload's chain instead of a walk along
+//! it, a whole payload as one read instead of a page at a time through two
+//! caches.
+//!
+//! A payload larger than its b-tree cell spills into a chain of overflow
+//! pages, each starting with the next one's number (SQLite file format
+//! §1.6, §1.7). Chains written in one insert are contiguous, and an
+//! archive's file (auto-vacuum) has pointer-map pages giving each overflow
+//! page's predecessor; SQLite itself skips along a chain by those entries.
+//! A chain is taken as contiguous only as far as that is proven, by the
+//! evidence SQLite's own read would use: the next pointer of every page
+//! that is read, the pointer-map entry of every page that is skipped.
+//!
+//! Every byte here is untrusted. A page that does not parse, a count out
+//! of bounds, keys out of order, a pointer that disagrees: the answer is
+//! "not here" (`None`, `false`) and the caller reads through SQLite, which
+//! reports a damaged file in its own words. Only a failing source is an
+//! error.
+
+use super::{ByteSource, LazyFile, SourceFailure};
+
+/// Byte offset of SQLite's lock-byte ("pending byte") page, never used.
+const PENDING_BYTE: u64 = 0x4000_0000;
+/// Table b-tree page types (first byte of the page header).
+const INTERIOR_TABLE: u8 = 0x05;
+const LEAF_TABLE: u8 = 0x0d;
+/// Pointer-map entry type of an overflow page after a chain's first.
+const PTRMAP_OVERFLOW2: u8 = 4;
+/// Deeper than any b-tree a file of 2^31 pages can hold: a cycle ends here.
+const MAX_DEPTH: usize = 40;
+/// Reads up to this size go through the block cache (a footer, the head);
+/// larger ones (a whole payload) straight from the source, in chunks of
+/// at most [`DIRECT_CHUNK`], without pushing the cache's blocks out.
+const CACHED_READ: u64 = 64 << 10;
+/// The largest single source read of a direct payload read.
+const DIRECT_CHUNK: u64 = 8 << 20;
+
+/// The file's page layout, from its 100-byte header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Geometry {
+    /// Page size in bytes (512 to 65536, a power of two).
+    pub page_bytes: u32,
+    /// Bytes of a page in use (page size less the reserved tail).
+    pub usable: u32,
+    /// Pages the file holds (the header's count when valid, never past the file).
+    pub pages: u32,
+    /// Whether the file has pointer-map pages (auto-vacuum).
+    pub ptrmap: bool,
+}
+
+fn be16(b: &[u8], at: usize) -> Option<u16> {
+    Some(u16::from_be_bytes(b.get(at..at + 2)?.try_into().ok()?))
+}
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+/// SQLite's variable-length integer (1 to 9 bytes, big-endian) at the
+/// start of `b`, and its length.
+pub(crate) fn varint(b: &[u8]) -> Option<(u64, usize)> {
+    let mut value = 0u64;
+    for i in 0..8 {
+        let byte = *b.get(i)?;
+        value = (value << 7) | u64::from(byte & 0x7f);
+        if byte < 0x80 {
+            return Some((value, i + 1));
+        }
+    }
+    Some(((value << 8) | u64::from(*b.get(8)?), 9))
+}
+
+impl Geometry {
+    /// The layout of a file of `file_len` bytes whose header is `head`;
+    /// `None` for a header this reader does not take apart.
+    pub fn from_header(head: &[u8], file_len: u64) -> Option<Geometry> {
+        let h = head.get(..100)?;
+        if &h[..16] != b"SQLite format 3\0" {
+            return None;
+        }
+        let page_bytes = match be16(h, 16)? {
+            1 => 65536,
+            n => u32::from(n),
+        };
+        if !(512..=65536).contains(&page_bytes) || !page_bytes.is_power_of_two() {
+            return None;
+        }
+        let usable = page_bytes - u32::from(h[20]);
+        if usable < 480 {
+            return None;
+        }
+        let in_file = u32::try_from(file_len / u64::from(page_bytes)).unwrap_or(u32::MAX);
+        let declared = be32(h, 28)?;
+        // The header's page count holds only when the change counter and
+        // the "version valid for" number agree (format §1.3.7).
+        let pages = if declared != 0 && h[24..28] == h[92..96] {
+            declared.min(in_file)
+        } else {
+            in_file
+        };
+        Some(Geometry {
+            page_bytes,
+            usable,
+            pages,
+            ptrmap: be32(h, 52)? != 0,
+        })
+    }
+
+    fn pending_page(&self) -> u32 {
+        (PENDING_BYTE / u64::from(self.page_bytes)) as u32 + 1
+    }
+
+    /// The pointer-map page holding `page`'s entry (`page` >= 3), as
+    /// SQLite places them: page 2, then every `usable / 5 + 1` pages, one
+    /// further on where that would be the lock-byte page.
+    fn ptrmap_of(&self, page: u32) -> u32 {
+        let per = self.usable / 5 + 1;
+        let at = (page - 2) / per * per + 2;
+        if at == self.pending_page() {
+            at + 1
+        } else {
+            at
+        }
+    }
+
+    fn is_ptrmap(&self, page: u32) -> bool {
+        self.ptrmap && page >= 2 && self.ptrmap_of(page) == page
+    }
+
+    /// The page SQLite guesses follows `page` in a contiguous chain: the
+    /// next one that is neither a pointer-map page nor the lock-byte page.
+    fn next_after(&self, page: u32) -> Option<u32> {
+        let mut next = page.checked_add(1)?;
+        while self.is_ptrmap(next) || next == self.pending_page() {
+            next = next.checked_add(1)?;
+        }
+        Some(next)
+    }
+
+    /// Byte offset of `page` (1-based).
+    pub fn offset(&self, page: u32) -> u64 {
+        u64::from(page - 1) * u64::from(self.page_bytes)
+    }
+
+    /// How much of a table leaf cell's payload of `payload` bytes stays in
+    /// the cell (format §1.6).
+    fn local_bytes(&self, payload: u64) -> u64 {
+        let u = u64::from(self.usable);
+        let max_local = u - 35;
+        if payload <= max_local {
+            return payload;
+        }
+        let min_local = (u - 12) * 32 / 255 - 23;
+        let surplus = min_local + (payload - min_local) % (u - 4);
+        if surplus <= max_local {
+            surplus
+        } else {
+            min_local
+        }
+    }
+}
+
+/// Which table and column hold the payloads (the `segments` table's root
+/// page and the position of `bytes` in its records).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PayloadTable {
+    /// Root page of the table's b-tree.
+    pub root: u32,
+    /// The column's index in each record.
+    pub column: usize,
+}
+
+/// Runs of physically adjacent pages, in chain order: `(first page, count)`.
+type Runs = Vec<(u32, u32)>;
+
+/// One payload column's place in the file.
+#[derive(Debug, Clone)]
+pub struct PayloadMap {
+    geometry: Geometry,
+    /// The payload's bytes kept in its cell.
+    local: Vec<u8>,
+    /// The chain's pages as SQLite would guess them: contiguous but for
+    /// the pages no chain can use.
+    chain: Runs,
+    /// Chain pages `0..=proven` are known to be the chain's (page 0 from
+    /// the cell; the others by their pointer-map entries).
+    proven: u32,
+    /// Where the column starts in the payload, and its length.
+    column: u64,
+    len: u64,
+}
+
+impl PayloadMap {
+    /// The column's length in bytes.
+    pub fn len(&self) -> u64 {
+        self.len
+    }
+
+    /// Whether the column is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    fn chain_pages(&self) -> u32 {
+        self.chain.iter().map(|r| r.1).sum()
+    }
+
+    /// The page at `index` of the chain.
+    fn page_at(&self, mut index: u32) -> Option<u32> {
+        for &(first, count) in &self.chain {
+            if index < count {
+                return Some(first + index);
+            }
+            index -= count;
+        }
+        None
+    }
+}
+
+/// Finds where `rowid`'s value of `table.column` lies, expecting a BLOB of
+/// `len` bytes that starts with `head` (both as SQLite read them). `None`
+/// when anything does not parse or does not agree.
+pub fn locate<S: ByteSource>(
+    file: &mut LazyFile<S>,
+    table: PayloadTable,
+    rowid: i64,
+    len: u64,
+    head: &[u8],
+) -> Result<Option<PayloadMap>, SourceFailure> {
+    let mut first = vec![0u8; 100];
+    if file.read(&mut first, 0)? < 100 {
+        return Ok(None);
+    }
+    let Some(geometry) = Geometry::from_header(&first, file.len()) else {
+        return Ok(None);
+    };
+    let Some((page, cell)) = find_row(file, &geometry, table.root, rowid)? else {
+        return Ok(None);
+    };
+    Ok(map_cell(&geometry, &page, cell, table.column, len, head))
+}
+
+/// Page `number` whole, through the block cache; `None` past the file.
+fn page<S: ByteSource>(
+    file: &mut LazyFile<S>,
+    g: &Geometry,
+    number: u32,
+) -> Result<Option<Vec<u8>>, SourceFailure> {
+    if number == 0 || number > g.pages {
+        return Ok(None);
+    }
+    let mut bytes = vec![0u8; g.page_bytes as usize];
+    let n = file.read(&mut bytes, g.offset(number))?;
+    Ok((n == bytes.len()).then_some(bytes))
+}
+
+/// The key of each cell of a table b-tree page, in cell order, with the
+/// cell's offset; `None` when a pointer or key does not parse or the keys
+/// do not ascend strictly (then no search could be trusted to find what
+/// SQLite's finds).
+fn keys(bytes: &[u8], header: usize, interior: bool, usable: usize) -> Option<Vec<(i64, usize)>> {
+    let cells = usize::from(be16(bytes, header + 3)?);
+    let pointers = header + if interior { 12 } else { 8 };
+    let mut out: Vec<(i64, usize)> = Vec::with_capacity(cells);
+    for i in 0..cells {
+        let cell = usize::from(be16(bytes, pointers + 2 * i)?);
+        if cell < pointers + 2 * cells || cell >= usable {
+            return None;
+        }
+        let body = bytes.get(cell..usable)?;
+        let key = if interior {
+            varint(body.get(4..)?)?.0
+        } else {
+            let (_, n) = varint(body)?;
+            varint(body.get(n..)?)?.0
+        } as i64;
+        if out.last().is_some_and(|&(last, _)| last >= key) {
+            return None;
+        }
+        out.push((key, cell));
+    }
+    Some(out)
+}
+
+/// The leaf page holding `rowid` in the table b-tree at `root`, and its
+/// cell's offset. Keys are checked to ascend in every page on the way, so
+/// the descent is the only one any search can make.
+fn find_row<S: ByteSource>(
+    file: &mut LazyFile<S>,
+    g: &Geometry,
+    root: u32,
+    rowid: i64,
+) -> Result<Option<(Vec<u8>, usize)>, SourceFailure> {
+    let usable = g.usable as usize;
+    let mut number = root;
+    for _ in 0..MAX_DEPTH {
+        let Some(bytes) = page(file, g, number)? else {
+            return Ok(None);
+        };
+        let header = if number == 1 { 100 } else { 0 };
+        match bytes[header] {
+            INTERIOR_TABLE => {
+                let Some(cells) = keys(&bytes, header, true, usable) else {
+                    return Ok(None);
+                };
+                // The first cell whose key is at least `rowid` leads to it;
+                // past every key, the right-most pointer does.
+                let at = cells.partition_point(|&(key, _)| key < rowid);
+                let child = match cells.get(at) {
+                    Some(&(_, cell)) => be32(&bytes, cell),
+                    None => be32(&bytes, header + 8),
+                };
+                match child {
+                    Some(child) => number = child,
+                    None => return Ok(None),
+                }
+            }
+            LEAF_TABLE => {
+                let Some(cells) = keys(&bytes, header, false, usable) else {
+                    return Ok(None);
+                };
+                return Ok(cells
+                    .binary_search_by_key(&rowid, |&(key, _)| key)
+                    .ok()
+                    .map(|i| (bytes, cells[i].1)));
+            }
+            _ => return Ok(None),
+        }
+    }
+    Ok(None)
+}
+
+/// Bytes a record value of serial type `t` takes (format §2.1); `None` for
+/// the reserved types.
+fn serial_bytes(t: u64) -> Option<u64> {
+    Some(match t {
+        0 | 8 | 9 => 0,
+        1..=4 => t,
+        5 => 6,
+        6 | 7 => 8,
+        10 | 11 => return None,
+        t => (t - 12) / 2,
+    })
+}
+
+/// The map of the cell at `cell` of leaf `page`, for its column `column`.
+fn map_cell(
+    g: &Geometry,
+    page: &[u8],
+    cell: usize,
+    column: usize,
+    len: u64,
+    head: &[u8],
+) -> Option<PayloadMap> {
+    let usable = g.usable as usize;
+    let body = page.get(cell..usable)?;
+    let (payload, a) = varint(body)?;
+    let (_, b) = varint(body.get(a..)?)?;
+    // No payload is larger than the file that holds it.
+    if payload > u64::from(g.pages) * u64::from(g.usable) {
+        return None;
+    }
+    let local_len = g.local_bytes(payload) as usize;
+    let local = body.get(a + b..a + b + local_len)?.to_vec();
+    let mut chain = Runs::new();
+    if payload > local_len as u64 {
+        let first = be32(body, a + b + local_len)?;
+        let pages = (payload - local_len as u64).div_ceil(u64::from(g.usable - 4));
+        chain = guessed_chain(g, first, pages)?;
+    }
+    // The record header, in the cell: its length, then each value's type.
+    let (header_len, mut at) = varint(&local)?;
+    let header_len = usize::try_from(header_len).ok()?;
+    let types = local.get(..header_len)?;
+    let mut offset = header_len as u64;
+    let mut found = None;
+    for index in 0..=column {
+        let (t, n) = varint(types.get(at..)?)?;
+        at += n;
+        let size = serial_bytes(t)?;
+        if index == column {
+            // A BLOB (even type from 12) of the length SQLite reported.
+            found = (t >= 12 && t % 2 == 0 && size == len).then_some(offset);
+        }
+        offset = offset.checked_add(size)?;
+    }
+    let column_at = found?;
+    if column_at.checked_add(len)? > payload {
+        return None;
+    }
+    let map = PayloadMap {
+        geometry: *g,
+        local,
+        chain,
+        proven: 0,
+        column: column_at,
+        len,
+    };
+    // The head SQLite read must be the head this map finds.
+    let local_head = map.local.get(column_at as usize..).unwrap_or(&[]);
+    let shared = head.len().min(local_head.len());
+    (head[..shared] == local_head[..shared]).then_some(map)
+}
+
+/// The pages a contiguous chain of `pages` pages from `first` would take,
+/// skipping what SQLite skips; `None` when they would leave the file.
+fn guessed_chain(g: &Geometry, first: u32, pages: u64) -> Option<Runs> {
+    if first < 2 || first > g.pages || g.is_ptrmap(first) || first == g.pending_page() {
+        return None;
+    }
+    if pages > u64::from(g.pages) {
+        return None;
+    }
+    let mut runs: Runs = vec![(first, 1)];
+    let mut last = first;
+    for _ in 1..pages {
+        let next = g.next_after(last)?;
+        if next > g.pages {
+            return None;
+        }
+        match runs.last_mut() {
+            Some(run) if run.0 + run.1 == next => run.1 += 1,
+            _ => runs.push((next, 1)),
+        }
+        last = next;
+    }
+    Some(runs)
+}
+
+/// Proves chain pages `1..=upto` by their pointer-map entries (each an
+/// overflow page whose parent is the page before it), as SQLite's guess
+/// would. `false` when an entry disagrees or cannot be read.
+fn prove<S: ByteSource>(
+    file: &mut LazyFile<S>,
+    map: &mut PayloadMap,
+    upto: u32,
+) -> Result<bool, SourceFailure> {
+    if upto <= map.proven {
+        return Ok(true);
+    }
+    let g = map.geometry;
+    if !g.ptrmap {
+        return Ok(false);
+    }
+    let mut held: Option<(u32, Vec<u8>)> = None;
+    for index in map.proven + 1..=upto {
+        let (Some(page_no), Some(parent)) = (map.page_at(index), map.page_at(index - 1)) else {
+            return Ok(false);
+        };
+        let ptrmap = g.ptrmap_of(page_no);
+        if held.as_ref().map(|h| h.0) != Some(ptrmap) {
+            let Some(bytes) = page(file, &g, ptrmap)? else {
+                return Ok(false);
+            };
+            held = Some((ptrmap, bytes));
+        }
+        let Some((_, entries)) = held.as_ref() else {
+            return Ok(false);
+        };
+        let at = 5 * (page_no - ptrmap - 1) as usize;
+        if at + 5 > g.usable as usize
+            || entries.get(at) != Some(&PTRMAP_OVERFLOW2)
+            || be32(entries, at + 1) != Some(parent)
+        {
+            return Ok(false);
+        }
+        map.proven = index;
+    }
+    Ok(true)
+}
+
+/// Fills `buf` with the column's bytes from `offset`, reading the pages
+/// that hold them by range. `false` (nothing trusted) when the range is
+/// past the column or the chain is not proven there: read through SQLite.
+pub fn read<S: ByteSource>(
+    file: &mut LazyFile<S>,
+    map: &mut PayloadMap,
+    offset: u64,
+    buf: &mut [u8],
+) -> Result<bool, SourceFailure> {
+    let Some(end) = offset.checked_add(buf.len() as u64) else {
+        return Ok(false);
+    };
+    if end > map.len {
+        return Ok(false);
+    }
+    if buf.is_empty() {
+        return Ok(true);
+    }
+    let (start, end) = (map.column + offset, map.column + end);
+    let local = map.local.len() as u64;
+    let mut done = 0usize;
+    if start < local {
+        let upto = end.min(local);
+        let piece = &map.local[start as usize..upto as usize];
+        buf[..piece.len()].copy_from_slice(piece);
+        done = piece.len();
+    }
+    if end <= local {
+        return Ok(true);
+    }
+    let body = u64::from(map.geometry.usable - 4);
+    let from = start.max(local) - local;
+    let to = end - local;
+    let (first, last) = ((from / body) as u32, ((to - 1) / body) as u32);
+    let pages = map.chain_pages();
+    if last >= pages {
+        return Ok(false);
+    }
+    // Pages skipped to reach `first` are taken on their pointer-map entries.
+    if first > 0 && !prove(file, map, first)? {
+        return Ok(false);
+    }
+    let g = map.geometry;
+    let page_bytes = g.page_bytes as usize;
+    let (Some(first_page), Some(last_page)) = (map.page_at(first), map.page_at(last)) else {
+        return Ok(false);
+    };
+    // One read spans the pages a chain skips (a pointer-map page every
+    // few MiB) rather than stopping at them: they are read and not used.
+    let small = u64::from(last_page - first_page + 1) * u64::from(g.page_bytes) <= CACHED_READ;
+    let chunk_pages = (DIRECT_CHUNK / u64::from(g.page_bytes)).max(1) as u32;
+    let mut raw = Vec::new();
+    // The physical pages `raw` holds: the first and how many.
+    let mut held = (0u32, 0u32);
+    for index in first..=last {
+        let Some(page_no) = map.page_at(index) else {
+            return Ok(false);
+        };
+        if page_no < held.0 || page_no - held.0 >= held.1 {
+            let n = (last_page - page_no + 1).min(chunk_pages);
+            raw.resize(n as usize * page_bytes, 0);
+            let offset = g.offset(page_no);
+            if small {
+                if file.read(&mut raw, offset)? < raw.len() {
+                    return Ok(false);
+                }
+            } else if !file.read_direct(offset, &mut raw)? {
+                return Ok(false);
+            }
+            held = (page_no, n);
+        }
+        let at = (page_no - held.0) as usize * page_bytes;
+        let page = &raw[at..at + page_bytes];
+        // Each page names the next, as a walk would follow it.
+        let next = if index + 1 == pages {
+            Some(0)
+        } else {
+            map.page_at(index + 1)
+        };
+        if be32(page, 0) != next {
+            return Ok(false);
+        }
+        let page_start = u64::from(index) * body;
+        let lo = from.max(page_start) - page_start;
+        let hi = to.min(page_start + body) - page_start;
+        let piece = &page[4 + lo as usize..4 + hi as usize];
+        buf[done..done + piece.len()].copy_from_slice(piece);
+        done += piece.len();
+    }
+    Ok(done == buf.len())
+}
+
+/// The byte ranges (`offset`, `length`) of the pages a read of the last
+/// `tail` bytes of the column would take, and of the pointer-map pages
+/// that prove them, for a caller that fetches many at once before the
+/// reads; empty when the map has no chain.
+pub fn tail_ranges(map: &PayloadMap, tail: u64) -> Vec<(u64, u64)> {
+    let pages = map.chain_pages();
+    let local = map.local.len() as u64;
+    let end = map.column + map.len;
+    if pages == 0 || end <= local {
+        return Vec::new();
+    }
+    let g = map.geometry;
+    let body = u64::from(g.usable - 4);
+    let start = end.saturating_sub(tail).max(local);
+    let first = ((start - local) / body) as u32;
+    let mut out = Vec::new();
+    if first > 0 && !g.ptrmap {
+        // Nothing would prove the skip: the read goes through SQLite.
+        return out;
+    }
+    if first > 0 {
+        let mut last_map = 0;
+        for index in map.proven + 1..=first {
+            if let Some(p) = map.page_at(index) {
+                let m = g.ptrmap_of(p);
+                if m != last_map {
+                    out.push((g.offset(m), u64::from(g.page_bytes)));
+                    last_map = m;
+                }
+            }
+        }
+    }
+    if let (Some(a), Some(b)) = (map.page_at(first), map.page_at(pages - 1)) {
+        out.push((g.offset(a), u64::from(b - a + 1) * u64::from(g.page_bytes)));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests;
