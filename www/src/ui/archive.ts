@@ -3,7 +3,7 @@
 
 import type { ArchiveHandle, Description, Engine, FollowTraffic, SourceInfo, StreamInfo } from "../engine/types";
 import { CAPS, type Filtered, filterCatalog, needsFilter, plural, shownText } from "./catalog";
-import { debounce, h, moreBar, replace } from "./dom";
+import { debounce, h, moreBar, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { type TimeZoneMode, count, floorDiv } from "./format";
 import { type Span, archiveSpan, fullWindow, originFor, streamSpan } from "./model";
@@ -348,15 +348,24 @@ export class ArchiveView {
     this.followBtn.setAttribute("aria-pressed", String(this.following));
   }
 
+  /**
+   * The follow status, after every revalidation (four a second). Only what
+   * changed is written: an unchanged text or attribute written again
+   * would still cost the page a style and layout pass.
+   */
   private status(text: string, state: string): void {
-    if (!this.followStatus) return;
-    this.followStatus.textContent = text;
-    this.followStatus.dataset["state"] = state;
+    const el = this.followStatus;
+    if (!el) return;
+    setText(el, text);
+    const set = (k: string, v: string) => {
+      if (el.dataset[k] !== v) el.dataset[k] = v;
+    };
+    set("state", state);
     // The URL's traffic so far, for benchmarks and embedders.
-    this.followStatus.dataset["netBytes"] = String(this.traffic.netBytes);
-    this.followStatus.dataset["requests"] = String(this.traffic.requests);
-    this.followStatus.dataset["updates"] = String(this.updates);
-    this.followStatus.dataset["cost"] = JSON.stringify(lastUpdate);
+    set("netBytes", String(this.traffic.netBytes));
+    set("requests", String(this.traffic.requests));
+    set("updates", String(this.updates));
+    set("cost", JSON.stringify(lastUpdate));
   }
 
   private scheduleFollow(ms: number): void {
