@@ -138,13 +138,14 @@ function longTaskAnatomy(trace, seen) {
     cpuTop.push(...runs.map((t) => (t.tdur ?? 0) / 1000));
     const spans = [...(pageTasks ?? runs.filter((t) => t.dur >= 50_000).map((t) => [t.ts, t.ts + t.dur])), ...byCpu.map((t) => [t.ts, t.ts + t.dur])];
     for (const [from, end] of spans) {
-      const i = list.findIndex((e) => e.ts + (e.dur ?? 0) > from) - 1;
+      const first = list.findIndex((e) => e.ts + (e.dur ?? 0) > from);
+      if (first < 0) continue;
       // Self time by name: each event's duration less its nested events'.
       const self = new Map();
       const stack = [{ end, name: null }];
       let cpu = 0;
       const add = (name, us) => name && self.set(name, (self.get(name) ?? 0) + us);
-      let j = i + 1;
+      let j = first;
       for (; j < list.length && list[j].ts < end; j++) {
         const c = list[j];
         if (c.ts + (c.dur ?? 0) <= from) continue;

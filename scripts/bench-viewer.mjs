@@ -29,7 +29,7 @@
 // (through cargo run), the 3M-row stream by
 // `cargo run --release --example bench_viewer_inputs`.
 //
-//   node scripts/bench-viewer.mjs [--runs N] [--json | --json-out FILE] [--trace DIR] [--skip open,memory,pan] [--dist DIR]
+//   node scripts/bench-viewer.mjs [--runs N] [--json | --json-out FILE] [--trace DIR] [--skip open,memory,pan] [--dist DIR] [--mode memory|lazy]
 
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
@@ -46,6 +46,9 @@ const runs = Number(opt("--runs")) || 5;
 const traceDir = opt("--trace");
 const jsonOut = opt("--json-out");
 const skip = new Set((opt("--skip") ?? "").split(",").filter(Boolean));
+// --mode memory|lazy: how the page opens a dropped file (index.html?mode=);
+// by default it reads one of 32 MiB or more in place.
+const pageQuery = opt("--mode") ? `?mode=${encodeURIComponent(opt("--mode"))}` : "";
 const log = (...m) => console.error("bench-viewer:", ...m);
 
 // ---------------------------------------------------------------------------
@@ -308,7 +311,7 @@ async function openRuns(browser, server, key) {
   const cold = [];
   const warm = [];
   for (let i = 0; i < runs; i++) {
-    const { context, page } = await freshPage(browser, `${server.url}/index.html`);
+    const { context, page } = await freshPage(browser, `${server.url}/index.html${pageQuery}`);
     await stageFile(page, path);
     await sleep(300);
     const trace = traceDir && key === "demo100" && i === 0;
@@ -411,7 +414,7 @@ async function wasmBytes({ workers, inWorker }) {
 
 async function memoryRun(browser, server, key) {
   const path = join(INPUTS, ARCHIVES[key]);
-  const { context, page, dev } = await freshPage(browser, `${server.url}/index.html`, { withDevtools: true });
+  const { context, page, dev } = await freshPage(browser, `${server.url}/index.html${pageQuery}`, { withDevtools: true });
   const { cdp, workers, inWorker } = dev;
   await stageFile(page, path);
   await cdp.send("HeapProfiler.collectGarbage");
