@@ -18,13 +18,19 @@
 //
 // The first plot at 100 MB is scripts/bench-viewer.mjs's ("open").
 //
-//   node scripts/bench-follow.mjs [--seconds N] [--json]
+// With --trace DIR, Chromium's trace of the live-following minute is
+// written to DIR/follow.json and every main-thread task over 50 ms in it
+// is broken down: the time of its top-level events by name (script,
+// style, layout, paint, GC) and the page's functions by self time in the
+// samples taken during those tasks.
+//
+//   node scripts/bench-follow.mjs [--seconds N] [--json] [--trace DIR] [--dist DIR]
 //
 // Needs www/dist (npm run build:www) and the dendro binary
 // (target/release/dendro, else target/debug/dendro, or DENDRO_BIN).
 
 import { spawn, execFileSync } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir, loadavg } from "node:os";
 import { basename, join } from "node:path";
 import { launch, root } from "./lib/engine-page.mjs";
@@ -33,9 +39,11 @@ const args = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const seconds = Number(opt("--seconds")) || 60;
 const asJson = args.includes("--json");
+const traceDir = opt("--trace");
 const log = (...m) => console.error("bench-follow:", ...m);
 
-const DIST = join(root, "www/dist");
+// --dist DIR: another build of the page (a side-by-side with an older one).
+const DIST = opt("--dist") ?? join(root, "www/dist");
 if (!existsSync(join(DIST, "index.html"))) {
   console.error("bench-follow: www/dist is not built: run `npm run build:www`");
   process.exit(2);
@@ -84,6 +92,120 @@ const pct = (xs, p) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] : NaN;
 };
 
+const TRACE_CATEGORIES = [
+  "devtools.timeline",
+  "disabled-by-default-devtools.timeline",
+  "v8.execute",
+  "disabled-by-default-v8.cpu_profiler",
+  "blink.user_timing",
+  "toplevel",
+];
+
+/**
+ * What the renderer's main-thread tasks over 50 ms are made of: per task,
+ * the self time (its own, less that of the events nested in it) of each
+ * kind of trace event in it, longest first; and over all of them, the
+ * functions with the most self time among the CPU profile's samples of
+ * that thread that fall inside them.
+ */
+function longTaskAnatomy(trace, seen) {
+  const events = trace.traceEvents ?? trace;
+  // The page's long tasks on the trace's clock (µs), through the mark.
+  const mark = events.find((e) => e.name === "bench-follow-trace" && (e.ph === "R" || e.ph === "I" || e.ph === "b" || e.ph === "n" || e.ph === "X"));
+  const pageTasks = mark && seen ? seen.tasks.map(([start, dur]) => [mark.ts + (start - seen.at) * 1000, mark.ts + (start - seen.at + dur) * 1000]) : null;
+  const mains = new Set(events.filter((e) => e.ph === "M" && e.name === "thread_name" && e.args?.name === "CrRendererMain").map((e) => `${e.pid}:${e.tid}`));
+  const byThread = new Map();
+  for (const e of events) {
+    if (e.ph !== "X" || !mains.has(`${e.pid}:${e.tid}`)) continue;
+    const k = `${e.pid}:${e.tid}`;
+    if (!byThread.has(k)) byThread.set(k, []);
+    byThread.get(k).push(e);
+  }
+  const label = (c) =>
+    c.name === "FunctionCall" || c.name === "TimerFire" || c.name === "FireAnimationFrame" || c.name === "EventDispatch"
+      ? `${c.name}(${c.args?.data?.functionName || c.args?.data?.type || ""})`
+      : c.name;
+  const tasks = [];
+  const windows = [];
+  const cpuTop = [];
+  for (const [k, list] of byThread) {
+    list.sort((a, b) => a.ts - b.ts || b.dur - a.dur);
+    // The tasks to break down: those the page saw as long, else the trace's own over 50 ms.
+    // On a loaded host a task's wall time is mostly waiting for a core, so
+    // the tasks with the most CPU time (tdur) are broken down too.
+    const runs = list.filter((t) => t.name === "RunTask");
+    const byCpu = [...runs].sort((a, b) => (b.tdur ?? 0) - (a.tdur ?? 0)).slice(0, 5);
+    cpuTop.push(...runs.map((t) => (t.tdur ?? 0) / 1000));
+    const spans = [...(pageTasks ?? runs.filter((t) => t.dur >= 50_000).map((t) => [t.ts, t.ts + t.dur])), ...byCpu.map((t) => [t.ts, t.ts + t.dur])];
+    for (const [from, end] of spans) {
+      const first = list.findIndex((e) => e.ts + (e.dur ?? 0) > from);
+      if (first < 0) continue;
+      // Self time by name: each event's duration less its nested events'.
+      const self = new Map();
+      const stack = [{ end, name: null }];
+      let cpu = 0;
+      const add = (name, us) => name && self.set(name, (self.get(name) ?? 0) + us);
+      let j = first;
+      for (; j < list.length && list[j].ts < end; j++) {
+        const c = list[j];
+        if (c.ts + (c.dur ?? 0) <= from) continue;
+        while (stack.length > 1 && stack[stack.length - 1].end <= c.ts) stack.pop();
+        const parent = stack[stack.length - 1];
+        // The thread's own CPU time in the task (wall time less preemption).
+        if (stack.length === 1) cpu += c.tdur ?? 0;
+        const cEnd = Math.min(c.ts + (c.dur ?? 0), parent.end);
+        add(label(c), cEnd - c.ts);
+        add(parent.name, -(cEnd - c.ts));
+        stack.push({ end: cEnd, name: label(c) });
+      }
+      // Time in none of the thread's events: the thread was idle or not running.
+      let covered = 0;
+      for (const us of self.values()) covered += us;
+      self.set("(no event)", end - from - covered);
+      const parts = [...self].filter(([, us]) => us >= 500).sort((a, b) => b[1] - a[1]).slice(0, 10).map(([n, us]) => [n, Math.round(us / 100) / 10]);
+      tasks.push({ thread: k, at: from, ms: Math.round((end - from) / 1000), cpuMs: Math.round(cpu / 1000), parts });
+      windows.push([k, from, end]);
+    }
+  }
+  // A task listed twice (long, and among the most CPU) once.
+  const unique = new Map(tasks.map((t) => [`${t.thread}:${t.at}`, t]));
+  tasks.length = 0;
+  tasks.push(...unique.values());
+  tasks.sort((a, b) => b.ms - a.ms);
+  // The CPU profile's samples (ProfileChunk events, by the thread profiled) inside those tasks.
+  const self = new Map();
+  const nodes = new Map();
+  const clock = new Map();
+  const threadOf = new Map();
+  for (const e of events)
+    if (e.name === "Profile") {
+      clock.set(`${e.pid}:${e.id}`, e.args?.data?.startTime ?? e.ts);
+      threadOf.set(`${e.pid}:${e.id}`, `${e.pid}:${e.tid}`);
+    }
+  for (const e of events) {
+    if (e.name !== "ProfileChunk") continue;
+    const key = `${e.pid}:${e.id}`;
+    const thread = threadOf.get(key) ?? `${e.pid}:${e.tid}`;
+    const data = e.args?.data ?? {};
+    for (const n of data.cpuProfile?.nodes ?? []) nodes.set(`${key}:${n.id}`, n.callFrame);
+    let t = clock.get(key) ?? e.ts;
+    const samples = data.cpuProfile?.samples ?? [];
+    const deltas = data.timeDeltas ?? [];
+    for (let i = 0; i < samples.length; i++) {
+      const d = deltas[i] ?? 0;
+      t += d;
+      if (!windows.some(([k, a, b]) => k === thread && t >= a && t <= b)) continue;
+      const f = nodes.get(`${key}:${samples[i]}`);
+      const name = f ? `${f.functionName || "(anonymous)"}${f.url ? ` ${f.url.split("/").pop()}:${f.lineNumber + 1}` : ""}` : "?";
+      self.set(name, (self.get(name) ?? 0) + d);
+    }
+    clock.set(key, t);
+  }
+  const functions = [...self].sort((a, b) => b[1] - a[1]).slice(0, 15).map(([n, us]) => [n, Math.round(us / 100) / 10]);
+  cpuTop.sort((a, b) => b - a);
+  return { tasks, functions, cpuLongest: Math.round(cpuTop[0] ?? 0), cpuOver50: cpuTop.filter((x) => x > 50).length, cpuTop: cpuTop.slice(0, 8).map(Math.round) };
+}
+
 /** Opens the page following `url`, recording draws (newest row, wall time of the frame after) and long tasks. */
 async function followPage(browser, base, file, stream, column) {
   const page = await browser.newPage({ viewport: { width: 1440, height: 1000 } });
@@ -91,7 +213,10 @@ async function followPage(browser, base, file, stream, column) {
     window.__long = [];
     window.__draws = [];
     new PerformanceObserver((l) => {
-      for (const e of l.getEntries()) window.__long.push(e.duration);
+      for (const e of l.getEntries()) {
+        window.__long.push(e.duration);
+        window.__longAt?.push([e.startTime, e.duration]);
+      }
     }).observe({ type: "longtask", buffered: true });
     let last = null;
     const check = () => {
@@ -184,7 +309,27 @@ try {
       return Number(/\/(\d+)$/.exec(res.headers.get("content-range") ?? "")?.[1] ?? NaN);
     };
     const size0 = await imageSize();
+    const tracePath = traceDir ? join(traceDir, "follow.json") : null;
+    if (tracePath) {
+      mkdirSync(traceDir, { recursive: true });
+      await browser.startTracing(page, { path: tracePath, categories: TRACE_CATEGORIES });
+      // A mark that puts the page's clock on the trace's, so the long
+      // tasks the page saw are found in the trace.
+      await page.evaluate(() => {
+        window.__longAt = [];
+        performance.mark("bench-follow-trace");
+      });
+    }
     await new Promise((r) => setTimeout(r, seconds * 1000));
+    if (tracePath) {
+      await browser.stopTracing();
+      const seen = await page.evaluate(() => ({ at: performance.getEntriesByName("bench-follow-trace")[0]?.startTime ?? 0, tasks: window.__longAt }));
+      out.trace = longTaskAnatomy(JSON.parse(readFileSync(tracePath, "utf8")), seen);
+      log(`trace in ${tracePath}; ${out.trace.tasks.length} main-thread tasks over 50 ms`);
+      for (const t of out.trace.tasks.slice(0, 12)) log(`  ${t.ms} ms (${t.cpuMs} ms on the CPU): ${t.parts.map(([n, ms]) => `${n} ${ms}`).join(", ")}`);
+      log(`  the page's functions by self time within them: ${out.trace.functions.map(([n, ms]) => `${n} ${ms}`).join(", ")}`);
+      log(`  CPU time of the main thread's tasks: longest ${out.trace.cpuLongest} ms, ${out.trace.cpuOver50} over 50 ms; the most: ${out.trace.cpuTop.join(", ")} ms`);
+    }
     const t1 = await traffic(page);
     const w1 = wchar(w.pid);
     const size1 = await imageSize();
@@ -208,12 +353,18 @@ try {
       ratio: (t1.net - t0.net) / (w1 - w0),
       imageGrowthPerMinute: ((size1 - size0) * 60) / seconds,
     };
-    out.tasks = { longest: long.length ? Math.max(...long) : 0, over50: long.filter((x) => x > 50).length, count: long.length };
+    out.tasks = {
+      longest: long.length ? Math.max(...long) : 0,
+      over50: long.filter((x) => x > 50).length,
+      count: long.length,
+      p50: pct(long, 50),
+      top: [...long].sort((a, b) => b - a).slice(0, 10).map(Math.round),
+    };
     log(`latency: ${draws.length} draws, p50 ${Math.round(out.latency.p50)} ms, p95 ${Math.round(out.latency.p95)} ms, max ${Math.round(out.latency.max)} ms`);
     log(
       `following: ${Math.round(out.following.bytesPerMinute)} B/min read, writer wrote ${Math.round(out.following.writerBytesPerMinute)} B/min: ${out.following.ratio.toFixed(2)}x; the image grew ${Math.round(out.following.imageGrowthPerMinute)} B/min; ${Math.round(out.following.requestsPerMinute)} requests/min`,
     );
-    log(`main thread: ${out.tasks.count} long tasks, longest ${Math.round(out.tasks.longest)} ms, ${out.tasks.over50} over 50 ms`);
+    log(`main thread: ${out.tasks.count} long tasks, longest ${Math.round(out.tasks.longest)} ms, ${out.tasks.over50} over 50 ms; the longest: ${out.tasks.top.join(", ")} ms`);
     await page.close();
     s.child.kill("SIGKILL");
     w.kill("SIGINT");

@@ -29,7 +29,7 @@
 // (through cargo run), the 3M-row stream by
 // `cargo run --release --example bench_viewer_inputs`.
 //
-//   node scripts/bench-viewer.mjs [--runs N] [--json | --json-out FILE] [--trace DIR] [--skip open,memory,pan]
+//   node scripts/bench-viewer.mjs [--runs N] [--json | --json-out FILE] [--trace DIR] [--skip open,memory,pan] [--dist DIR] [--mode memory|lazy]
 
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
@@ -46,12 +46,16 @@ const runs = Number(opt("--runs")) || 5;
 const traceDir = opt("--trace");
 const jsonOut = opt("--json-out");
 const skip = new Set((opt("--skip") ?? "").split(",").filter(Boolean));
+// --mode memory|lazy: how the page opens a dropped file (index.html?mode=);
+// by default it reads one of 32 MiB or more in place.
+const pageQuery = opt("--mode") ? `?mode=${encodeURIComponent(opt("--mode"))}` : "";
 const log = (...m) => console.error("bench-viewer:", ...m);
 
 // ---------------------------------------------------------------------------
 // What must be there
 
-const DIST = join(root, "www/dist");
+// --dist DIR: another build of the page (a side-by-side with an older one).
+const DIST = opt("--dist") ?? join(root, "www/dist");
 const PKG = join(root, "www/pkg");
 const INPUTS = join(root, "target/bench-viewer");
 {
@@ -74,21 +78,25 @@ const INPUTS = join(root, "target/bench-viewer");
 const ARCHIVES = { demo10: "demo10.dendro", demo100: "demo100.dendro", plot: "plot3m.dendro" };
 {
   const cargo = (...a) => execFileSync("cargo", ["run", "--release", "--quiet", ...a], { cwd: root, stdio: ["ignore", "inherit", "inherit"] });
+  // A dendro binary already built writes the demo archives (the same
+  // bytes whichever profile built it); else cargo builds a release one.
+  const bin = [process.env.DENDRO_BIN, join(root, "target/release/dendro"), join(root, "target/debug/dendro")].filter(Boolean).find((b) => existsSync(b));
+  const dendro = (...a) => (bin ? execFileSync(bin, a, { cwd: root, stdio: ["ignore", "inherit", "inherit"] }) : cargo("--bin", "dendro", "--", ...a));
   mkdirSync(INPUTS, { recursive: true });
-  for (const [key, mb] of [["demo10", 10], ["demo100", 100]]) {
+  for (const [key, mb] of skip.has("open") && skip.has("memory") ? [] : [["demo10", 10], ["demo100", 100]]) {
     const out = join(INPUTS, ARCHIVES[key]);
     if (existsSync(out)) continue;
     log(`writing ${ARCHIVES[key]}: dendro demo --size ${mb}`);
     rmSync(`${out}.partial`, { force: true });
-    cargo("--bin", "dendro", "--", "demo", `${out}.partial`, "--size", String(mb));
+    dendro("demo", `${out}.partial`, "--size", String(mb));
     renameSync(`${out}.partial`, out);
   }
-  if (!existsSync(join(INPUTS, ARCHIVES.plot))) {
+  if (!skip.has("pan") && !existsSync(join(INPUTS, ARCHIVES.plot))) {
     log(`writing ${ARCHIVES.plot}: cargo run --release --example bench_viewer_inputs`);
     cargo("--example", "bench_viewer_inputs", "--", INPUTS);
   }
 }
-const fileBytes = Object.fromEntries(Object.entries(ARCHIVES).map(([k, f]) => [k, statSync(join(INPUTS, f)).size]));
+const fileBytes = Object.fromEntries(Object.entries(ARCHIVES).filter(([, f]) => existsSync(join(INPUTS, f))).map(([k, f]) => [k, statSync(join(INPUTS, f)).size]));
 
 // The plot archive (examples/bench_viewer_inputs.rs): rows 1 ms apart from
 // 2026-01-01; the window holds rows 1,000,000 to 1,999,999.
@@ -303,7 +311,7 @@ async function openRuns(browser, server, key) {
   const cold = [];
   const warm = [];
   for (let i = 0; i < runs; i++) {
-    const { context, page } = await freshPage(browser, `${server.url}/index.html`);
+    const { context, page } = await freshPage(browser, `${server.url}/index.html${pageQuery}`);
     await stageFile(page, path);
     await sleep(300);
     const trace = traceDir && key === "demo100" && i === 0;
@@ -406,7 +414,7 @@ async function wasmBytes({ workers, inWorker }) {
 
 async function memoryRun(browser, server, key) {
   const path = join(INPUTS, ARCHIVES[key]);
-  const { context, page, dev } = await freshPage(browser, `${server.url}/index.html`, { withDevtools: true });
+  const { context, page, dev } = await freshPage(browser, `${server.url}/index.html${pageQuery}`, { withDevtools: true });
   const { cdp, workers, inWorker } = dev;
   await stageFile(page, path);
   await cdp.send("HeapProfiler.collectGarbage");

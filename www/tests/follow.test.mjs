@@ -9,8 +9,8 @@
 // the wait for one is at most 3 s.
 
 import assert from "node:assert/strict";
-import { spawn } from "node:child_process";
-import { existsSync, mkdtempSync } from "node:fs";
+import { execFileSync, spawn } from "node:child_process";
+import { copyFileSync, existsSync, mkdtempSync, renameSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -94,6 +94,18 @@ async function drawnAfter(page, column, than, timeout) {
     { timeout, polling: "raf" },
   );
   return BigInt(await handle.jsonValue());
+}
+
+/** A copy of archive `from` at `to` with SQL `statements` run on its catalog (python3's sqlite3, as viewer.test.mjs does). */
+function edited(from, to, statements) {
+  execFileSync("python3", [
+    "-c",
+    ["import json, shutil, sqlite3, sys", "shutil.copyfile(sys.argv[1], sys.argv[2])", "db = sqlite3.connect(sys.argv[2])", "for s in json.loads(sys.argv[3]): db.execute(s)", "db.commit()", "db.close()"].join("\n"),
+    from,
+    to,
+    JSON.stringify(statements),
+  ]);
+  return parseJsonExact(dendro("describe", "--json", to));
 }
 
 const missing = missingPrerequisite();
@@ -183,6 +195,80 @@ describe("following an archive being written", () => {
     } finally {
       await page.close();
       writer.child.kill("SIGKILL");
+      serve.child.kill("SIGKILL");
+    }
+  });
+
+  it("takes a newer image in place: a new seal's count, a new stream, an evicted segment gone, without rebuilding what stayed", T, async () => {
+    // Two states of one archive, as a follower meets them: in the second,
+    // the memory stream sealed a segment and lost its oldest to retention
+    // (so its segment count is the same), and the network stream appeared.
+    const full = join(dir, "states.dendro");
+    dendro("demo", "--minutes", "12", "--hosts", "1", "--seal-every", "60", full);
+    const d = parseJsonExact(dendro("describe", "--json", full));
+    const id = d.sources[0].id;
+    const seqs = d.sources[0].streams.find((s) => s.name === "memory").segments.map((s) => Number(s.seq));
+    assert.ok(seqs.length >= 5, `the demo sealed memory ${seqs.length} times`);
+    const oldest = seqs[0];
+    const newest = seqs[seqs.length - 1];
+    const first = edited(full, join(dir, "first.dendro"), [
+      ...["segments", "wal", "caller_rows"].map((t) => `DELETE FROM ${t} WHERE source_id = ${id} AND stream = 'network'`),
+      `DELETE FROM segments WHERE source_id = ${id} AND stream = 'memory' AND seq = ${newest}`,
+    ]);
+    const second = edited(full, join(dir, "second.dendro"), [`DELETE FROM segments WHERE source_id = ${id} AND stream = 'memory' AND seq = ${oldest}`]);
+    const streamOf = (desc, name) => desc.sources[0].streams.find((s) => s.name === name);
+    assert.equal(streamOf(first, "network"), undefined);
+    assert.equal(streamOf(first, "memory").segments.length, streamOf(second, "memory").segments.length, "the same count before and after");
+    const segmentsOf = (desc) => desc.sources[0].streams.reduce((n, s) => n + s.segments.length, 0);
+
+    const live = join(dir, "states-live.dendro");
+    copyFileSync(join(dir, "first.dendro"), live);
+    const serve = await startServe(live);
+    const page = await newPage(browser);
+    try {
+      const q = new URLSearchParams({ url: `/archives/${basename(live)}`, follow: "1", source: String(id), stream: "memory" });
+      await page.goto(`http://127.0.0.1:${serve.port}/?${q}`);
+      await page.locator('[data-testid="plots"][data-state="drawn"]').waitFor({ timeout: 30_000 });
+      const lane = (name) => page.locator(`[data-testid="lane"][data-source="${id}"][data-stream="${name}"]`);
+      const cardRow = (name) => page.locator(`[data-testid="source"][data-source="${id}"] [data-testid="stream-row"][data-stream="${name}"]`);
+      await lane("memory").locator(`[data-testid="segment"][data-seq="${oldest}"]`).waitFor();
+      assert.equal(await lane("network").count(), 0);
+      assert.equal(await cardRow("network").count(), 0);
+      // Marks on what should be kept, not built again.
+      await lane("memory").evaluate((el) => (el.__kept = true));
+      await cardRow("memory").evaluate((el) => (el.__kept = true));
+
+      // The writer's next state, as a new image of the same URL.
+      copyFileSync(join(dir, "second.dendro"), `${live}.next`);
+      renameSync(`${live}.next`, live);
+      await page.locator(`[data-field="streams"][data-value="${second.sources[0].streams.length}"]`).waitFor({ timeout: 10_000 });
+      assert.equal(await page.locator('[data-field="segments"]').getAttribute("data-value"), String(segmentsOf(second)));
+      // The new stream: a lane with its row count, and a row on the card.
+      const net = streamOf(second, "network");
+      await lane("network").waitFor();
+      assert.equal(await lane("network").locator(".dv-tl-count").innerText(), `${(net.sealed_rows + net.live_rows).toLocaleString("en-US")} rows`);
+      await cardRow("network").waitFor();
+      assert.equal(await cardRow("network").locator("td").nth(1).innerText(), String(net.segments.length));
+      // The memory lane: the evicted segment gone, the sealed one drawn.
+      await lane("memory").locator(`[data-testid="segment"][data-seq="${newest}"]`).waitFor();
+      assert.equal(await lane("memory").locator(`[data-testid="segment"][data-seq="${oldest}"]`).count(), 0, "the evicted segment is gone from the lane");
+      const mem = streamOf(second, "memory");
+      assert.equal(await cardRow("memory").locator("td").nth(1).innerText(), String(mem.segments.length));
+      assert.equal(await cardRow("memory").locator("td").nth(2).innerText(), mem.sealed_rows.toLocaleString("en-US"));
+      // The stream view: its counts, and a picker that offers the new segment and not the evicted one.
+      await page.waitForFunction(
+        (n) => /segments\s*([\d,]+)/.exec(document.querySelector('[data-testid="stream-stats"]')?.textContent ?? "")?.[1] === n,
+        String(mem.segments.length),
+      );
+      const picker = page.locator('[data-testid="segment-select"]');
+      await picker.locator(`option[value="${newest}"]`).waitFor({ state: "attached" });
+      assert.equal(await picker.locator(`option[value="${oldest}"]`).count(), 0, "the evicted segment is not offered");
+      // What stayed was patched, not built again.
+      assert.equal(await lane("memory").evaluate((el) => el.__kept === true), true, "the memory lane was kept");
+      assert.equal(await cardRow("memory").evaluate((el) => el.__kept === true), true, "the memory row of the card was kept");
+      assert.deepEqual(page.problems, []);
+    } finally {
+      await page.close();
       serve.child.kill("SIGKILL");
     }
   });

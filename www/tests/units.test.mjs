@@ -144,6 +144,15 @@ describe("lane index", () => {
     assert.deepEqual(laneindex.laneIndex(st).segs.map((s) => s.seq), [0, 1, 2, 3, 4]);
     assert.equal(laneindex.laneIndex(st), laneindex.laneIndex(st));
   });
+  it("hands its index to the next description of the stream only when the segments are the same", () => {
+    const next = { ...st, segments: st.segments.map((s) => ({ ...s })), live_rows: 5 };
+    laneindex.carryIndex(st, next);
+    assert.equal(laneindex.laneIndex(next), laneindex.laneIndex(st));
+    const other = { ...st, segments: st.segments.slice(1).map((s) => ({ ...s })) };
+    laneindex.carryIndex(st, other);
+    assert.notEqual(laneindex.laneIndex(other), laneindex.laneIndex(st));
+    assert.deepEqual(laneindex.laneIndex(other).segs.map((s) => s.seq), [0, 1, 3, 4]);
+  });
   it("finds the segments meeting a window, one reaching over it included", () => {
     assert.deepEqual(meeting(40, 60), [1]);
     assert.deepEqual(meeting(22, 31), [1, 2, 3]);
@@ -161,6 +170,29 @@ describe("model", () => {
     assert.equal(g[0].from, 19n);
     assert.equal(g[0].to, 100n);
     assert.equal(g[1].missingSeqs, 2);
+  });
+  it("tells a stream's next description apart by its segments and live tail, not only by its counts", () => {
+    const a = { name: "s", segments: [seg(0, 0, 9, 10), seg(1, 10, 19, 10)], sealed_rows: 20, live_rows: 3, live_span: [20n, 22n], caller_rows: 0 };
+    const same = { ...a, segments: a.segments.map((s) => ({ ...s })), live_span: [20n, 22n] };
+    assert.ok(model.sameSegments(a, same) && model.sameLane(a, same));
+    // A seal and an eviction in one step: the same count and rows, other segments.
+    const moved = { ...a, segments: [seg(1, 10, 19, 10), seg(2, 20, 29, 10)] };
+    assert.ok(!model.sameSegments(a, moved) && !model.sameLane(a, moved));
+    // The same seq rewritten with other rows.
+    const rewritten = { ...a, segments: [seg(0, 0, 9, 10), seg(1, 10, 18, 10)] };
+    assert.ok(!model.sameSegments(a, rewritten));
+    // The live tail grew.
+    assert.ok(model.sameSegments(a, { ...a, live_rows: 4 }) && !model.sameLane(a, { ...a, live_rows: 4 }));
+    assert.ok(!model.sameLane(a, { ...a, live_span: [20n, 23n] }));
+    assert.ok(!model.sameLane(a, { ...a, live_rows: 0, live_span: null }));
+  });
+  it("compares labels and metadata entry by entry, order included", () => {
+    assert.ok(model.sameEntries({ a: "1", b: "2" }, { a: "1", b: "2" }));
+    assert.ok(!model.sameEntries({ a: "1", b: "2" }, { a: "1", b: "3" }));
+    assert.ok(!model.sameEntries({ a: "1", b: "2" }, { b: "2", a: "1" }));
+    assert.ok(!model.sameEntries({ a: "1" }, { a: "1", b: "2" }));
+    assert.ok(model.sameEntries(JSON.parse('{"__proto__": "x"}'), JSON.parse('{"__proto__": "x"}')));
+    assert.ok(!model.sameEntries(JSON.parse('{"__proto__": "x"}'), JSON.parse('{"__proto__": "y"}')));
   });
   it("includes live tails in spans and totals", () => {
     const desc = { file_bytes: 1, schema_version: 4, sources: [{ id: 1, uuid: null, labels: {}, metadata: {}, complete: true, clock_anchor_wall_ns: 0n, caller_row_names: [], streams: [{ name: "n", segments: [], sealed_rows: 0, live_rows: 17, live_span: [5n, 9n], caller_rows: 0 }] }] };

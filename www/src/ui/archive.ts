@@ -3,11 +3,11 @@
 
 import type { ArchiveHandle, Description, Engine, FollowTraffic, SourceInfo, StreamInfo } from "../engine/types";
 import { CAPS, type Filtered, filterCatalog, needsFilter, plural, shownText } from "./catalog";
-import { debounce, h, moreBar, replace } from "./dom";
+import { debounce, h, moreBar, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { type TimeZoneMode, count, floorDiv } from "./format";
 import { type Span, archiveSpan, fullWindow, originFor, streamSpan } from "./model";
-import { Overview, marksOf, sourceCard } from "./overview";
+import { Overview, type OverviewHost, SourceCard, marksOf } from "./overview";
 import type { Dialog, Tooltip } from "./overlay";
 import type { ViewState } from "./state";
 import { StreamView } from "./stream";
@@ -46,7 +46,7 @@ interface Pick {
 
 export class ArchiveView {
   readonly el: HTMLElement;
-  private overview: Overview;
+  private readonly overview: Overview;
   /** Built a frame after the overview, with the sources and the stream view. */
   private timeline: Timeline | null = null;
   /** The stream to open once built. */
@@ -54,12 +54,13 @@ export class ArchiveView {
   private destroyed = false;
   private readonly streamSlot: HTMLElement;
   private readonly sources: HTMLElement;
-  private readonly overviewHost: Parameters<typeof sourceCard>[0];
+  private readonly overviewHost: OverviewHost;
   /** What the filter keeps; everything until someone types in it. */
   private filtered: Filtered;
   /** Source cards to build: the first batch, more on request. */
   private cardLimit: number = CAPS.sourceCards;
-  private cardsBuilt = 0;
+  /** The cards built, in order. */
+  private cards: SourceCard[] = [];
   /** After the cards: what they left out, and "show more". */
   private readonly sourcesFoot = h("div", { class: "dv-sources-foot" });
   private readonly finder: HTMLElement | null;
@@ -217,7 +218,7 @@ export class ArchiveView {
   private renderSources(): void {
     if (!this.timeline) return;
     const f = this.filtered;
-    this.cardsBuilt = 0;
+    this.cards = [];
     replace(
       this.sources,
       f.matches.length === 0 && f.query ? h("div", { class: "dv-panel dv-empty-note" }, "No source or stream matches the filter.") : null,
@@ -226,20 +227,60 @@ export class ArchiveView {
     this.moreSources(this.cardLimit);
   }
 
+  /**
+   * The cards take a newer description in place: a card of a source still
+   * among the first kept is patched (see SourceCard.update), a source new
+   * there gets a card, and the cards of sources gone are removed.
+   */
+  private patchSources(): void {
+    if (!this.timeline) return;
+    const f = this.filtered;
+    if (f.matches.length === 0 || this.sources.querySelector(":scope > .dv-empty-note")) {
+      this.renderSources();
+      return;
+    }
+    const old = new Map(this.cards.map((c) => [c.id, c]));
+    const next = f.matches.slice(0, Math.max(this.cardLimit, this.cards.length));
+    const filtered = f.query !== "";
+    this.cards = next.map((m) => {
+      const card = old.get(m.source.id);
+      if (card) card.update(m.source, m.streams, filtered);
+      return card ?? new SourceCard(this.overviewHost, m.source, m.streams, filtered);
+    });
+    let at = this.sources.firstChild;
+    for (const card of this.cards) {
+      if (at === card.el) at = at.nextSibling;
+      else this.sources.insertBefore(card.el, at);
+    }
+    while (at && at !== this.sourcesFoot) {
+      const gone = at;
+      at = at.nextSibling;
+      gone.remove();
+    }
+    this.moreSources(0);
+  }
+
   /** Builds the next `n` cards (only those: the ones built stay) and says what is still left out. */
   private moreSources(n: number): void {
     const f = this.filtered;
-    const next = f.matches.slice(this.cardsBuilt, this.cardsBuilt + n);
-    for (const m of next) this.sources.insertBefore(sourceCard(this.overviewHost, m.source, m.streams, f.query !== ""), this.sourcesFoot);
-    this.cardsBuilt += next.length;
-    this.cardLimit = Math.max(this.cardLimit, this.cardsBuilt);
-    const note = shownText(this.cardsBuilt, f.matches.length, "source", f.query !== "");
-    const left = f.matches.length - this.cardsBuilt;
+    const next = f.matches.slice(this.cards.length, this.cards.length + n);
+    for (const m of next) {
+      const card = new SourceCard(this.overviewHost, m.source, m.streams, f.query !== "");
+      this.sources.insertBefore(card.el, this.sourcesFoot);
+      this.cards.push(card);
+    }
+    const built = this.cards.length;
+    this.cardLimit = Math.max(this.cardLimit, built);
+    const note = shownText(built, f.matches.length, "source", f.query !== "");
+    const left = f.matches.length - built;
+    const text = note ? `${note}.${this.finder ? " Type in the filter above to find one." : ""}` : "";
+    if (this.sourcesFoot.dataset["text"] === text && n === 0) return;
+    this.sourcesFoot.dataset["text"] = text;
     replace(
       this.sourcesFoot,
       note
         ? moreBar(
-            `${note}.${this.finder ? " Type in the filter above to find one." : ""}`,
+            text,
             { label: `Show ${count(Math.min(CAPS.sourceCards, left))} more`, onClick: () => this.moreSources(CAPS.sourceCards) },
             "sources-more",
           )
@@ -307,15 +348,24 @@ export class ArchiveView {
     this.followBtn.setAttribute("aria-pressed", String(this.following));
   }
 
+  /**
+   * The follow status, after every revalidation (four a second). Only what
+   * changed is written: an unchanged text or attribute written again
+   * would still cost the page a style and layout pass.
+   */
   private status(text: string, state: string): void {
-    if (!this.followStatus) return;
-    this.followStatus.textContent = text;
-    this.followStatus.dataset["state"] = state;
+    const el = this.followStatus;
+    if (!el) return;
+    setText(el, text);
+    const set = (k: string, v: string) => {
+      if (el.dataset[k] !== v) el.dataset[k] = v;
+    };
+    set("state", state);
     // The URL's traffic so far, for benchmarks and embedders.
-    this.followStatus.dataset["netBytes"] = String(this.traffic.netBytes);
-    this.followStatus.dataset["requests"] = String(this.traffic.requests);
-    this.followStatus.dataset["updates"] = String(this.updates);
-    this.followStatus.dataset["cost"] = JSON.stringify(lastUpdate);
+    set("netBytes", String(this.traffic.netBytes));
+    set("requests", String(this.traffic.requests));
+    set("updates", String(this.updates));
+    set("cost", JSON.stringify(lastUpdate));
   }
 
   private scheduleFollow(ms: number): void {
@@ -423,13 +473,12 @@ export class ArchiveView {
       const w = this.followTarget();
       if (w) [this.from, this.to] = w;
     }
-    // In three tasks, so the page paints between them rather than stalling
-    // for all of it: the overview and the timeline; the source cards; the
-    // stream view (its plots ask the engine again).
+    // Everything is patched in place (counts and spans written where they
+    // changed, rows built only for what is new). In three tasks, so the
+    // page can paint between them: the overview and the timeline; the
+    // source cards; the stream view (its plots ask the engine again).
     const t0 = performance.now();
-    const overview = new Overview(this.overviewHost, desc);
-    this.overview.el.replaceWith(overview.el);
-    this.overview = overview;
+    this.overview.update(desc);
     this.filtered = filterCatalog(desc, this.filtered.query);
     if (this.finder) this.paintFinderCount();
     if (this.timeline) {
@@ -448,7 +497,7 @@ export class ArchiveView {
     setTimeout(() => {
       if (!current()) return;
       const t2 = performance.now();
-      if (this.timeline) this.renderSources();
+      this.patchSources();
       cost["sources"] = performance.now() - t2;
       setTimeout(() => {
         if (!current()) return;
@@ -490,7 +539,7 @@ export class ArchiveView {
 
   /** Called when the tab becomes visible (sizes were zero while hidden). */
   shown(): void {
-    this.timeline?.render();
+    this.timeline?.render(true);
   }
 
   /** A window a person chose (a drag, the wheel, a button): following stops unless it still shows the newest data. */

@@ -110,7 +110,16 @@ export interface FileTextOptions {
   what?: string;
   /** false: mark a cut with "…" only, no button (for labels inside other controls). */
   more?: boolean;
+  /**
+   * Break a long value only after separators (`_ . - / :`), never inside
+   * a word: for names like `core0_user_ns`. Use with `.dv-ft-words`, which
+   * turns off breaking anywhere.
+   */
+  words?: boolean;
 }
+
+/** Where a name may break with `words`: after each separator. */
+const WORD_BREAK = /(?<=[_.\-\/:])/;
 
 /** Event a truncated string fires to ask its viewer to show the whole value. */
 export const FULL_VALUE_EVENT = "dv-fullvalue";
@@ -128,11 +137,16 @@ export interface FullValueDetail {
 export function fileText(s: string, opts: FileTextOptions = {}): HTMLElement {
   const max = opts.max ?? 200;
   const shown = cut(s, max);
-  const el = h("span", { class: "dv-ft" + (opts.class ? " " + opts.class : ""), dir: "auto" });
+  const el = h("span", { class: "dv-ft" + (opts.words ? " dv-ft-words" : "") + (opts.class ? " " + opts.class : ""), dir: "auto" });
   const parts = shown.split(INVISIBLE_SPLIT);
   parts.forEach((part, i) => {
     if (part === "") return;
     if (i % 2 === 1) el.appendChild(h("span", { class: "dv-esc" }, escapeFor(part)));
+    else if (opts.words)
+      part.split(WORD_BREAK).forEach((w, j) => {
+        if (j > 0) el.appendChild(document.createElement("wbr"));
+        el.appendChild(document.createTextNode(w));
+      });
     else el.appendChild(document.createTextNode(part));
   });
   if (s === "") el.appendChild(h("span", { class: "dv-empty" }, "(empty)"));
@@ -196,4 +210,9 @@ export function debounce<A extends unknown[]>(fn: (...a: A) => void, ms: number)
       fn(...a);
     }, ms);
   };
+}
+
+/** Sets a node's text only when it differs: an unchanged count costs no style or layout work. */
+export function setText(el: Node, text: string): void {
+  if (el.textContent !== text) el.textContent = text;
 }

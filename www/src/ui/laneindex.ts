@@ -3,7 +3,7 @@
 // segments costs a frame the ones in view, not a walk over all of them.
 
 import type { SegmentInfo, StreamInfo } from "../engine/types";
-import { type Gap, gaps } from "./model";
+import { type Gap, gaps, sameSegments } from "./model";
 
 /**
  * A stream's segments and gaps ordered by start, with their times as
@@ -49,6 +49,16 @@ export function laneIndex(st: StreamInfo): LaneIndex {
   const index = { base, segs, first, reach, gaps: gs, gapFrom, gapReach };
   indexes.set(st, index);
   return index;
+}
+
+/**
+ * A newer description of a stream (a followed archive's next image)
+ * takes over the older one's index when their segments are the same, so
+ * a lane of many segments is not sorted again every second.
+ */
+export function carryIndex(from: StreamInfo, to: StreamInfo): void {
+  const known = indexes.get(from);
+  if (known && !indexes.has(to) && sameSegments(from, to)) indexes.set(to, known);
 }
 
 /** The first i whose reach is at least `at` (reach never decreases). */

@@ -127,3 +127,41 @@ const NUMERIC = /^(U?Int(8|16|32|64)|Float(16|32|64)|Boolean)$/;
 export function isNumericType(type: string): boolean {
   return NUMERIC.test(type);
 }
+
+// ---------------------------------------------------------------------------
+// What changed between two descriptions (a followed archive's images)
+
+/** Whether two descriptions of a stream list the same segments: the same seqs, rows, times and sizes, in order. */
+export function sameSegments(a: StreamInfo, b: StreamInfo): boolean {
+  const x = a.segments;
+  const y = b.segments;
+  if (x === y) return true;
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) {
+    const p = x[i]!;
+    const q = y[i]!;
+    if (p.seq !== q.seq || p.rows !== q.rows || p.first_ts !== q.first_ts || p.last_ts !== q.last_ts || p.bytes !== q.bytes || p.caller_index !== q.caller_index) return false;
+  }
+  return true;
+}
+
+/** Whether a timeline lane drawn for `a` is still right for `b`: the same segments and the same live tail. */
+export function sameLane(a: StreamInfo, b: StreamInfo): boolean {
+  const s = a.live_span;
+  const t = b.live_span;
+  const sameLive = a.live_rows === b.live_rows && (s === t || (s !== null && t !== null && s[0] === t[0] && s[1] === t[1]));
+  return sameLive && sameSegments(a, b);
+}
+
+/** Whether two string maps (labels, metadata) hold the same entries in the same order. */
+export function sameEntries(a: Record<string, string>, b: Record<string, string>): boolean {
+  if (a === b) return true;
+  const x = Object.keys(a);
+  const y = Object.keys(b);
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) {
+    const k = x[i]!;
+    if (k !== y[i] || a[k] !== b[k]) return false;
+  }
+  return true;
+}

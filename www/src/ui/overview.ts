@@ -14,10 +14,10 @@ import type {
   WriterSession,
 } from "../engine/types";
 import { CAPS, plural, shownText } from "./catalog";
-import { type Child, copyButton, fileText, h, moreBar, replace } from "./dom";
+import { type Child, copyButton, fileText, h, moreBar, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode } from "./format";
-import { archiveSpan, sourceSpan, streamSpan, totals } from "./model";
+import { archiveSpan, sameEntries, sourceSpan, streamSpan, totals } from "./model";
 import type { Dialog } from "./overlay";
 import { callerRowsTable } from "./stream";
 import { VirtualTable } from "./vtable";
@@ -29,6 +29,21 @@ export interface OverviewHost {
   dialog: Dialog;
   tz(): TimeZoneMode;
   onSelect(source: number, stream: string): void;
+}
+
+type CountField = "sources" | "streams" | "segments" | "rows";
+
+/**
+ * Writes a stat's shown value (its first text, before any sub-line) and
+ * its data-value, each only when it differs.
+ */
+function setValue(stat: HTMLElement, text: string, raw: string | number, title?: string): void {
+  const value = stat.querySelector<HTMLElement>(".dv-stat-value")!;
+  let main = value.firstElementChild as HTMLElement | null;
+  if (!main || !main.classList.contains("dv-stat-main")) main = value.insertBefore(h("span", { class: "dv-stat-main" }), value.firstChild);
+  setText(main, text);
+  if (title !== undefined && main.title !== title) main.title = title;
+  if (stat.dataset["value"] !== String(raw)) stat.dataset["value"] = String(raw);
 }
 
 function field(label: string, key: string, value: Child, raw?: string | number | bigint, extra?: Record<string, string>): HTMLElement {
@@ -53,41 +68,40 @@ export class Overview {
   readonly verifiesOnClick: boolean;
   private readonly badge: HTMLElement;
   private readonly spanValue: HTMLElement;
+  /** The counts' fields, patched in place when the archive changes. */
+  private readonly counts: Record<CountField, HTMLElement>;
+  private readonly size: HTMLElement;
+  /** Bumped by every newer description: a verdict on an older one is not shown. */
+  private generation = 0;
 
   constructor(
     private readonly host: OverviewHost,
-    private readonly desc: Description,
+    private desc: Description,
   ) {
-    const t = totals(desc);
     const span = archiveSpan(desc);
     const lazy = host.handle.mode === "lazy";
     this.verifiesOnClick = lazy && (host.url !== null || desc.file_bytes > AUTO_VERIFY_IN_PLACE_BYTES);
-    this.badge = this.verifiesOnClick
-      ? h(
-          "button",
-          {
-            type: "button",
-            class: "dv-badge",
-            data: { testid: "verify", state: "idle" },
-            title: "Verify reads every page of the archive; read in place, that means reading the whole file again",
-          },
-          "verify…",
-        )
-      : h("button", { type: "button", class: "dv-badge dv-badge-wait", data: { testid: "verify" } }, "verifying…");
-    if (this.verifiesOnClick)
-      this.badge.onclick = () => {
-        this.badge.onclick = null;
-        this.badge.className = "dv-badge dv-badge-wait";
-        this.badge.textContent = "verifying…";
-        void this.verify();
-      };
+    this.badge = h("button", { type: "button", class: "dv-badge", data: { testid: "verify" } });
+    if (this.verifiesOnClick) this.verifyOnClick();
+    else {
+      this.badge.className = "dv-badge dv-badge-wait";
+      this.badge.textContent = "verifying…";
+    }
     this.spanValue = h("span");
     const spanExtra: Record<string, string> = span ? { from: span[0].toString(), to: span[1].toString() } : {};
+    const countField = (label: string, key: CountField) => field(label, key, null, "");
+    this.counts = {
+      sources: countField("Sources", "sources"),
+      streams: countField("Streams", "streams"),
+      segments: countField("Segments", "segments"),
+      rows: countField("Rows", "rows"),
+    };
+    this.size = field("Size", "file_bytes", null, desc.file_bytes);
     this.el = h(
       "section",
       { class: "dv-overview", data: { testid: "overview" } },
       field("File", "name", fileText(host.name, { max: 80, what: "file name" }), undefined),
-      field("Size", "file_bytes", h("span", { title: `${count(desc.file_bytes)} bytes` }, bytes(desc.file_bytes)), desc.file_bytes),
+      this.size,
       field(
         "Read",
         "mode",
@@ -103,20 +117,79 @@ export class Overview {
         host.handle.mode,
       ),
       field("Schema", "schema_version", `v${desc.schema_version}`, desc.schema_version),
-      field("Sources", "sources", count(t.sources), t.sources),
-      field("Streams", "streams", count(t.streams), t.streams),
-      field("Segments", "segments", count(t.segments), t.segments),
-      field(
-        "Rows",
-        "rows",
-        [count(t.rows), t.liveRows > 0 ? h("span", { class: "dv-stat-sub" }, ` ${count(t.liveRows)} live`) : null],
-        t.rows,
-      ),
+      this.counts.sources,
+      this.counts.streams,
+      this.counts.segments,
+      this.counts.rows,
       field("Span", "span", this.spanValue, span ? "" : "none", spanExtra),
       field("Verify", "verify", this.badge),
     );
     this.el.querySelector('[data-field="span"]')?.classList.add("dv-stat-wide");
+    setValue(this.size, bytes(desc.file_bytes), desc.file_bytes, `${count(desc.file_bytes)} bytes`);
+    this.paintCounts();
     this.relabel();
+  }
+
+  /** The badge as a button that starts verify (the archive read in place, or a newer image of it). */
+  private verifyOnClick(): void {
+    this.badge.className = "dv-badge";
+    this.badge.textContent = "verify…";
+    this.badge.dataset["state"] = "idle";
+    this.badge.title = "Verify reads every page of the archive; read in place, that means reading the whole file again";
+    this.badge.onclick = () => {
+      this.badge.onclick = null;
+      this.badge.className = "dv-badge dv-badge-wait";
+      this.badge.textContent = "verifying…";
+      delete this.badge.dataset["state"];
+      void this.verify();
+    };
+  }
+
+  /**
+   * A newer description of the archive (it is followed): the counts, size
+   * and span are patched in place. A verdict of verify was about the older
+   * image, so the badge offers to verify again.
+   */
+  update(desc: Description): void {
+    const before = this.desc;
+    this.desc = desc;
+    this.generation++;
+    setValue(this.size, bytes(desc.file_bytes), desc.file_bytes, `${count(desc.file_bytes)} bytes`);
+    this.paintCounts();
+    const a = archiveSpan(before);
+    const b = archiveSpan(desc);
+    if (a?.[0] !== b?.[0] || a?.[1] !== b?.[1]) {
+      const stat = this.spanValue.closest<HTMLElement>(".dv-stat");
+      if (stat) {
+        stat.dataset["value"] = b ? "" : "none";
+        if (b) {
+          stat.dataset["from"] = b[0].toString();
+          stat.dataset["to"] = b[1].toString();
+        } else {
+          delete stat.dataset["from"];
+          delete stat.dataset["to"];
+        }
+      }
+      this.relabel();
+    }
+    if (this.badge.dataset["state"] !== "idle") this.verifyOnClick();
+  }
+
+  private paintCounts(): void {
+    const t = totals(this.desc);
+    setValue(this.counts.sources, count(t.sources), t.sources);
+    setValue(this.counts.streams, count(t.streams), t.streams);
+    setValue(this.counts.segments, count(t.segments), t.segments);
+    const rows = this.counts.rows;
+    setValue(rows, count(t.rows), t.rows);
+    const live = t.liveRows > 0 ? ` ${count(t.liveRows)} live` : "";
+    const value = rows.querySelector<HTMLElement>(".dv-stat-value")!;
+    let sub = value.querySelector<HTMLElement>(".dv-stat-sub");
+    if (live && !sub) sub = value.appendChild(h("span", { class: "dv-stat-sub" }));
+    if (sub) {
+      if (live) setText(sub, live);
+      else sub.remove();
+    }
   }
 
   relabel(): void {
@@ -133,9 +206,11 @@ export class Overview {
 
   async verify(): Promise<void> {
     let report: VerifyReport;
+    const gen = this.generation;
     try {
       report = await this.host.handle.verify();
     } catch (e) {
+      if (gen !== this.generation) return;
       const x = explain(e, this.host.name);
       this.badge.className = "dv-badge dv-badge-bad";
       this.badge.textContent = "verify failed";
@@ -143,6 +218,7 @@ export class Overview {
       this.badge.onclick = () => this.host.dialog.open(x.title, h("p", null, x.hint), h("pre", { class: "dv-pre" }, fileText(x.message, { max: 4000 })));
       return;
     }
+    if (gen !== this.generation) return;
     this.badge.dataset["state"] = report.sound ? "sound" : "problems";
     if (report.sound) {
       this.badge.className = "dv-badge dv-badge-ok";
@@ -192,11 +268,232 @@ export function marksOf(src: SourceInfo): ParsedMarks {
   };
 }
 
-export function sourceCard(host: OverviewHost, src: SourceInfo, streams: StreamInfo[] = src.streams, filtered = false): HTMLElement {
-  const tz = host.tz();
-  const span = sourceSpan(src);
+/** A stream's row in a card, with the cells an update patches. */
+interface StreamRow {
+  tr: HTMLElement;
+  segments: HTMLElement;
+  sealed: HTMLElement;
+  live: HTMLElement;
+  caller: HTMLElement;
+  span: HTMLElement;
+}
+
+/**
+ * One source's card: completeness, labels, uuid, clock anchor, span, its
+ * streams (a batch at a time), caller-row names and metadata. A newer
+ * description (the archive is followed) is taken in place: counts and
+ * spans are patched, a part whose content changed (labels, metadata,
+ * caller-row names) is rebuilt, and only streams new to the card get rows.
+ */
+export class SourceCard {
+  readonly el: HTMLElement;
+  private src: SourceInfo;
+  private streams: StreamInfo[];
+  private filtered: boolean;
+  private completeness: HTMLElement;
+  private chips: HTMLElement;
+  private kv: HTMLElement;
+  private readonly spanDd: HTMLElement;
+  private readonly tbody = h("tbody", null);
+  private readonly streamsFoot = h("div", { class: "dv-card-foot" });
+  private readonly table: HTMLElement;
+  private streamsBox: HTMLElement;
+  private filterNote: HTMLElement | null;
+  private callers: HTMLElement | null;
+  private meta: HTMLElement;
+  /** Rows built, by stream name, and how many the card shows (more on request). */
+  private readonly rows = new Map<string, StreamRow>();
+  private built = 0;
+
+  constructor(
+    private readonly host: OverviewHost,
+    src: SourceInfo,
+    streams: StreamInfo[] = src.streams,
+    filtered = false,
+  ) {
+    this.src = src;
+    this.streams = streams;
+    this.filtered = filtered;
+    const tz = host.tz();
+    this.completeness = completeness(src);
+    this.chips = labelChips(host, src);
+    this.spanDd = h("dd");
+    this.paintSpan(tz);
+    this.kv = this.identity(tz);
+    this.table = h(
+      "table",
+      { class: "dv-table dv-streams-table" },
+      h(
+        "thead",
+        null,
+        h("tr", null, h("th", null, "stream"), h("th", { class: "dv-right" }, "segments"), h("th", { class: "dv-right" }, "sealed rows"), h("th", { class: "dv-right" }, "live rows"), h("th", { class: "dv-right" }, "caller rows"), h("th", { class: "dv-right" }, "span")),
+      ),
+      this.tbody,
+    );
+    this.showStreams(CAPS.cardStreams);
+    this.streamsBox = this.streamsPart();
+    this.filterNote = this.filterPart();
+    this.callers = callerNames(host, src);
+    this.meta = metadataTable(host, src);
+    this.el = h(
+      "article",
+      { class: "dv-card dv-source", data: { source: src.id, testid: "source" } },
+      h("header", { class: "dv-card-head" }, h("h3", null, `Source ${src.id}`), this.completeness),
+      this.chips,
+      this.kv,
+      this.streamsBox,
+      this.filterNote,
+      this.callers,
+      this.meta,
+    );
+  }
+
+  get id(): number {
+    return this.src.id;
+  }
+
+  /** A newer description of this source, and the streams of it the filter keeps. */
+  update(src: SourceInfo, streams: StreamInfo[] = src.streams, filtered = false): void {
+    const before = this.src;
+    this.src = src;
+    const hadStreams = this.streams.length > 0;
+    const hadAny = before.streams.length > 0;
+    this.streams = streams;
+    this.filtered = filtered;
+    const tz = this.host.tz();
+    if (before.complete !== src.complete) this.completeness = swap(this.completeness, completeness(src));
+    if (!sameEntries(before.labels, src.labels)) this.chips = swap(this.chips, labelChips(this.host, src));
+    if (before.uuid !== src.uuid || before.clock_anchor_wall_ns !== src.clock_anchor_wall_ns) this.kv = swap(this.kv, this.identity(tz));
+    this.paintSpan(tz);
+    this.showStreams(0);
+    if (hadStreams !== streams.length > 0 || hadAny !== src.streams.length > 0) this.streamsBox = swap(this.streamsBox, this.streamsPart());
+    this.filterNote = swapOrPlace(this.filterNote, this.filterPart(), this.streamsBox);
+    if (!sameCallerNames(before, src)) this.callers = swapOrPlace(this.callers, callerNames(this.host, src), this.filterNote ?? this.streamsBox);
+    if (!sameEntries(before.metadata, src.metadata)) {
+      const open = (this.meta as HTMLDetailsElement).open;
+      const wasDefault = open === Object.keys(before.metadata).length <= 20;
+      this.meta = swap(this.meta, metadataTable(this.host, src));
+      // A block a person opened or closed stays so.
+      if (!wasDefault) (this.meta as HTMLDetailsElement).open = open;
+    }
+  }
+
+  private identity(tz: TimeZoneMode): HTMLElement {
+    const src = this.src;
+    return h(
+      "dl",
+      { class: "dv-kv" },
+      h("dt", null, "uuid"),
+      h("dd", { class: "dv-mono", data: { testid: "uuid" } }, src.uuid === null ? h("span", { class: "dv-muted" }, "none") : fileText(src.uuid, { max: 64 })),
+      h("dt", null, "clock anchor"),
+      h(
+        "dd",
+        { data: { testid: "anchor", value: src.clock_anchor_wall_ns.toString() } },
+        instant(src.clock_anchor_wall_ns, tz, 9),
+        h("span", { class: "dv-muted dv-small" }, ` (${src.clock_anchor_wall_ns} ns)`),
+      ),
+      h("dt", null, "span"),
+      this.spanDd,
+    );
+  }
+
+  private paintSpan(tz: TimeZoneMode): void {
+    const span = sourceSpan(this.src);
+    const d = this.spanDd.dataset;
+    if (span) {
+      d["from"] = span[0].toString();
+      d["to"] = span[1].toString();
+    } else {
+      delete d["from"];
+      delete d["to"];
+    }
+    setText(this.spanDd, span ? `${fmtSpan(span[0], span[1], tz)} (${duration(span[1] - span[0])})` : "no rows");
+  }
+
+  /**
+   * Shows the first streams, `more` beyond those already shown: rows
+   * built before are patched and kept, new streams get rows, streams gone
+   * lose theirs, and the foot says what is left out.
+   */
+  private showStreams(more: number): void {
+    const tz = this.host.tz();
+    const streams = this.streams;
+    const shown = streams.slice(0, Math.max(CAPS.cardStreams, this.built + more));
+    this.built = shown.length;
+    const keep = new Set<string>();
+    let at = this.tbody.firstChild;
+    for (const st of shown) {
+      keep.add(st.name);
+      let row = this.rows.get(st.name);
+      if (row) patchStreamRow(row, st, tz);
+      else {
+        row = streamRow(this.host, this.src, st, tz);
+        this.rows.set(st.name, row);
+      }
+      if (at === row.tr) at = at.nextSibling;
+      else this.tbody.insertBefore(row.tr, at);
+    }
+    for (const [name, row] of this.rows)
+      if (!keep.has(name)) {
+        row.tr.remove();
+        this.rows.delete(name);
+      }
+    const note = shownText(this.built, streams.length, "stream", this.filtered);
+    const text = note ?? "";
+    if (this.streamsFoot.dataset["text"] === text) return;
+    this.streamsFoot.dataset["text"] = text;
+    replace(
+      this.streamsFoot,
+      note
+        ? moreBar(
+            `${note}.`,
+            { label: `Show ${count(Math.min(CAPS.lanes, streams.length - this.built))} more`, onClick: () => this.showStreams(CAPS.lanes) },
+            "streams-more",
+          )
+        : null,
+    );
+  }
+
+  private streamsPart(): HTMLElement {
+    if (this.streams.length > 0) return h("div", { class: "dv-card-streams" }, this.table, this.streamsFoot);
+    return h("div", { class: "dv-muted" }, this.src.streams.length > 0 ? "No stream matches the filter." : "No streams.");
+  }
+
+  private filterPart(): HTMLElement | null {
+    const hidden = this.src.streams.length - this.streams.length;
+    return hidden > 0 && this.streams.length > 0
+      ? h("div", { class: "dv-muted dv-small", data: { testid: "streams-filtered" } }, `${plural(hidden, "other stream")} of this source hidden by the filter.`)
+      : null;
+  }
+}
+
+/** Replaces `old` by `next` where it stands. */
+function swap(old: HTMLElement, next: HTMLElement): HTMLElement {
+  old.replaceWith(next);
+  return next;
+}
+
+/**
+ * Replaces an optional part: `old` by `next` (either may be null), a new
+ * part going after `after`. An equal part (the same text) is kept.
+ */
+function swapOrPlace(old: HTMLElement | null, next: HTMLElement | null, after: HTMLElement): HTMLElement | null {
+  if (old && next && old.textContent === next.textContent) return old;
+  if (old && next) return swap(old, next);
+  if (old) old.remove();
+  if (next) after.after(next);
+  return next;
+}
+
+function completeness(src: SourceInfo): HTMLElement {
+  return src.complete
+    ? h("span", { class: "dv-badge dv-badge-ok", data: { testid: "complete", complete: "true" } }, "complete")
+    : h("span", { class: "dv-badge dv-badge-warn", data: { testid: "complete", complete: "false" } }, "may be incomplete: data after the last row may be missing");
+}
+
+function labelChips(host: OverviewHost, src: SourceInfo): HTMLElement {
   const labelEntries = Object.entries(src.labels);
-  const chips = h(
+  return h(
     "div",
     { class: "dv-chips", data: { testid: "labels" } },
     labelEntries.length === 0 ? h("span", { class: "dv-muted" }, "no labels") : null,
@@ -216,87 +513,55 @@ export function sourceCard(host: OverviewHost, src: SourceInfo, streams: StreamI
         )
       : null,
   );
-  const completeness = src.complete
-    ? h("span", { class: "dv-badge dv-badge-ok", data: { testid: "complete", complete: "true" } }, "complete")
-    : h(
-        "span",
-        { class: "dv-badge dv-badge-warn", data: { testid: "complete", complete: "false" } },
-        "may be incomplete: data after the last row may be missing",
-      );
-
-  // A source with thousands of streams builds its first rows; the rest
-  // come a batch at a time, or through the filter.
-  const tbody = h("tbody", null);
-  const streamsFoot = h("div", { class: "dv-card-foot" });
-  let built = 0;
-  const buildStreams = (n: number) => {
-    const next = streams.slice(built, built + n);
-    built += next.length;
-    tbody.append(...next.map((st) => streamRow(host, src, st, tz)));
-    const note = shownText(built, streams.length, "stream", filtered);
-    replace(
-      streamsFoot,
-      note
-        ? moreBar(
-            `${note}.`,
-            { label: `Show ${count(Math.min(CAPS.lanes, streams.length - built))} more`, onClick: () => buildStreams(CAPS.lanes) },
-            "streams-more",
-          )
-        : null,
-    );
-  };
-  buildStreams(CAPS.cardStreams);
-  const table = h(
-    "table",
-    { class: "dv-table dv-streams-table" },
-    h(
-      "thead",
-      null,
-      h("tr", null, h("th", null, "stream"), h("th", { class: "dv-right" }, "segments"), h("th", { class: "dv-right" }, "sealed rows"), h("th", { class: "dv-right" }, "live rows"), h("th", { class: "dv-right" }, "caller rows"), h("th", { class: "dv-right" }, "span")),
-    ),
-    tbody,
-  );
-  const hiddenByFilter = src.streams.length - streams.length;
-
-  return h(
-    "article",
-    { class: "dv-card dv-source", data: { source: src.id, testid: "source" } },
-    h("header", { class: "dv-card-head" }, h("h3", null, `Source ${src.id}`), completeness),
-    chips,
-    h(
-      "dl",
-      { class: "dv-kv" },
-      h("dt", null, "uuid"),
-      h("dd", { class: "dv-mono", data: { testid: "uuid" } }, src.uuid === null ? h("span", { class: "dv-muted" }, "none") : fileText(src.uuid, { max: 64 })),
-      h("dt", null, "clock anchor"),
-      h(
-        "dd",
-        { data: { testid: "anchor", value: src.clock_anchor_wall_ns.toString() } },
-        instant(src.clock_anchor_wall_ns, tz, 9),
-        h("span", { class: "dv-muted dv-small" }, ` (${src.clock_anchor_wall_ns} ns)`),
-      ),
-      h("dt", null, "span"),
-      h("dd", { data: span ? { from: span[0].toString(), to: span[1].toString() } : {} }, span ? `${fmtSpan(span[0], span[1], tz)} (${duration(span[1] - span[0])})` : "no rows"),
-    ),
-    streams.length > 0 ? [table, streamsFoot] : h("div", { class: "dv-muted" }, src.streams.length > 0 ? "No stream matches the filter." : "No streams."),
-    hiddenByFilter > 0 && streams.length > 0 ? h("div", { class: "dv-muted dv-small", data: { testid: "streams-filtered" } }, `${plural(hiddenByFilter, "other stream")} of this source hidden by the filter.`) : null,
-    callerNames(host, src),
-    metadataTable(host, src),
-  );
 }
 
-function streamRow(host: OverviewHost, src: SourceInfo, st: StreamInfo, tz: TimeZoneMode): HTMLElement {
-  const sp = streamSpan(st);
-  return h(
-    "tr",
-    { class: "dv-clickable", data: { stream: st.name, testid: "stream-row" }, on: { click: () => host.onSelect(src.id, st.name) } },
+function sameCallerNames(a: SourceInfo, b: SourceInfo): boolean {
+  const x = a.caller_row_names;
+  const y = b.caller_row_names;
+  if (x.length !== y.length) return false;
+  for (let i = 0; i < x.length; i++) {
+    const n = x[i]!;
+    if (n !== y[i]) return false;
+    const p = Object.hasOwn(a.caller_row_counts ?? {}, n) ? a.caller_row_counts[n] : undefined;
+    const q = Object.hasOwn(b.caller_row_counts ?? {}, n) ? b.caller_row_counts[n] : undefined;
+    if (p !== q) return false;
+  }
+  return true;
+}
+
+function streamRow(host: OverviewHost, src: SourceInfo, st: StreamInfo, tz: TimeZoneMode): StreamRow {
+  const cell = (cls: string) => h("td", { class: cls });
+  const row: StreamRow = {
+    tr: h("tr", { class: "dv-clickable", data: { stream: st.name, testid: "stream-row" }, on: { click: () => host.onSelect(src.id, st.name) } }),
+    segments: cell("dv-right dv-mono"),
+    sealed: cell("dv-right dv-mono"),
+    live: cell("dv-right dv-mono"),
+    caller: cell("dv-right dv-mono"),
+    span: cell("dv-right dv-small"),
+  };
+  row.tr.append(
     h("td", null, h("button", { type: "button", class: "dv-link", data: { streamNav: "cards" } }, fileText(st.name, { max: 50 }))),
-    h("td", { class: "dv-right dv-mono" }, count(st.segments.length)),
-    h("td", { class: "dv-right dv-mono" }, count(st.sealed_rows)),
-    h("td", { class: "dv-right dv-mono" + (st.live_rows > 0 ? " dv-live-text" : "") }, count(st.live_rows)),
-    h("td", { class: "dv-right dv-mono" }, count(st.caller_rows)),
-    h("td", { class: "dv-right dv-small", title: sp ? fmtSpan(sp[0], sp[1], tz) : "" }, sp ? duration(sp[1] - sp[0]) : "—"),
+    row.segments,
+    row.sealed,
+    row.live,
+    row.caller,
+    row.span,
   );
+  patchStreamRow(row, st, tz);
+  return row;
+}
+
+/** A stream row's counts and span, each written only when it differs. */
+function patchStreamRow(row: StreamRow, st: StreamInfo, tz: TimeZoneMode): void {
+  const sp = streamSpan(st);
+  setText(row.segments, count(st.segments.length));
+  setText(row.sealed, count(st.sealed_rows));
+  setText(row.live, count(st.live_rows));
+  row.live.classList.toggle("dv-live-text", st.live_rows > 0);
+  setText(row.caller, count(st.caller_rows));
+  setText(row.span, sp ? duration(sp[1] - sp[0]) : "—");
+  const title = sp ? fmtSpan(sp[0], sp[1], tz) : "";
+  if (row.span.title !== title) row.span.title = title;
 }
 
 /** Every label of a source, in a virtualized table: thousands cost a screenful of rows. */

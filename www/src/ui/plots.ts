@@ -14,7 +14,7 @@
 import uPlot from "uplot";
 import type { ArchiveHandle, ColumnSchema, RangeEnvelope } from "../engine/types";
 import { ticks } from "./axis";
-import { clear, debounce, fileText, h, replace } from "./dom";
+import { clear, debounce, fileText, h, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { axisNumber, count, instant, type TimeZoneMode } from "./format";
 
@@ -197,7 +197,7 @@ export class PlotGroup {
   /** The archive changed under the same window (it is followed): ask again, keeping the drawing until the answer is drawn. */
   refresh(): void {
     this.lastKey = "";
-    void this.fetch();
+    void this.fetch(this.data !== null);
   }
 
   setWindow(from: bigint, to: bigint): void {
@@ -222,7 +222,13 @@ export class PlotGroup {
     return this.host.origin + BigInt(Math.round(x * 1e9));
   }
 
-  private async fetch(): Promise<void> {
+  /**
+   * Asks the engine for the window and draws the answer. `quiet` (a
+   * followed archive's refresh, every second) keeps the status line as it
+   * is until the answer comes: writing "Reading…" and back would cost the
+   * page two layouts for nothing a person needs to see.
+   */
+  private async fetch(quiet = false): Promise<void> {
     if (this.selected.length === 0) {
       this.firstDrawn();
       return;
@@ -238,8 +244,10 @@ export class PlotGroup {
     this.inflight?.abort();
     const inflight = new AbortController();
     this.inflight = inflight;
-    this.status.textContent = "Reading…";
-    this.status.classList.add("dv-busy");
+    if (!quiet) {
+      this.status.textContent = "Reading…";
+      this.status.classList.add("dv-busy");
+    }
     this.el.dataset["state"] = "reading";
     let env: RangeEnvelope;
     try {
@@ -263,11 +271,13 @@ export class PlotGroup {
     this.inflight = null;
     this.status.classList.remove("dv-busy");
     this.data = env;
-    this.status.textContent =
+    setText(
+      this.status,
       `${count(env.rows_in_window)} rows in this window · ` +
       (env.reduced ? `min/max envelope of ${count(env.ts.length)} buckets` : "every row shown") +
       ` · ${count(env.segments_read)} segment${env.segments_read === 1 ? "" : "s"} read` +
-      (env.segments_from_stats > 0 ? `, ${count(env.segments_from_stats)} from footer statistics` : "");
+      (env.segments_from_stats > 0 ? `, ${count(env.segments_from_stats)} from footer statistics` : ""),
+    );
     this.drawnRates = new Set(rates);
     this.draw(env);
     this.firstDrawn();

@@ -2,10 +2,10 @@
 // the live tail, and caller rows stored under the stream's name.
 
 import type { ArchiveHandle, CallerRow, DecodedColumn, SourceInfo, StreamInfo, StreamSchema } from "../engine/types";
-import { type Child, copyButton, debounce, fileText, h, replace } from "./dom";
+import { type Child, copyButton, debounce, fileText, h, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { I64_MAX, I64_MIN, bytes, count, span as fmtSpan, type TimeZoneMode } from "./format";
-import { isNumericType, streamSpan } from "./model";
+import { isNumericType, sameLane, sameSegments, streamSpan } from "./model";
 import type { Dialog } from "./overlay";
 import { PlotGroup } from "./plots";
 import { blobCell, callerRowCell, callerRowColumns, cellRenderer, previewBlob, vcolumn } from "./values";
@@ -70,8 +70,9 @@ export class StreamView {
     const span = streamSpan(st);
     const tz = host.tz();
     this.liveReadable = source.live_readable;
-    const stats = h("div", { class: "dv-stream-stats", data: { testid: "stream-stats" } }, streamStats(st, tz));
+    const stats = h("div", { class: "dv-stream-stats", data: { testid: "stream-stats" } });
     this.stats = stats;
+    paintStats(stats, st, tz);
     this.schemaBox = h("div", { class: "dv-schema", data: { testid: "schema" } }, h("div", { class: "dv-muted" }, "Reading schema…"));
     this.plotBox = h("div", { class: "dv-plot-area" });
     this.rowsBox = h("div", { class: "dv-rows", data: { testid: "rows" } });
@@ -151,11 +152,12 @@ export class StreamView {
     this.source = source;
     this.stream = stream;
     const tz = this.host.tz();
-    replace(this.stats, streamStats(stream, tz));
-    replace(this.liveBox, stream.live_rows > 0 ? liveNotice(stream, this.liveReadable, tz) : null);
-    const changed =
-      before.segments.length !== stream.segments.length || before.live_rows !== stream.live_rows || before.sealed_rows !== stream.sealed_rows;
-    if (!changed) return;
+    paintStats(this.stats, stream, tz);
+    const notice = stream.live_rows > 0 ? liveNotice(stream, this.liveReadable, tz) : null;
+    if (this.liveBox.textContent !== (notice?.textContent ?? "")) replace(this.liveBox, notice);
+    // A seal and an eviction in one image can leave the counts as they
+    // were: what changed is the segments themselves.
+    if (sameLane(before, stream)) return;
     if (!this.schema) {
       // Nothing was readable before: start over now that something is.
       if (stream.segments.length > 0 || (this.liveReadable && stream.live_rows > 0)) void this.init();
@@ -167,8 +169,28 @@ export class StreamView {
       const last = stream.segments[stream.segments.length - 1];
       if (stream.live_rows === 0 && last) void this.renderRows(last.seq);
       else void this.renderRows("live", true);
-    } else if (this.rowsSeq !== null && before.segments.length !== stream.segments.length) {
-      void this.renderRows(this.rowsSeq, true);
+    } else if (this.rowsSeq !== null) {
+      const seq = this.rowsSeq;
+      const was = before.segments.find((s) => s.seq === seq);
+      const now = stream.segments.find((s) => s.seq === seq);
+      if (!now) {
+        // The segment shown was removed (retention): the first one in the window instead.
+        const [a, b] = this.host.window();
+        const next = stream.segments.find((s) => s.last_ts >= a && s.first_ts <= b) ?? stream.segments[stream.segments.length - 1];
+        if (next) void this.renderRows(next.seq);
+        else if (this.liveTabled()) void this.renderRows("live");
+      } else if (!was || was.rows !== now.rows || was.first_ts !== now.first_ts || was.last_ts !== now.last_ts || was.bytes !== now.bytes) {
+        // The same seq holds other rows now (a rewrite): read it again.
+        void this.renderRows(seq);
+      } else if (!sameSegments(before, stream)) {
+        // Only the picker's list changed.
+        void this.renderRows(seq, true);
+      } else {
+        // Only the live tail did: its entry in the picker says so.
+        const opt = this.rowsBox.querySelector<HTMLOptionElement>('option[value="live"]');
+        if (opt) setText(opt, this.liveOptionText(this.host.tz()));
+        else if (this.liveTabled() !== (before.live_rows > 0 && before.live_span !== null)) void this.renderRows(seq, true);
+      }
     }
   }
 
@@ -244,6 +266,7 @@ export class StreamView {
 
   relabel(): void {
     this.plots?.relabel();
+    paintStats(this.stats, this.stream, this.host.tz());
     if (this.rowsSeq !== null) void this.renderRows(this.rowsSeq);
   }
 
@@ -331,26 +354,58 @@ export class StreamView {
         : null;
       if (counterBox) counterBox.checked = this.isCounter(c.name);
       const meta = Object.entries(c.metadata);
-      return h(
+      const row = h(
         "tr",
-        { class: plottable ? "" : "dv-muted-row" },
+        { class: (plottable ? "" : "dv-muted-row") + (meta.length > 0 ? " dv-has-meta" : "") },
         h("td", { class: "dv-check" }, box),
         h(
           "td",
-          null,
-          fileText(c.name, { max: 60, what: "column name" }),
+          { class: "dv-colname" },
+          // Breaks only between the parts of a name (core0_|user_|ns), never inside one.
+          fileText(c.name, { max: 60, what: "column name", words: true }),
           c.name === schema.ts_column ? h("span", { class: "dv-tag dv-tag-ts", title: "rows are ordered by this column" }, "ts") : null,
         ),
         h("td", { class: "dv-mono dv-type" }, c.type, c.nullable ? h("span", { class: "dv-muted" }, " null") : null),
         h("td", { class: "dv-check" }, counterBox),
-        h(
-          "td",
-          { class: "dv-meta" },
-          meta.length === 0
-            ? null
-            : meta.slice(0, 6).map(([k, v]) => h("div", null, fileText(k, { max: 30 }), ": ", fileText(v, { max: 60 }))),
-        ),
       );
+      if (meta.length === 0) return row;
+      // The field's metadata on a line of its own under the column, as wide
+      // as the table, wrapping rather than cut; a long value opens whole.
+      return [
+        row,
+        h(
+          "tr",
+          { class: "dv-meta-row" + (plottable ? "" : " dv-muted-row") },
+          h("td", null),
+          h(
+            "td",
+            { class: "dv-meta", colspan: "3", data: { testid: "column-metadata" } },
+            meta.slice(0, 6).map(([k, v]) => h("span", { class: "dv-meta-item" }, fileText(k, { max: 40, what: "metadata key" }), ": ", fileText(v, { max: 120, what: `metadata ${k.slice(0, 60)}` }))),
+            meta.length > 6
+              ? h(
+                  "button",
+                  {
+                    type: "button",
+                    class: "dv-btn dv-btn-quiet dv-btn-xs",
+                    on: {
+                      click: () =>
+                        this.host.dialog.open(
+                          "Field metadata",
+                          h("p", null, "column ", fileText(c.name, { max: 200, what: "column name" })),
+                          h(
+                            "table",
+                            { class: "dv-table dv-meta-table" },
+                            h("tbody", null, meta.slice(0, 500).map(([k, v]) => h("tr", null, h("th", { class: "dv-meta-key" }, fileText(k, { max: 60, what: "metadata key" })), h("td", null, fileText(v, { max: 600, what: `metadata ${k.slice(0, 60)}` }))))),
+                          ),
+                        ),
+                    },
+                  },
+                  `all ${count(meta.length)} keys`,
+                )
+              : null,
+          ),
+        ),
+      ];
     });
     replace(
       this.schemaBox,
@@ -368,7 +423,6 @@ export class StreamView {
             h("th", null, "column"),
             h("th", null, "type"),
             h("th", { title: "Counters (running totals) are plotted as rates per second" }, "counter"),
-            h("th", null, "metadata"),
           ),
         ),
         h("tbody", null, rows),
@@ -548,8 +602,7 @@ export class StreamView {
         select.appendChild(opt);
       }
       if (live) {
-        const sp = this.stream.live_span!;
-        const opt = h("option", { value: "live" }, `live tail · ${count(this.stream.live_rows)} rows · ${fmtSpan(sp[0], sp[1], tz)}`);
+        const opt = h("option", { value: "live" }, this.liveOptionText(tz));
         if (seq === "live") opt.selected = true;
         select.appendChild(opt);
       }
@@ -587,6 +640,11 @@ export class StreamView {
       live ? h("button", { type: "button", class: "dv-btn", data: { testid: "live-rows-button" }, on: { click: () => void this.renderRows("live") } }, "live tail") : null,
       h("span", { class: "dv-muted dv-small" }, ` ${count(i + 1)} of ${count(segs.length)} · ${count(cur.rows)} rows · ${fmtSpan(cur.first_ts, cur.last_ts, tz)}`),
     );
+  }
+
+  private liveOptionText(tz: TimeZoneMode): string {
+    const sp = this.stream.live_span;
+    return `live tail · ${count(this.stream.live_rows)} rows${sp ? ` · ${fmtSpan(sp[0], sp[1], tz)}` : ""}`;
   }
 
   private async renderCallerIndex(seq: number, box: HTMLElement): Promise<void> {
@@ -636,15 +694,18 @@ export async function callerRowsTable(handle: ArchiveHandle, source: number, nam
   return table.el;
 }
 
-function streamStats(st: StreamInfo, tz: TimeZoneMode): Child[] {
+/** The stream's counts and span, each written only when it differs (the view is patched while followed). */
+function paintStats(box: HTMLElement, st: StreamInfo, tz: TimeZoneMode): void {
   const span = streamSpan(st);
-  return [
-    stat("segments", count(st.segments.length)),
-    stat("sealed rows", count(st.sealed_rows)),
-    stat("live rows", count(st.live_rows)),
-    stat("caller rows", count(st.caller_rows)),
-    stat("span", span ? fmtSpan(span[0], span[1], tz) : "—"),
+  const values: [string, string][] = [
+    ["segments", count(st.segments.length)],
+    ["sealed rows", count(st.sealed_rows)],
+    ["live rows", count(st.live_rows)],
+    ["caller rows", count(st.caller_rows)],
+    ["span", span ? fmtSpan(span[0], span[1], tz) : "—"],
   ];
+  if (box.children.length !== values.length) replace(box, values.map(([label, value]) => stat(label, value)));
+  else values.forEach(([, value], i) => setText(box.children[i]!.querySelector("b")!, value));
 }
 
 function stat(label: string, value: Child): HTMLElement {

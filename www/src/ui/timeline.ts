@@ -16,10 +16,10 @@
 import type { SegmentInfo, SourceInfo, StreamInfo } from "../engine/types";
 import { ticks } from "./axis";
 import { CAPS, type Filtered, plural, shownText } from "./catalog";
-import { type Child, clear, fileText, h, moreBar, replace } from "./dom";
+import { type Child, clear, fileText, h, moreBar, replace, setText } from "./dom";
 import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode, zoneLabel } from "./format";
-import { firstReaching, laneIndex } from "./laneindex";
-import { type Span, streamSpan } from "./model";
+import { carryIndex, firstReaching, laneIndex } from "./laneindex";
+import { type Span, sameEntries, sameLane, streamSpan } from "./model";
 import type { Tooltip } from "./overlay";
 import type { ArchiveEvent, ProducerEpoch, WriterSession } from "../engine/types";
 
@@ -37,10 +37,17 @@ export interface SourceMarks {
 }
 
 interface Lane {
+  /** The source's id, and the stream's name for a stream's lane (see laneKey). */
+  key: string;
   source: SourceInfo;
   stream: StreamInfo | null;
   row: HTMLElement;
+  label: HTMLElement;
   track: HTMLElement;
+  /** A stream lane's row count. */
+  count: HTMLElement | null;
+  /** A source lane that says the source has no streams. */
+  noStreams: boolean;
   /** In sight (always, unless the lanes scroll in their own box). */
   visible: boolean;
   /** What the track was last drawn for (window, width, zone); "" when never. */
@@ -70,7 +77,10 @@ export class Timeline {
   private to: bigint;
   private readonly resize: ResizeObserver;
   private sight: IntersectionObserver | null = null;
+  /** The axis track's width and offset in the body, as last measured. */
   private lastWidth = 0;
+  private axisLeft = 0;
+  private readonly miniWin = h("div", { class: "dv-tl-mini-win" });
   /** What the filter keeps; lanes are built for its first `laneLimit` streams. */
   private catalog: Filtered;
   private laneLimit: number = CAPS.lanes;
@@ -136,9 +146,16 @@ export class Timeline {
     this.el = h("section", { class: "dv-panel dv-timeline", data: { testid: "timeline" } }, head, this.body, this.moreSlot, hint);
     this.buildLanes();
     this.installPointer();
+    // The track's width and offset are read here, after a layout, and
+    // kept: a render (every update of a followed archive) then writes
+    // without reading layout back, so it forces none.
     this.resize = new ResizeObserver(() => {
       const w = this.axisTrack.clientWidth;
-      if (w !== this.lastWidth) this.render();
+      const left = this.axisTrack.offsetLeft;
+      if (w === this.lastWidth && left === this.axisLeft) return;
+      this.lastWidth = w;
+      this.axisLeft = left;
+      this.render();
     });
     this.resize.observe(this.body);
   }
@@ -175,8 +192,11 @@ export class Timeline {
   }
 
   /**
-   * A newer description of the archive (it is being followed): lanes are
-   * built again from it, as many as before, the open stream's kept.
+   * A newer description of the archive (it is being followed). Lanes are
+   * matched to the new streams by source id and name: a lane whose stream
+   * kept its segments and live tail keeps its drawing (unless the window
+   * moved), its row count is patched in place, and only the streams new to
+   * the timeline get rows built; lanes of streams gone are removed.
    */
   update(catalog: Filtered, full: Span, marks: Map<number, SourceMarks>, window: Span): void {
     this.catalog = catalog;
@@ -192,7 +212,6 @@ export class Timeline {
       }
     }
     this.buildLanes();
-    if (this.selected) this.setSelected(this.selected.source, this.selected.stream);
     this.render();
   }
 
@@ -212,134 +231,199 @@ export class Timeline {
   // -------------------------------------------------------------------------
   // Building lanes
 
-  /** (Re)builds the rows: the first `laneLimit` streams kept, and the open one if it is kept. */
+  /**
+   * Places the rows: the first `laneLimit` streams kept, and the open one
+   * if it is kept. A row already built for the same source or stream is
+   * kept and takes the newer description; only the others are built.
+   */
   private buildLanes(): void {
-    this.sight?.disconnect();
-    this.sight = null;
-    clear(this.lanesBox);
-    this.lanes = [];
+    const old = new Map<string, Lane>();
+    for (const lane of this.lanes) old.set(lane.key, lane);
+    const lanes: Lane[] = [];
     let streams = 0;
     let sources = 0;
     const opened = this.opened;
     let openedShown = false;
+    // A source can head two runs of lanes (the open stream's, past the
+    // cap): each occurrence of a key is matched to the same occurrence.
+    const seen = new Map<string, number>();
+    const key = (src: SourceInfo, st: StreamInfo | null) => {
+      const base = laneKey(src, st);
+      const n = seen.get(base) ?? 0;
+      seen.set(base, n + 1);
+      return n === 0 ? base : `${base}#${n}`;
+    };
+    const place = (src: SourceInfo, take: StreamInfo[], noStreams: boolean) => {
+      const k = key(src, null);
+      lanes.push(this.sourceLane(old.get(k), k, src, noStreams));
+      for (const st of take) {
+        const k = key(src, st);
+        lanes.push(this.streamLane(old.get(k), k, src, st));
+      }
+    };
     for (const m of this.catalog.matches) {
       if (streams >= this.laneLimit) break;
       const take = m.streams.slice(0, this.laneLimit - streams);
       if (opened && !take.includes(opened) && m.streams.includes(opened)) take.push(opened);
       if (opened && take.includes(opened)) openedShown = true;
-      this.addSource(m.source, take, m.source.streams.length === 0);
+      place(m.source, take, m.source.streams.length === 0);
       streams += Math.min(take.length, this.laneLimit - streams);
       sources++;
     }
     // The open stream, kept by the filter, of a source past the cap.
     if (opened && !openedShown) {
       const m = this.catalog.matches.find((x) => x.streams.includes(opened));
-      if (m) this.addSource(m.source, [opened], false);
+      if (m) place(m.source, [opened], false);
     }
+    const same = lanes.length === this.lanes.length && lanes.every((l, i) => l === this.lanes[i]);
+    this.lanes = lanes;
+    if (!same || lanes.length === 0) this.placeRows();
+
     const total = this.catalog.streams;
+    const note = shownText(streams, total, "stream", this.catalog.query !== "");
+    const srcNote = sources < this.catalog.matches.length ? `, from ${count(sources)} of ${plural(this.catalog.matches.length, "source")}` : "";
+    const text = note ? `${note}${srcNote} on the timeline. Filter to find others, or` : "";
+    if (this.moreSlot.dataset["text"] !== text) {
+      this.moreSlot.dataset["text"] = text;
+      replace(
+        this.moreSlot,
+        note
+          ? moreBar(
+              text,
+              {
+                label: `show ${count(Math.min(CAPS.lanes, total - streams))} more`,
+                onClick: () => {
+                  this.laneLimit += CAPS.lanes;
+                  this.buildLanes();
+                  this.render();
+                },
+              },
+              "lanes-more",
+            )
+          : null,
+      );
+    }
+    if (!same) this.watchSight();
+    if (this.selected) this.setSelected(this.selected.source, this.selected.stream);
+  }
+
+  /** Puts the lanes' rows in the box in order, moving only those out of place. */
+  private placeRows(): void {
+    let at = this.lanesBox.firstChild;
+    for (const lane of this.lanes) {
+      if (at === lane.row) at = at.nextSibling;
+      else this.lanesBox.insertBefore(lane.row, at);
+    }
+    while (at) {
+      const next = at.nextSibling;
+      at.remove();
+      at = next;
+    }
     if (this.catalog.matches.length === 0) {
       this.lanesBox.appendChild(
         h("div", { class: "dv-empty-note" }, this.catalog.query ? "No source or stream matches the filter." : "This archive holds no sources yet."),
       );
     }
-    const note = shownText(streams, total, "stream", this.catalog.query !== "");
-    const srcNote = sources < this.catalog.matches.length ? `, from ${count(sources)} of ${plural(this.catalog.matches.length, "source")}` : "";
-    replace(
-      this.moreSlot,
-      note
-        ? moreBar(
-            `${note}${srcNote} on the timeline. Filter to find others, or`,
-            {
-              label: `show ${count(Math.min(CAPS.lanes, total - streams))} more`,
-              onClick: () => {
-                this.laneLimit += CAPS.lanes;
-                this.buildLanes();
-                this.render();
-              },
-            },
-            "lanes-more",
-          )
-        : null,
-    );
-    // Many rows: they scroll in their own box, and only lanes in sight are drawn.
-    const tall = this.lanes.length > LAZY_ROWS;
-    this.lanesBox.classList.toggle("dv-tl-tall", tall);
-    if (tall) {
-      for (const lane of this.lanes) lane.visible = false;
-      const byRow = new Map(this.lanes.map((l) => [l.row, l]));
-      this.sight = new IntersectionObserver(
-        (entries) => {
-          let newly = false;
-          for (const e of entries) {
-            const lane = byRow.get(e.target as HTMLElement);
-            if (!lane) continue;
-            lane.visible = e.isIntersecting;
-            if (e.isIntersecting) newly = true;
-          }
-          if (newly) this.renderLanes();
-        },
-        { root: this.lanesBox, rootMargin: "120px 0px" },
-      );
-      for (const lane of this.lanes) this.sight.observe(lane.row);
-    }
-    if (this.selected) this.setSelected(this.selected.source, this.selected.stream);
   }
 
-  private addSource(src: SourceInfo, streams: StreamInfo[], noStreams: boolean): void {
+  /** Many rows: they scroll in their own box, and only lanes in sight are drawn. */
+  private watchSight(): void {
+    this.sight?.disconnect();
+    this.sight = null;
+    const tall = this.lanes.length > LAZY_ROWS;
+    this.lanesBox.classList.toggle("dv-tl-tall", tall);
+    if (!tall) {
+      for (const lane of this.lanes) lane.visible = true;
+      return;
+    }
+    for (const lane of this.lanes) lane.visible = false;
+    const byRow = new Map(this.lanes.map((l) => [l.row, l]));
+    this.sight = new IntersectionObserver(
+      (entries) => {
+        let newly = false;
+        for (const e of entries) {
+          const lane = byRow.get(e.target as HTMLElement);
+          if (!lane) continue;
+          lane.visible = e.isIntersecting;
+          if (e.isIntersecting) newly = true;
+        }
+        if (newly) this.renderLanes();
+      },
+      { root: this.lanesBox, rootMargin: "120px 0px" },
+    );
+    for (const lane of this.lanes) this.sight.observe(lane.row);
+  }
+
+  /** A source's row (its name, labels and marks), `known` patched when there is one. */
+  private sourceLane(known: Lane | undefined, key: string, src: SourceInfo, noStreams: boolean): Lane {
+    if (known) {
+      const before = known.source;
+      known.source = src;
+      if (before.complete !== src.complete || !sameEntries(before.labels, src.labels) || known.noStreams !== noStreams) {
+        known.noStreams = noStreams;
+        replace(known.label, ...this.sourceLabel(src, noStreams));
+      }
+      if (!sameMarks(before, src)) known.drawn = "";
+      return known;
+    }
+    const label = h("div", { class: "dv-tl-label dv-tl-srclabel" }, ...this.sourceLabel(src, noStreams));
+    const track = h("div", { class: "dv-tl-track dv-tl-srctrack" });
+    const row = h("div", { class: "dv-tl-row dv-tl-srcrow", data: { source: src.id } }, label, track);
+    const lane: Lane = { key, source: src, stream: null, row, label, track, count: null, noStreams, visible: true, drawn: "" };
+    // The tooltip reads the lane's source when shown: the newest description's.
+    this.host.tooltip.attach(label, () => {
+      const s = lane.source;
+      const entries = Object.entries(s.labels);
+      return [
+        h("b", null, `Source ${s.id}`),
+        s.complete ? null : h("div", null, "may be incomplete: data after the last row may be missing"),
+        entries.slice(0, 20).map(([k, v]) => h("div", null, fileText(k, { max: 40, more: false }), " = ", fileText(v, { max: 80, more: false }))),
+        entries.length > 20 ? h("div", { class: "dv-muted" }, `and ${count(entries.length - 20)} more labels (on the source's card)`) : null,
+      ];
+    });
+    return lane;
+  }
+
+  private sourceLabel(src: SourceInfo, noStreams: boolean): Child[] {
     const entries = Object.entries(src.labels);
     const brief = h(
       "span",
       { class: "dv-tl-srcbrief" },
       entries.slice(0, 3).map(([k, v], i) => [i > 0 ? " · " : "", fileText(k, { max: 16, more: false }), "=", fileText(v, { max: 24, more: false })]),
+      noStreams ? h("span", { class: "dv-tl-note" }, " · no streams") : null,
     );
-    const label = h(
-      "div",
-      { class: "dv-tl-label dv-tl-srclabel" },
-      h("b", null, `Source ${src.id}`),
-      src.complete ? null : h("span", { class: "dv-tl-incomplete" }, "incomplete"),
-      brief,
+    return [h("b", null, `Source ${src.id}`), src.complete ? null : h("span", { class: "dv-tl-incomplete" }, "incomplete"), brief];
+  }
+
+  /** A stream's lane, `known` patched when there is one: its count in place, its drawing kept while still right. */
+  private streamLane(known: Lane | undefined, key: string, src: SourceInfo, st: StreamInfo): Lane {
+    if (known) {
+      const before = known.stream!;
+      if (before !== st) {
+        if (!sameLane(before, st) || !sameMarks(known.source, src)) known.drawn = "";
+        carryIndex(before, st);
+        known.stream = st;
+        known.source = src;
+        setText(known.count!, rowsText(st));
+      }
+      return known;
+    }
+    const name = h(
+      "button",
+      { type: "button", class: "dv-tl-name", data: { streamNav: "lanes" }, on: { click: () => this.host.onSelect(src.id, st.name) } },
+      fileText(st.name, { max: 40, more: false }),
     );
-    this.host.tooltip.attach(label, () => [
-      h("b", null, `Source ${src.id}`),
-      src.complete ? null : h("div", null, "may be incomplete: data after the last row may be missing"),
-      entries.slice(0, 20).map(([k, v]) => h("div", null, fileText(k, { max: 40, more: false }), " = ", fileText(v, { max: 80, more: false }))),
-      entries.length > 20 ? h("div", { class: "dv-muted" }, `and ${count(entries.length - 20)} more labels (on the source's card)`) : null,
-    ]);
-    const track = h("div", { class: "dv-tl-track dv-tl-srctrack" });
-    const row = h("div", { class: "dv-tl-row dv-tl-srcrow", data: { source: src.id } }, label, track);
-    this.lanesBox.appendChild(row);
-    this.lanes.push({ source: src, stream: null, row, track, visible: true, drawn: "" });
-    if (noStreams) {
-      brief.appendChild(h("span", { class: "dv-tl-note" }, " · no streams"));
-    }
-    for (const st of streams) {
-      const name = h(
-        "button",
-        { type: "button", class: "dv-tl-name", data: { streamNav: "lanes" }, on: { click: () => this.host.onSelect(src.id, st.name) } },
-        fileText(st.name, { max: 40, more: false }),
-      );
-      const info = h(
-        "span",
-        { class: "dv-tl-count" },
-        `${count(st.sealed_rows + st.live_rows)} rows`,
-      );
-      const laneLabel = h("div", { class: "dv-tl-label" }, name, info);
-      const laneTrack = h("div", { class: "dv-tl-track" });
-      const laneRow = h(
-        "div",
-        { class: "dv-tl-row dv-tl-lane", data: { source: src.id, stream: st.name, testid: "lane" } },
-        laneLabel,
-        laneTrack,
-      );
-      laneTrack.addEventListener("click", (ev) => {
-        if (this.dragged) return;
-        const seg = (ev.target as HTMLElement).closest<HTMLElement>(".dv-seg");
-        const seq = seg?.dataset["seq"];
-        this.host.onSelect(src.id, st.name, seq !== undefined ? Number(seq) : undefined);
-      });
-      this.lanesBox.appendChild(laneRow);
-      this.lanes.push({ source: src, stream: st, row: laneRow, track: laneTrack, visible: true, drawn: "" });
-    }
+    const info = h("span", { class: "dv-tl-count" }, rowsText(st));
+    const label = h("div", { class: "dv-tl-label" }, name, info);
+    const track = h("div", { class: "dv-tl-track" });
+    const row = h("div", { class: "dv-tl-row dv-tl-lane", data: { source: src.id, stream: st.name, testid: "lane" } }, label, track);
+    track.addEventListener("click", (ev) => {
+      if (this.dragged) return;
+      const seg = (ev.target as HTMLElement).closest<HTMLElement>(".dv-seg");
+      const seq = seg?.dataset["seq"];
+      this.host.onSelect(src.id, st.name, seq !== undefined ? Number(seq) : undefined);
+    });
+    return { key, source: src, stream: st, row, label, track, count: info, noStreams: false, visible: true, drawn: "" };
   }
 
   // -------------------------------------------------------------------------
@@ -349,20 +433,29 @@ export class Timeline {
     return (Number(ts - this.from) / Number(this.to - this.from)) * width;
   }
 
-  render(): void {
+  /**
+   * Draws the window: label, overview strip, axis and the lanes in sight.
+   * `measure` reads the track's size first (the tab was hidden, so the
+   * size kept may be stale); otherwise the size the ResizeObserver last
+   * saw is used, and nothing here reads layout.
+   */
+  render(measure = false): void {
     this.host.tooltip.hide();
-    const width = this.axisTrack.clientWidth;
-    this.lastWidth = width;
+    if (measure || this.lastWidth <= 0) {
+      this.lastWidth = this.axisTrack.clientWidth;
+      this.axisLeft = this.axisTrack.offsetLeft;
+    }
+    const width = this.lastWidth;
     const tz = this.host.tz();
     const zone = this.body.querySelector(".dv-tl-zone");
-    if (zone) zone.textContent = zoneLabel(tz, this.from);
-    this.windowLabel.textContent = `${fmtSpan(this.from, this.to, tz)}  (${duration(this.to - this.from)})`;
+    if (zone) setText(zone, zoneLabel(tz, this.from));
+    setText(this.windowLabel, `${fmtSpan(this.from, this.to, tz)}  (${duration(this.to - this.from)})`);
     this.renderMini();
     if (width <= 0) return;
     this.renderAxis(width, tz);
     this.renderLanes();
     for (const layer of [this.overlay, this.grid]) {
-      layer.style.left = `${this.axisTrack.offsetLeft}px`;
+      layer.style.left = `${this.axisLeft}px`;
       layer.style.width = `${width}px`;
     }
   }
@@ -383,15 +476,17 @@ export class Timeline {
   }
 
   private renderMini(): void {
-    clear(this.miniTrack);
     const [a, b] = this.full;
     const total = Number(b - a);
-    if (total <= 0) return;
+    if (total <= 0) {
+      this.miniWin.remove();
+      return;
+    }
     const l = Math.max(0, Math.min(1, Number(this.from - a) / total));
     const r = Math.max(0, Math.min(1, Number(this.to - a) / total));
-    this.miniTrack.appendChild(
-      h("div", { class: "dv-tl-mini-win", style: { left: `${l * 100}%`, width: `${Math.max(0.4, (r - l) * 100)}%` } }),
-    );
+    this.miniWin.style.left = `${l * 100}%`;
+    this.miniWin.style.width = `${Math.max(0.4, (r - l) * 100)}%`;
+    if (this.miniWin.parentNode !== this.miniTrack) this.miniTrack.appendChild(this.miniWin);
   }
 
   private renderAxis(width: number, tz: TimeZoneMode): void {
@@ -676,6 +771,21 @@ export class Timeline {
       this.host.onWindow(center - half, center + half);
     });
   }
+}
+
+/** What matches a lane across descriptions: its source's id, and its stream's name. */
+function laneKey(src: SourceInfo, st: StreamInfo | null): string {
+  return st ? `${src.id}\u0000${st.name}` : `${src.id}`;
+}
+
+function rowsText(st: StreamInfo): string {
+  return `${count(st.sealed_rows + st.live_rows)} rows`;
+}
+
+/** Whether the timeline's marks (events, epochs, resumed sessions) of two descriptions of a source are the same. */
+function sameMarks(a: SourceInfo, b: SourceInfo): boolean {
+  for (const k of ["events", "producer_epochs", "writer_sessions"]) if (a.metadata[k] !== b.metadata[k]) return false;
+  return true;
 }
 
 /** Pixels per unit of a wheel event's delta. */
