@@ -177,14 +177,11 @@ fn check_page(page: &Page, max: Levels) -> std::result::Result<(), String> {
             let delta = *encoding == Encoding::DELTA_BINARY_PACKED;
             let count = delta.then_some(u64::from(*num_values));
             let body = check_v1_levels(buf, rle, max, count)?;
-            match (body.values_at, delta) {
-                (Some(at), true) => {
-                    let present = body.present.unwrap_or(u64::from(*num_values));
-                    if present > 0 {
-                        check_delta_header(&buf[at..], present as i64)?;
-                    }
+            if let (Some(at), true) = (body.values_at, delta) {
+                let present = body.present.unwrap_or(u64::from(*num_values));
+                if present > 0 {
+                    check_delta_header(&buf[at..], present as i64)?;
                 }
-                _ => {}
             }
             Ok(())
         }
