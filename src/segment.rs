@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
-use parquet::arrow::{ArrowWriter, ProjectionMask};
+use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::{parquet_to_arrow_field_levels, ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
 use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
@@ -21,6 +21,7 @@ use crate::keys;
 #[cfg_attr(not(target_pointer_width = "32"), allow(dead_code))]
 mod byte_arrays;
 mod footer;
+mod guard;
 mod pages;
 mod thrift;
 
@@ -281,7 +282,7 @@ pub fn decode_segment_with(
             ParquetRecordBatchReaderBuilder::try_new(data.clone()).map_err(|e| e.to_string())?;
         #[cfg(target_pointer_width = "32")]
         byte_arrays::check_lengths(&data)?;
-        let builder = match choose(builder.schema()) {
+        let mask = match choose(builder.schema()) {
             Some(wanted) => {
                 let roots: Vec<usize> = builder
                     .schema()
@@ -291,15 +292,27 @@ pub fn decode_segment_with(
                     .filter(|(_, f)| wanted.iter().any(|w| w == f.name()))
                     .map(|(i, _)| i)
                     .collect();
-                let mask = ProjectionMask::roots(builder.parquet_schema(), roots);
-                builder.with_projection(mask)
+                ProjectionMask::roots(builder.parquet_schema(), roots)
             }
-            None => builder,
+            None => ProjectionMask::all(),
         };
-        let reader = builder
-            .with_batch_size(64 * 1024)
-            .build()
-            .map_err(|e| e.to_string())?;
+        let levels = parquet_to_arrow_field_levels(
+            builder.parquet_schema(),
+            mask,
+            Some(builder.schema().fields()),
+        )
+        .map_err(|e| e.to_string())?;
+        let rows = builder.metadata().file_metadata().num_rows();
+        let batch = usize::try_from(rows).unwrap_or(0).clamp(1, 64 * 1024);
+        // The builder's own reader would hand the decoder every page
+        // unchecked; this one checks each decompressed page first.
+        let groups = guard::Checked {
+            data: data.clone(),
+            metadata: Arc::clone(builder.metadata()),
+        };
+        let reader =
+            ParquetRecordBatchReader::try_new_with_row_groups(&levels, &groups, batch, None)
+                .map_err(|e| e.to_string())?;
         reader
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())

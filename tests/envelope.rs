@@ -13,7 +13,8 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 use dendro::read::envelope::{
-    decode_for_range, read_range, read_range_with, Envelope, RangeReader, RangeRequest,
+    decode_for_range, read_range, read_range_bounded, read_range_with, Envelope, RangeReader,
+    RangeRequest,
 };
 use dendro::read::stats::{segment_stats, summarize, Extremes};
 use dendro::{Archive, ArchiveMut, Labels, Segment};
@@ -338,6 +339,114 @@ fn statistics_answer_exactly_what_decoding_answers() {
     assert!(
         spikes_from_stats > 10,
         "{spikes_from_stats} spikes seen with statistics in play"
+    );
+}
+
+/// A window over more segments than its budget reads a sample of them:
+/// the buckets are the whole window's, each point is exact for the
+/// segments read (inside the full envelope's min and max), and what was
+/// left out is counted. Within the budget, or without points to reduce
+/// to, the answer is the exact one.
+#[test]
+fn a_window_over_its_segment_budget_is_a_counted_sample_inside_the_exact_envelope() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut sampled, mut compared) = (0, 0);
+    for round in 0..6 {
+        let segments = 60 + rng.below(60) as usize;
+        let (bytes, _) = archive(&mut rng, segments);
+        let archive = Archive::from_bytes("sample.dendro", &bytes).unwrap();
+        let described = dendro::read::describe(&archive).unwrap();
+        let (lo, hi) = described.span().unwrap();
+        for case in 0..40 {
+            let (from, to) = if case % 3 == 0 {
+                (i64::MIN, i64::MAX)
+            } else {
+                let a = lo + rng.below((hi - lo + 1) as u64) as i64;
+                let b = lo + rng.below((hi - lo + 1) as u64) as i64;
+                (a.min(b), a.max(b))
+            };
+            let max_points = [None, Some(1), Some(7), Some(40), Some(300)][rng.below(5) as usize];
+            let budget = 1 + rng.below(40) as usize;
+            let request = RangeRequest {
+                source_id: 1,
+                stream: "s",
+                from,
+                to,
+                columns: None,
+                max_points,
+                rates: None,
+            };
+            let decode = |rec: &dendro::SegmentRecord, cols: Option<&[String]>| {
+                decode_for_range(&archive, rec, cols)
+            };
+            let stats =
+                |rec: &dendro::SegmentRecord| Ok(segment_stats(&archive, rec)?.map(Arc::new));
+            let full = read_range(&archive, &request, decode).unwrap();
+            let roomy = read_range_bounded(&archive, &request, Some(segments), stats, decode);
+            let roomy = roomy.unwrap();
+            same(&roomy, &full).unwrap();
+            assert_eq!(roomy.segments_left_out, 0);
+            let part = read_range_bounded(&archive, &request, Some(budget), stats, decode).unwrap();
+            let here =
+                format!("round {round} case {case} [{from}, {to}] {max_points:?} budget {budget}");
+            let read = part.segments_read + part.segments_from_stats;
+            assert_eq!(read + part.segments_left_out, full.segments_read, "{here}");
+            let claimed: i64 = described.sources[0].streams[0]
+                .segments
+                .iter()
+                .filter(|r| r.last_ts >= from && r.first_ts <= to)
+                .map(|r| r.rows)
+                .sum();
+            let over = max_points.is_some_and(|n| claimed > n as i64);
+            if !over || full.segments_read <= budget {
+                assert_eq!(part.segments_left_out, 0, "{here}");
+                same(&part, &full).unwrap_or_else(|why| panic!("{here}: {why}"));
+                continue;
+            }
+            // At most one pick per bucket beyond the budget's spread (with
+            // more buckets than segments, that may be every one).
+            assert!(read <= budget + max_points.unwrap(), "{here}: {read} read");
+            assert!(part.reduced, "{here}");
+            sampled += usize::from(part.segments_left_out > 0);
+            if (from, to) == (i64::MIN, i64::MAX) {
+                assert_eq!(
+                    part.rows_in_window + part.rows_left_out,
+                    full.rows_in_window,
+                    "{here}"
+                );
+            }
+            // Where the exact envelope is bucketed too (the window may
+            // hold fewer rows than its segments claim), the sample's
+            // buckets are among its.
+            if !full.reduced {
+                continue;
+            }
+            compared += 1;
+            for (k, t) in part.ts.iter().enumerate() {
+                let j = full
+                    .ts
+                    .binary_search(t)
+                    .unwrap_or_else(|_| panic!("{here}: bucket {t}"));
+                for (c, f) in part.columns.iter().zip(&full.columns) {
+                    assert_eq!(c.name, f.name, "{here}");
+                    let inside = |v: f64, lo: f64, hi: f64| v.is_nan() || (lo <= v && v <= hi);
+                    assert!(
+                        inside(c.min[k], f.min[j], f.max[j])
+                            && inside(c.max[k], f.min[j], f.max[j]),
+                        "{here}: column {} at {t}: {}..{} outside {}..{}",
+                        c.name,
+                        c.min[k],
+                        c.max[k],
+                        f.min[j],
+                        f.max[j]
+                    );
+                }
+            }
+        }
+    }
+    assert!(
+        sampled > 30 && compared > 20,
+        "{sampled} windows were sampled, {compared} compared bucket by bucket"
     );
 }
 

@@ -193,6 +193,27 @@ fn a_list_claiming_more_elements_than_bytes_is_refused() {
     refused_everywhere(&plan.build(), "claims 2147483647 elements", false);
 }
 
+/// The fuzz finding kept in the corpus: a nullable column's LZ4 v1 page
+/// whose compressed body holds a bit-packed run of definition levels
+/// longer than its bytes. The file walk cannot see inside it; the decoder's
+/// page reader checks the decompressed page, so the decode is a typed
+/// error, not a panic its guard caught (which in wasm32 would abort).
+#[test]
+fn a_level_run_past_its_bytes_inside_a_compressed_v1_page_is_refused_without_a_panic() {
+    let bytes = include_bytes!("corpus/segment/level_run_in_a_compressed_v1_page");
+    let panics = std::panic::catch_unwind(|| decode_segment(bytes.to_vec(), None));
+    let err = panics
+        .expect("no panic escapes")
+        .expect_err("decode refuses");
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(
+        err.contains("column chunk") && err.contains("definition levels needs"),
+        "{err}"
+    );
+    // Its footer alone is honest.
+    assert!(segment_schema(bytes).is_ok());
+}
+
 /// Through an archive: a hostile segment stored as a BLOB is an error of
 /// that segment naming the file, and its footer statistics are simply
 /// unknown; the archive stays readable.

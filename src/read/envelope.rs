@@ -47,6 +47,13 @@ pub struct Envelope {
     /// Segments answered from their footer's statistics, not decoded: each
     /// lay inside one bucket, so its extremes are all it adds.
     pub segments_from_stats: usize,
+    /// Segments of the window left unread because it held more than the
+    /// reader's segment budget ([`RangeReader::bounded`]): the envelope is
+    /// then exact for the segments read and says nothing of these. 0 for
+    /// an exact envelope.
+    pub segments_left_out: usize,
+    /// The rows the catalog claims for the segments left out.
+    pub rows_left_out: u64,
     /// Whether rows were bucketed (`false`: one point per row).
     pub reduced: bool,
     /// One timestamp per point: the row's own, or the bucket's start.
@@ -412,6 +419,8 @@ impl EnvelopeBuilder {
                 live_rows_in_window: 0,
                 segments_read,
                 segments_from_stats: self.from_stats,
+                segments_left_out: 0,
+                rows_left_out: 0,
                 reduced: false,
                 ts: self.ts,
                 columns: self.columns,
@@ -428,6 +437,8 @@ impl EnvelopeBuilder {
             live_rows_in_window: 0,
             segments_read,
             segments_from_stats: self.from_stats,
+            segments_left_out: 0,
+            rows_left_out: 0,
             reduced: true,
             ts: keep.iter().map(|&b| self.bounds[b]).collect(),
             columns: self.columns,
@@ -528,9 +539,21 @@ pub fn read_range_with(
     archive: &Archive,
     request: &RangeRequest<'_>,
     stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+    decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
+) -> Result<Envelope> {
+    read_range_bounded(archive, request, None, stats, decode)
+}
+
+/// [`read_range_with`], reading at most about `budget` segments of the
+/// window ([`RangeReader::bounded`]; `None`: every one).
+pub fn read_range_bounded(
+    archive: &Archive,
+    request: &RangeRequest<'_>,
+    budget: Option<usize>,
+    stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
     mut decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
 ) -> Result<Envelope> {
-    let mut reader = RangeReader::new(archive, request, stats)?;
+    let mut reader = RangeReader::bounded(archive, request, budget, stats)?;
     while let Some((index, record)) = reader.next_to_decode() {
         let rows = decode(&record, request.columns)?;
         reader.supply(index, rows);
@@ -566,6 +589,37 @@ pub struct RangeReader {
     /// Steps not yet added to the envelope, oldest first.
     steps: std::collections::VecDeque<Step>,
     decoded: usize,
+    /// Segments of the window not read, and the rows they claim.
+    left_out: (usize, u64),
+}
+
+/// The segment budget the viewer gives a window
+/// ([`RangeReader::bounded`]): reading a segment's footer costs about
+/// 50 µs in the browser, so a window over 100,000 segments took 5 s for
+/// its first plot; 4,096 of them (plus one a bucket) take a fraction of
+/// a second.
+pub const VIEWER_SEGMENT_BUDGET: usize = 4_096;
+
+/// Which of `segments` (in order) a window over more than `budget` of
+/// them reads: every `stride`-th one, where `stride` spreads about
+/// `budget` over the window, and also the first whose catalog span starts
+/// in each bucket of `bounds` that no earlier pick started in, so no
+/// bucket with data is left blank.
+fn sample(segments: &[SegmentRecord], budget: usize, bounds: &[i64]) -> Vec<bool> {
+    let stride = segments.len().div_ceil(budget.max(1));
+    let mut picked = vec![false; segments.len()];
+    let (mut last_bucket, mut last_pick) = (None, None::<usize>);
+    let mut cursor = 0;
+    for (i, record) in segments.iter().enumerate() {
+        let bucket = bucket_of(bounds, record.first_ts, &mut cursor);
+        let due = last_pick.is_none_or(|p| i - p >= stride);
+        if due || last_bucket != Some(bucket) {
+            picked[i] = true;
+            last_pick = Some(i);
+            last_bucket = Some(bucket);
+        }
+    }
+    picked
 }
 
 impl RangeReader {
@@ -574,9 +628,29 @@ impl RangeReader {
     pub fn new(
         archive: &Archive,
         request: &RangeRequest<'_>,
+        stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+    ) -> Result<RangeReader> {
+        RangeReader::bounded(archive, request, None, stats)
+    }
+
+    /// [`Self::new`], reading at most about `budget` of the window's
+    /// segments. A window over more segments than that, which they claim
+    /// more rows for than `max_points` (so bucketed; no rates asked for),
+    /// reads a spread sample of them
+    /// ([`VIEWER_SEGMENT_BUDGET`] says why), at least one starting in
+    /// each bucket that has data, and buckets its rows whatever their
+    /// count; its envelope is exact for the segments read, in the buckets
+    /// the whole window would have, and counts the rest in
+    /// [`Envelope::segments_left_out`]. A narrower window reads fewer
+    /// segments and is exact again. Without `budget`, or within it, the
+    /// envelope is the one [`Self::new`] gives.
+    pub fn bounded(
+        archive: &Archive,
+        request: &RangeRequest<'_>,
+        budget: Option<usize>,
         mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
     ) -> Result<RangeReader> {
-        let (segments, tail) = archive.read_snapshot(|s| {
+        let (mut segments, tail) = archive.read_snapshot(|s| {
             let source = s.source(request.source_id)?;
             let segments = s.segments_overlapping(
                 request.source_id,
@@ -602,6 +676,27 @@ impl RangeReader {
             request.columns,
             span,
         );
+        let mut left_out = (0usize, 0u64);
+        let over = |b: &usize| segments.len() > *b;
+        if let (Some(budget), Some(n)) = (budget.filter(over), builder.max_points) {
+            // Saturating: a hostile catalog's counts can sum past u64::MAX.
+            let claimed = segments
+                .iter()
+                .fold(0u64, |sum, s| sum.saturating_add(s.rows.max(0) as u64));
+            if rates.is_empty() && claimed > n as u64 {
+                let picked = sample(&segments, budget, &bucket_bounds(builder.span, n));
+                let mut all = std::mem::take(&mut segments).into_iter();
+                for (record, keep) in all.by_ref().zip(picked) {
+                    if keep {
+                        segments.push(record);
+                    } else {
+                        left_out.0 += 1;
+                        left_out.1 = left_out.1.saturating_add(record.rows.max(0) as u64);
+                    }
+                }
+                builder.reduce_now();
+            }
+        }
         let mut known: Vec<Option<Stats>> = vec![None; segments.len()];
         // A footer's extremes are of totals, not of rates: with rates asked
         // for, every segment is decoded.
@@ -645,6 +740,7 @@ impl RangeReader {
             asked: 0,
             steps: std::collections::VecDeque::new(),
             decoded: 0,
+            left_out,
         })
     }
 
@@ -712,6 +808,7 @@ impl RangeReader {
         let live = self.builder.rows.saturating_sub(sealed);
         let mut envelope = self.builder.finish(self.decoded);
         envelope.live_rows_in_window = live;
+        (envelope.segments_left_out, envelope.rows_left_out) = self.left_out;
         envelope
     }
 }

@@ -19,8 +19,7 @@ const DICTIONARY_PAGE: i32 = 2;
 const BIT_PACKED: i32 = 4;
 /// `DELTA_BINARY_PACKED`.
 const DELTA_BINARY_PACKED: i32 = 5;
-/// Page types with values.
-const DATA_PAGE: i32 = 0;
+/// The v2 data page, whose levels are never compressed.
 const DATA_PAGE_V2: i32 = 3;
 /// `PLAIN_DICTIONARY` and `RLE_DICTIONARY`: values that index a dictionary.
 const DICTIONARY_ENCODINGS: [i32; 2] = [2, 8];
@@ -180,33 +179,29 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
 
 /// The parquet crate's DELTA_BINARY_PACKED decoder underflows (a panic,
 /// or an endless read where overflow is unchecked) when its header counts
-/// no values while the page has values to decode. Checked where the
-/// values lie readable in the file: an uncompressed page, or the part of
-/// a v2 page after its levels when it says it is not compressed, and the
-/// count of non-null values is known (v2, or a column without levels).
-/// A compressed page is left to the decoder's guard.
+/// no values while the page has values to decode. Checked here for a v2
+/// page whose values lie readable in the file (an uncompressed chunk, or
+/// a page that says it is stored uncompressed), whose header counts its
+/// non-null values. A v1 page, and a compressed v2 page's values, are
+/// checked on the bytes the decoder reads, by [`super::guard`].
 fn check_delta_count(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> {
-    if !header.encodings.contains(&DELTA_BINARY_PACKED) {
+    if header.kind != Some(DATA_PAGE_V2) || !header.encodings.contains(&DELTA_BINARY_PACKED) {
         return Ok(());
     }
-    let levels = header.levels.unwrap_or((0, 0));
-    let (values, present) = match header.kind {
-        Some(DATA_PAGE_V2) => {
-            let values = header.values.unwrap_or(0);
-            let present = i64::from(values) - i64::from(header.nulls.unwrap_or(0));
-            let readable = chunk.codec == 0 || header.v2_compressed == Some(false);
-            let skip = (i64::from(levels.0) + i64::from(levels.1)) as usize;
-            (readable.then(|| data.get(skip..)).flatten(), present)
-        }
-        Some(DATA_PAGE) if chunk.levels == Default::default() => {
-            let values = header.values.unwrap_or(0);
-            ((chunk.codec == 0).then_some(data), i64::from(values))
-        }
-        _ => (None, 0),
-    };
-    let Some(values) = values.filter(|_| present > 0) else {
-        return Ok(());
-    };
+    let (definition, repetition) = header.levels.unwrap_or((0, 0));
+    let present = i64::from(header.values.unwrap_or(0)) - i64::from(header.nulls.unwrap_or(0));
+    let readable = chunk.codec == 0 || header.v2_compressed == Some(false);
+    let skip = (i64::from(definition) + i64::from(repetition)) as usize;
+    match data.get(skip..) {
+        Some(values) if readable && present > 0 => check_delta_header(values, present),
+        _ => Ok(()),
+    }
+}
+
+/// Refuses a DELTA_BINARY_PACKED header (`values`: the start of a page's
+/// value section) that counts no values while `present` values are to be
+/// decoded.
+pub(super) fn check_delta_header(values: &[u8], present: i64) -> Result<()> {
     // The header: block size, miniblocks per block, total count (ULEB128).
     let mut at = 0usize;
     let mut uleb = || -> Option<u64> {
@@ -238,83 +233,90 @@ fn level_bits(max: u16) -> u64 {
 /// The parquet crate reads a bit-packed run of levels (RLE hybrid) for as
 /// many values as the run's header claims without checking the bytes are
 /// there (a panic in its bit reader). Each run's bytes are checked to lie
-/// inside its level section, where the levels lie readable in the file:
-/// always in a v2 page (its levels are never compressed), and in a v1 page
-/// of an uncompressed chunk (each section a 4-byte length, then the runs).
+/// inside its level section. Here for v2 pages, whose levels lie
+/// uncompressed in the file; a v1 page's levels may be compressed with its
+/// values, so [`super::guard`] walks them on the page the decoder reads.
 fn check_level_runs(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> {
-    let max = chunk.levels;
-    let mut sections: Vec<(&str, u16, &[u8])> = Vec::new();
-    match header.kind {
-        Some(DATA_PAGE_V2) => {
-            let (definition, repetition) = header.levels.unwrap_or((0, 0));
-            let (rep, def) = (repetition as usize, definition as usize);
-            if let (Some(r), Some(d)) = (data.get(..rep), data.get(rep..rep + def)) {
-                sections.push(("repetition", max.repetition, r));
-                sections.push(("definition", max.definition, d));
-            }
-        }
-        Some(DATA_PAGE) if chunk.codec == 0 => {
-            let encodings = header.level_encodings.unwrap_or((None, None));
-            let mut at = 0usize;
-            for (what, max, encoding) in [
-                ("repetition", max.repetition, encodings.1),
-                ("definition", max.definition, encodings.0),
-            ] {
-                if max == 0 {
-                    continue;
-                }
-                // BIT_PACKED was refused above; only RLE sections have a length.
-                if encoding != Some(3) {
-                    break;
-                }
-                let Some(len) = data.get(at..at + 4) else {
-                    break;
-                };
-                let len = u32::from_le_bytes(len.try_into().unwrap()) as usize;
-                let Some(runs) = data.get(at + 4..(at + 4).saturating_add(len)) else {
-                    break; // the crate refuses a section longer than its page
-                };
-                sections.push((what, max, runs));
-                at += 4 + len;
-            }
-        }
-        _ => {}
+    if header.kind != Some(DATA_PAGE_V2) {
+        return Ok(());
     }
-    for (what, max, runs) in sections {
-        if max == 0 {
-            continue;
-        }
-        let width = level_bits(max);
-        let mut at = 0usize;
-        while at < runs.len() {
-            let mut header = 0u64;
-            let mut shift = 0;
-            loop {
-                let Some(&byte) = runs.get(at) else {
-                    return Ok(()); // a cut header: the crate reports it
-                };
-                at += 1;
-                header |= u64::from(byte & 0x7f) << shift.min(63);
-                shift += 7;
-                if byte & 0x80 == 0 {
-                    break;
-                }
-            }
-            let bytes = if header & 1 == 1 {
-                (header >> 1).saturating_mul(width)
-            } else {
-                width.div_ceil(8)
-            };
-            let left = (runs.len() - at) as u64;
-            if bytes > left {
-                return Err(format!(
-                    "a run of its {what} levels needs {bytes} bytes, {left} are left"
-                ));
-            }
-            at += bytes as usize;
-        }
+    let max = chunk.levels;
+    let (definition, repetition) = header.levels.unwrap_or((0, 0));
+    let (rep, def) = (repetition as usize, definition as usize);
+    if let (Some(r), Some(d)) = (data.get(..rep), data.get(rep..rep + def)) {
+        walk_runs("repetition", max.repetition, r, None)?;
+        walk_runs("definition", max.definition, d, None)?;
     }
     Ok(())
+}
+
+/// Checks that every RLE-hybrid run in `runs` (levels of maximum `max`)
+/// has the bytes its header claims. With `count`, returns how many of the
+/// first `count` levels equal `max`; otherwise 0.
+pub(super) fn walk_runs(what: &str, max: u16, runs: &[u8], count: Option<u64>) -> Result<u64> {
+    if max == 0 {
+        return Ok(0);
+    }
+    let width = level_bits(max);
+    let mut left_to_count = count.unwrap_or(0);
+    let mut at_max = 0u64;
+    let mut at = 0usize;
+    while at < runs.len() {
+        let mut header = 0u64;
+        let mut shift = 0;
+        loop {
+            let Some(&byte) = runs.get(at) else {
+                return Ok(at_max); // a cut header: the crate reports it
+            };
+            at += 1;
+            header |= u64::from(byte & 0x7f) << shift.min(63);
+            shift += 7;
+            if byte & 0x80 == 0 {
+                break;
+            }
+        }
+        let bytes = if header & 1 == 1 {
+            (header >> 1).saturating_mul(width)
+        } else {
+            width.div_ceil(8)
+        };
+        let left = (runs.len() - at) as u64;
+        if bytes > left {
+            return Err(format!(
+                "a run of its {what} levels needs {bytes} bytes, {left} are left"
+            ));
+        }
+        let run = &runs[at..at + bytes as usize];
+        if left_to_count > 0 {
+            if header & 1 == 1 {
+                // Bit-packed: groups of 8 levels, `width` bits each, least
+                // significant bit first.
+                let n = ((header >> 1).saturating_mul(8)).min(left_to_count);
+                for i in 0..n {
+                    let bit = i * width;
+                    let mut level = 0u64;
+                    for b in 0..width {
+                        let at = bit + b;
+                        level |= u64::from(run[(at / 8) as usize] >> (at % 8) & 1) << b;
+                    }
+                    at_max += u64::from(level == u64::from(max));
+                }
+                left_to_count -= n;
+            } else {
+                let n = (header >> 1).min(left_to_count);
+                let mut level = 0u64;
+                for (i, byte) in run.iter().enumerate() {
+                    level |= u64::from(*byte) << (8 * i);
+                }
+                if level == u64::from(max) {
+                    at_max += n;
+                }
+                left_to_count -= n;
+            }
+        }
+        at += bytes as usize;
+    }
+    Ok(at_max)
 }
 
 fn read_header(c: &mut Compact) -> Result<Header> {

@@ -236,6 +236,8 @@ pub(crate) fn envelope(e: &Envelope) -> JsValue {
         )
         .set("segments_read", e.segments_read as u32)
         .set("segments_from_stats", e.segments_from_stats as u32)
+        .set("segments_left_out", e.segments_left_out as u32)
+        .set("rows_left_out", JsValue::from_f64(e.rows_left_out as f64))
         .set("reduced", e.reduced)
         .set("ts", BigInt64Array::from(&e.ts[..]))
         .set("columns", columns)

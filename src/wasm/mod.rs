@@ -27,7 +27,9 @@ use crate::catalog::SegmentRecord;
 use crate::container::Archive;
 use crate::error::Error;
 use crate::read::cache::{identity_of, Batches, DecodeKey, ReaderCache, SegmentKey};
-use crate::read::envelope::{decode_for_range, read_range_with, RangeReader, RangeRequest, Stats};
+use crate::read::envelope::{
+    decode_for_range, read_range_bounded, RangeReader, RangeRequest, Stats, VIEWER_SEGMENT_BUDGET,
+};
 
 thread_local! {
     /// Decoded segments and footer summaries of every open archive.
@@ -452,22 +454,24 @@ impl JsArchive {
             max_points,
         )?;
         let stats = |record: &SegmentRecord| cached_stats(self.cache_id, &self.archive, record);
-        let envelope = read_range_with(&self.archive, &request, stats, |record, columns| {
-            cached(range_key(self.cache_id, record, columns), || {
-                noting(
-                    || {
-                        describe_segment(
-                            self.archive.file(),
-                            record.source_id,
-                            &record.stream,
-                            record.seq,
-                        )
-                    },
-                    || decode_for_range(&self.archive, record, columns),
-                )
+        let budget = Some(VIEWER_SEGMENT_BUDGET);
+        let envelope =
+            read_range_bounded(&self.archive, &request, budget, stats, |record, columns| {
+                cached(range_key(self.cache_id, record, columns), || {
+                    noting(
+                        || {
+                            describe_segment(
+                                self.archive.file(),
+                                record.source_id,
+                                &record.stream,
+                                record.seq,
+                            )
+                        },
+                        || decode_for_range(&self.archive, record, columns),
+                    )
+                })
             })
-        })
-        .map_err(fail)?;
+            .map_err(fail)?;
         Ok(convert::envelope(&envelope))
     }
 
@@ -497,7 +501,8 @@ impl JsArchive {
             (&columns, &rates),
             max_points,
         )?;
-        let reader = RangeReader::new(&self.archive, &request, |record| {
+        let budget = Some(VIEWER_SEGMENT_BUDGET);
+        let reader = RangeReader::bounded(&self.archive, &request, budget, |record| {
             cached_stats(self.cache_id, &self.archive, record)
         })
         .map_err(fail)?;

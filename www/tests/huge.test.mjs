@@ -129,6 +129,12 @@ describe("huge and odd catalogs", () => {
     assert.match(await panel.locator(".dv-seg-picker").innerText(), /of 100,000/);
     const before = await plotted(panel, "metrics");
     assert.match(before, /^400,000 rows in this window/);
+    // The whole span is more segments than the engine reads for one plot:
+    // a spread sample, and the plot says so.
+    const plots = panel.locator('[data-testid="stream-view"][data-stream="metrics"] [data-testid="plots"]');
+    assert.match(before, /approximate: [\d,]+ segments \([\d,]+ rows\) not read, zoom in for the exact envelope/);
+    assert.equal(await plots.getAttribute("data-approximate"), "true");
+    await screenshot(page, "huge-segments100k-approximate.png", plots);
 
     // Drag across a tenth of the lane: the window narrows, the plot reads it again.
     const track = lane.locator(".dv-tl-track");
@@ -145,6 +151,19 @@ describe("huge and odd catalogs", () => {
     await panel.locator('[data-testid="plots"][data-state="drawn"]').waitFor();
     const zoomed = await lane.locator('[data-testid="segment"]').count();
     assert.ok(zoomed <= 320, `still a bounded number of blocks after zooming (${zoomed})`);
+    // A tenth of that (about 1,000 segments) is within the budget: exact.
+    const narrower = await track.boundingBox();
+    await page.mouse.move(narrower.x + narrower.width * 0.45, narrower.y + narrower.height / 2);
+    await page.mouse.down();
+    await page.mouse.move(narrower.x + narrower.width * 0.55, narrower.y + narrower.height / 2, { steps: 4 });
+    await page.mouse.up();
+    await page.waitForFunction(() => {
+      const m = /^([\d,]+) rows in this window/.exec(document.querySelector('[data-testid="plot-status"]')?.textContent ?? "");
+      return m && Number(m[1].replace(/,/g, "")) < 10_000;
+    });
+    await panel.locator('[data-testid="plots"][data-state="drawn"]').waitFor();
+    assert.equal(await plots.getAttribute("data-approximate"), "false");
+    assert.doesNotMatch(await plotted(panel, "metrics"), /approximate/);
     assert.ok((await nodes(page)) < 3_000);
     await screenshot(page, "huge-segments100k.png");
     assert.deepEqual(page.problems, []);

@@ -186,6 +186,16 @@ export interface RangeEnvelope {
    * it added. 0 when the envelope is not reduced.
    */
   segments_from_stats: number;
+  /**
+   * Segments of the window left unread: a window over more segments than
+   * the engine's budget (4,096) reads a spread sample of them, at least one
+   * per bucket with data. The envelope is then exact for the segments read
+   * only (a bucket's true min may be lower, its max higher); a narrower
+   * window is exact again. 0 when the envelope is exact.
+   */
+  segments_left_out: number;
+  /** The rows the catalog claims for the segments left out. */
+  rows_left_out: number;
   /** true when rows were bucketed, false when every row is here. */
   reduced: boolean;
   /** One timestamp per point: the bucket's start, or the row's own ts. */

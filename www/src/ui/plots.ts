@@ -273,11 +273,15 @@ export class PlotGroup {
     this.data = env;
     setText(
       this.status,
-      `${count(env.rows_in_window)} rows in this window · ` +
+      `${count(env.rows_in_window + env.rows_left_out)} rows in this window · ` +
       (env.reduced ? `min/max envelope of ${count(env.ts.length)} buckets` : "every row shown") +
       ` · ${count(env.segments_read)} segment${env.segments_read === 1 ? "" : "s"} read` +
-      (env.segments_from_stats > 0 ? `, ${count(env.segments_from_stats)} from footer statistics` : ""),
+      (env.segments_from_stats > 0 ? `, ${count(env.segments_from_stats)} from footer statistics` : "") +
+      (env.segments_left_out > 0
+        ? ` · approximate: ${count(env.segments_left_out)} segments (${count(env.rows_left_out)} rows) not read, zoom in for the exact envelope`
+        : ""),
     );
+    this.el.dataset["approximate"] = String(env.segments_left_out > 0);
     this.drawnRates = new Set(rates);
     this.draw(env);
     this.firstDrawn();

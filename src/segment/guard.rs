@@ -1,0 +1,358 @@
+//! The pages a decode reads, checked after the parquet crate decompresses
+//! them and before its level and value decoders see them.
+//!
+//! A v1 data page compresses its levels together with its values, so the
+//! walk over the file ([`super::pages`]) cannot see them; nor the value
+//! section of a compressed v2 page. Decompressing such pages a second
+//! time to look would double the codec's work on every nullable column
+//! (every self-describing segment). Instead the decode reads its row
+//! groups through [`Checked`], whose page readers hand on each page only
+//! once its level runs and DELTA_BINARY_PACKED header are sound, using the
+//! very buffer the decoder will decode: the check costs a walk over run
+//! headers, nothing more.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parquet::arrow::arrow_reader::RowGroups;
+use parquet::basic::Encoding;
+use parquet::column::page::{Page, PageIterator, PageMetadata, PageReader};
+use parquet::errors::{ParquetError, Result};
+use parquet::file::metadata::{ParquetMetaData, RowGroupMetaData};
+use parquet::file::serialized_reader::SerializedPageReader;
+
+use super::footer::Levels;
+use super::pages::{check_delta_header, walk_runs};
+
+/// Every row group of a segment held in memory, read through checked
+/// page readers.
+pub struct Checked {
+    pub data: Bytes,
+    pub metadata: Arc<ParquetMetaData>,
+}
+
+impl RowGroups for Checked {
+    fn num_rows(&self) -> usize {
+        self.metadata
+            .row_groups()
+            .iter()
+            .map(|g| g.num_rows() as usize)
+            .sum()
+    }
+
+    fn column_chunks(&self, column: usize) -> Result<Box<dyn PageIterator>> {
+        Ok(Box::new(Chunks {
+            data: Arc::new(self.data.clone()),
+            metadata: Arc::clone(&self.metadata),
+            column,
+            group: 0,
+        }))
+    }
+
+    fn row_groups(&self) -> Box<dyn Iterator<Item = &RowGroupMetaData> + '_> {
+        Box::new(self.metadata.row_groups().iter())
+    }
+
+    fn metadata(&self) -> &ParquetMetaData {
+        &self.metadata
+    }
+}
+
+/// One leaf column's chunks, row group by row group.
+struct Chunks {
+    data: Arc<Bytes>,
+    metadata: Arc<ParquetMetaData>,
+    column: usize,
+    group: usize,
+}
+
+impl Iterator for Chunks {
+    type Item = Result<Box<dyn PageReader>>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let group = self.metadata.row_groups().get(self.group)?;
+        self.group += 1;
+        let chunk = group.column(self.column);
+        let descriptor = chunk.column_descr();
+        let levels = Levels {
+            definition: descriptor.max_def_level().max(0) as u16,
+            repetition: descriptor.max_rep_level().max(0) as u16,
+        };
+        let pages = SerializedPageReader::new(
+            Arc::clone(&self.data),
+            chunk,
+            group.num_rows() as usize,
+            None,
+        );
+        Some(pages.map(|inner| {
+            Box::new(Pages {
+                inner,
+                levels,
+                group: self.group - 1,
+                column: self.column,
+                page: 0,
+            }) as Box<dyn PageReader>
+        }))
+    }
+}
+
+impl PageIterator for Chunks {}
+
+/// A chunk's page reader that checks each data page it hands on.
+struct Pages {
+    inner: SerializedPageReader<Bytes>,
+    levels: Levels,
+    group: usize,
+    column: usize,
+    page: usize,
+}
+
+impl Pages {
+    fn check(&self, page: &Page) -> Result<()> {
+        check_page(page, self.levels).map_err(|cause| {
+            ParquetError::General(format!(
+                "page {} of column chunk {} of row group {}: {cause}",
+                self.page, self.column, self.group
+            ))
+        })
+    }
+}
+
+impl Iterator for Pages {
+    type Item = Result<Page>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        self.get_next_page().transpose()
+    }
+}
+
+impl PageReader for Pages {
+    fn get_next_page(&mut self) -> Result<Option<Page>> {
+        let page = self.inner.get_next_page()?;
+        if let Some(page) = &page {
+            self.check(page)?;
+            self.page += 1;
+        }
+        Ok(page)
+    }
+
+    fn peek_next_page(&mut self) -> Result<Option<PageMetadata>> {
+        self.inner.peek_next_page()
+    }
+
+    fn skip_next_page(&mut self) -> Result<()> {
+        self.page += 1;
+        self.inner.skip_next_page()
+    }
+
+    fn supports_deferred_dictionary(&self) -> bool {
+        // A deferred dictionary is a dictionary page, which has no levels.
+        self.inner.supports_deferred_dictionary()
+    }
+
+    fn take_deferred_dictionary(&mut self) -> Result<Option<Page>> {
+        self.inner.take_deferred_dictionary()
+    }
+
+    fn at_record_boundary(&mut self) -> Result<bool> {
+        self.inner.at_record_boundary()
+    }
+}
+
+/// Checks one decompressed page for a column of maximum levels `max`.
+fn check_page(page: &Page, max: Levels) -> std::result::Result<(), String> {
+    match page {
+        Page::DataPage {
+            buf,
+            num_values,
+            encoding,
+            def_level_encoding,
+            rep_level_encoding,
+            ..
+        } => {
+            let rle = (
+                *def_level_encoding == Encoding::RLE,
+                *rep_level_encoding == Encoding::RLE,
+            );
+            let delta = *encoding == Encoding::DELTA_BINARY_PACKED;
+            let count = delta.then_some(u64::from(*num_values));
+            let body = check_v1_levels(buf, rle, max, count)?;
+            if let (Some(at), true) = (body.values_at, delta) {
+                let present = body.present.unwrap_or(u64::from(*num_values));
+                if present > 0 {
+                    check_delta_header(&buf[at..], present as i64)?;
+                }
+            }
+            Ok(())
+        }
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            num_nulls,
+            encoding,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            ..
+        } if *encoding == Encoding::DELTA_BINARY_PACKED => {
+            // Its levels were walked in the file ([`super::pages`]).
+            let present = i64::from(*num_values) - i64::from(*num_nulls);
+            let at = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
+            match buf.get(at..) {
+                Some(values) if present > 0 => check_delta_header(values, present),
+                _ => Ok(()),
+            }
+        }
+        _ => Ok(()),
+    }
+}
+
+/// What [`check_v1_levels`] learnt of a v1 page's body.
+struct V1Body {
+    /// Where its values start, when every level section was whole.
+    values_at: Option<usize>,
+    /// Its definition levels at the column's maximum (its non-null
+    /// values), when they were counted.
+    present: Option<u64>,
+}
+
+/// Walks the level sections of a v1 data page's decompressed body `data`:
+/// repetition levels, then definition levels, each present only where the
+/// column's maximum of its kind is above 0, each a 4-byte length and then
+/// RLE-hybrid runs. `rle` says whether the header names RLE for
+/// (definition, repetition); other level encodings were refused from the
+/// header ([`super::pages`]). With `count` (the page's level count), the
+/// definition levels at the maximum among the first `count` are counted.
+/// A section longer than the page is left to the crate, which refuses it.
+fn check_v1_levels(
+    data: &[u8],
+    rle: (bool, bool),
+    max: Levels,
+    count: Option<u64>,
+) -> std::result::Result<V1Body, String> {
+    let unreadable = V1Body {
+        values_at: None,
+        present: None,
+    };
+    let mut at = 0usize;
+    let mut present = None;
+    for (what, max, rle) in [
+        ("repetition", max.repetition, rle.1),
+        ("definition", max.definition, rle.0),
+    ] {
+        if max == 0 {
+            continue;
+        }
+        if !rle {
+            return Ok(unreadable);
+        }
+        let Some(len) = data.get(at..at + 4) else {
+            return Ok(unreadable);
+        };
+        let len = u32::from_le_bytes(len.try_into().unwrap()) as usize;
+        let Some(runs) = data.get(at + 4..(at + 4).saturating_add(len)) else {
+            return Ok(unreadable);
+        };
+        let definition = what == "definition";
+        let at_max = walk_runs(what, max, runs, count.filter(|_| definition))?;
+        if definition {
+            present = count.map(|_| at_max);
+        }
+        at += 4 + len;
+    }
+    Ok(V1Body {
+        values_at: Some(at),
+        present,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A v1 page's body: definition levels (RLE, length-prefixed), then
+    /// `values`.
+    fn v1(levels: &[u8], values: &[u8], num_values: u32, encoding: Encoding) -> Page {
+        let mut buf = (levels.len() as u32).to_le_bytes().to_vec();
+        buf.extend_from_slice(levels);
+        buf.extend_from_slice(values);
+        Page::DataPage {
+            buf: Bytes::from(buf),
+            num_values,
+            encoding,
+            def_level_encoding: Encoding::RLE,
+            rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        }
+    }
+
+    const NULLABLE: Levels = Levels {
+        definition: 1,
+        repetition: 0,
+    };
+
+    #[test]
+    fn a_bit_packed_run_past_its_section_is_refused() {
+        // Header 0x05: bit-packed, 2 groups of 8 one-bit levels = 2 bytes;
+        // only 1 follows.
+        let page = v1(&[0x05, 0xff], &[0; 16], 16, Encoding::PLAIN);
+        let err = check_page(&page, NULLABLE).unwrap_err();
+        assert!(
+            err.contains("definition levels needs 2 bytes, 1 are left"),
+            "{err}"
+        );
+        // The same run with its bytes is sound.
+        let page = v1(&[0x05, 0xff, 0xff], &[0; 128], 16, Encoding::PLAIN);
+        check_page(&page, NULLABLE).unwrap();
+    }
+
+    #[test]
+    fn a_column_without_levels_has_no_sections_to_walk() {
+        // Bytes that would be a bad run are values here.
+        let page = v1(&[0x05, 0xff], &[0; 16], 2, Encoding::PLAIN);
+        check_page(&page, Levels::default()).unwrap();
+    }
+
+    /// A DELTA_BINARY_PACKED header: block 128, 4 miniblocks, `total`.
+    fn delta(total: u8) -> [u8; 4] {
+        [0x80, 0x01, 0x04, total]
+    }
+
+    #[test]
+    fn a_delta_header_counting_none_is_refused_only_where_values_are_present() {
+        // 8 levels in one RLE run of value 1: all present.
+        let page = v1(&[0x10, 0x01], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
+        let err = check_page(&page, NULLABLE).unwrap_err();
+        assert!(err.contains("has 8 values"), "{err}");
+        // All null (level 0): no values to decode, a count of 0 is honest.
+        let page = v1(&[0x10, 0x00], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
+        check_page(&page, NULLABLE).unwrap();
+        // Bit-packed 0b0000_0100: one present among 8; padding past the
+        // page's 3 levels is not counted.
+        let page = v1(&[0x03, 0x04], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
+        assert!(check_page(&page, NULLABLE)
+            .unwrap_err()
+            .contains("has 1 values"));
+        let page = v1(&[0x03, 0xf8], &delta(0), 3, Encoding::DELTA_BINARY_PACKED);
+        check_page(&page, NULLABLE).unwrap();
+        // A count of values present is sound.
+        let page = v1(&[0x10, 0x01], &delta(8), 8, Encoding::DELTA_BINARY_PACKED);
+        check_page(&page, NULLABLE).unwrap();
+    }
+
+    #[test]
+    fn a_compressed_v2_pages_delta_header_is_checked_after_its_levels() {
+        let page = |nulls: u32| Page::DataPageV2 {
+            buf: Bytes::from([[0x10, 0x01].as_slice(), &delta(0)].concat()),
+            num_values: 8,
+            encoding: Encoding::DELTA_BINARY_PACKED,
+            num_nulls: nulls,
+            num_rows: 8,
+            def_levels_byte_len: 2,
+            rep_levels_byte_len: 0,
+            is_compressed: true,
+            statistics: None,
+        };
+        assert!(check_page(&page(0), NULLABLE).is_err());
+        check_page(&page(8), NULLABLE).unwrap();
+    }
+}
