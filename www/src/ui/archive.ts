@@ -314,11 +314,17 @@ export class ArchiveView {
     if (pick) this.select(pick.source, pick.stream, pick.seq, pick.columns, pick.notify ?? false);
     // verify reads every segment; the worker answers in order, so it waits
     // until the first plot is up (or a moment has passed) instead of
-    // standing in front of it. Read in place, it reads the whole file
+    // standing in front of it. The moment counts from the stream view's
+    // start, when its plot's request is on its way: counted from here, a
+    // slow schema let verify in ahead of the plot, which then waited for
+    // a whole file's reading. Read in place, verify reads the whole file
     // again: past a size, or over the network, it waits for a click.
     if (this.overview.verifiesOnClick) return;
-    const first = this.streamView ? this.streamInit.then(() => this.streamView?.firstPlot()) : Promise.resolve();
-    void Promise.race([first, new Promise((r) => setTimeout(r, 2500))]).then(() => this.overview.verify());
+    const moment = () => new Promise<void>((r) => setTimeout(r, 2500));
+    const first = this.streamView
+      ? this.streamInit.then(() => Promise.race([this.streamView?.firstPlot(), moment()]))
+      : Promise.resolve();
+    void first.catch(() => {}).then(() => this.overview.verify());
   }
 
   destroy(): void {
