@@ -21,6 +21,8 @@
 //! `--rows N`, `--columns N`, `--fine N` (rows per fine segment, 50),
 //! `--reps N` (7), `--quick` (3 reps).
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,7 +33,9 @@ use dendro::read;
 use dendro::rewrite::{compact, CompactSpec, Target};
 use dendro::segment::{segment_of_rows, segment_schema};
 use dendro::write::{TickRows, Writer, WriterOptions};
-use dendro::{Archive, ClockOffset, Labels, Segment, SegmentEncoder, WalRow};
+use dendro::{Archive, ClockOffset, Labels, Segment, SegmentEncoder, SegmentRecord, WalRow};
+
+use common::{figure, load_average, median, ms};
 
 const T0: i64 = 1_700_000_000_000_000_000;
 
@@ -155,40 +159,33 @@ fn build(path: &Path, rows: usize, columns: usize, seal_every: usize) -> f64 {
     started.elapsed().as_secs_f64()
 }
 
-fn ms(started: Instant) -> f64 {
-    started.elapsed().as_secs_f64() * 1e3
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
+/// Reads every segment of the stream and hands it to `each`, which returns
+/// the rows it counts; the time in ms and the rows.
+fn read_each(archive: &Archive, each: impl Fn(&SegmentRecord, Vec<u8>) -> i64) -> (f64, i64) {
+    let started = Instant::now();
+    let range = read::stream_range(archive, 1, "wide", i64::MIN, i64::MAX, None).unwrap();
+    let mut rows = 0;
+    for record in &range.segments {
+        let bytes = read::segment_bytes(archive, 1, "wide", record.seq).unwrap();
+        rows += each(record, bytes);
+    }
+    (ms(started), rows)
 }
 
 /// The stream's segments read and their footers parsed; rows claimed.
 fn read_parse(archive: &Archive) -> (f64, i64) {
-    let started = Instant::now();
-    let range = read::stream_range(archive, 1, "wide", i64::MIN, i64::MAX, None).unwrap();
-    let mut rows = 0;
-    for record in &range.segments {
-        let bytes = read::segment_bytes(archive, 1, "wide", record.seq).unwrap();
+    read_each(archive, |record, bytes| {
         std::hint::black_box(segment_schema(&bytes).unwrap());
-        rows += record.rows;
-    }
-    (ms(started), rows)
+        record.rows
+    })
 }
 
 /// The stream's segments read and every column decoded; rows decoded.
 fn read_decode(archive: &Archive) -> (f64, i64) {
-    let started = Instant::now();
-    let range = read::stream_range(archive, 1, "wide", i64::MIN, i64::MAX, None).unwrap();
-    let mut rows = 0;
-    for record in &range.segments {
-        let bytes = read::segment_bytes(archive, 1, "wide", record.seq).unwrap();
-        for batch in read::decode(archive, record, bytes, None).unwrap() {
-            rows += batch.num_rows() as i64;
-        }
-    }
-    (ms(started), rows)
+    read_each(archive, |record, bytes| {
+        let batches = read::decode(archive, record, bytes, None).unwrap();
+        batches.iter().map(|b| b.num_rows() as i64).sum()
+    })
 }
 
 struct Arm {
@@ -222,17 +219,11 @@ impl Arm {
         self.parse.push(parse_ms);
         self.decode.push(decode_ms);
     }
-}
 
-fn figure(name: &str, value: f64, unit: &str) {
-    println!("{{\"figure\": \"{name}\", \"median\": {value:.4}, \"unit\": \"{unit}\"}}");
-    eprintln!("  {name:<44} {value:>12.4} {unit}");
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
+    /// The two reads timed, by the name the figures give them.
+    fn reads(&self) -> [(&'static str, &Vec<f64>); 2] {
+        [("parse", &self.parse), ("decode", &self.decode)]
+    }
 }
 
 fn remove(path: &Path) {
@@ -302,51 +293,29 @@ fn main() {
             arm.file_bytes as f64,
             "B",
         );
+        for (what, times) in arm.reads() {
+            let name = format!("{}_read_{what}_ms", arm.name);
+            figure(&name, median(times.clone()), "ms");
+        }
+    }
+    // The fine archive against each single-segment one: the median of the
+    // per-repetition read ratios, and the size ratio.
+    let [fine_arm, rest @ ..] = &arms;
+    for other in rest {
+        for ((what, fine), (_, times)) in fine_arm.reads().into_iter().zip(other.reads()) {
+            let ratios = fine.iter().zip(times).map(|(x, y)| x / y);
+            figure(
+                &format!("read_{what}_ratio_fine_over_{}", other.name),
+                median(ratios.collect()),
+                "x",
+            );
+        }
         figure(
-            &format!("{}_read_parse_ms", arm.name),
-            median(arm.parse.clone()),
-            "ms",
-        );
-        figure(
-            &format!("{}_read_decode_ms", arm.name),
-            median(arm.decode.clone()),
-            "ms",
+            &format!("size_ratio_fine_over_{}", other.name),
+            fine_arm.file_bytes as f64 / other.file_bytes as f64,
+            "x",
         );
     }
-    let ratio = |a: &Arm, b: &Arm, pick: fn(&Arm) -> &Vec<f64>| {
-        median(pick(a).iter().zip(pick(b)).map(|(x, y)| x / y).collect())
-    };
-    let [fine_arm, coarse_arm, compacted_arm] = &arms;
-    figure(
-        "read_parse_ratio_fine_over_compacted",
-        ratio(fine_arm, compacted_arm, |a| &a.parse),
-        "x",
-    );
-    figure(
-        "read_decode_ratio_fine_over_compacted",
-        ratio(fine_arm, compacted_arm, |a| &a.decode),
-        "x",
-    );
-    figure(
-        "read_parse_ratio_fine_over_coarse",
-        ratio(fine_arm, coarse_arm, |a| &a.parse),
-        "x",
-    );
-    figure(
-        "read_decode_ratio_fine_over_coarse",
-        ratio(fine_arm, coarse_arm, |a| &a.decode),
-        "x",
-    );
-    figure(
-        "size_ratio_fine_over_compacted",
-        fine_arm.file_bytes as f64 / compacted_arm.file_bytes as f64,
-        "x",
-    );
-    figure(
-        "size_ratio_fine_over_coarse",
-        fine_arm.file_bytes as f64 / coarse_arm.file_bytes as f64,
-        "x",
-    );
     let compact_ms = median(compact_ms);
     figure("compact_ms", compact_ms, "ms");
     figure(

@@ -15,9 +15,10 @@
 //!
 //! `cargo bench --bench decode -- [--dir DIR]`
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Instant;
 
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
@@ -106,22 +107,10 @@ fn write_archive(path: &Path, segments: usize, per_segment: usize) {
     std::fs::rename(&tmp, path).unwrap();
 }
 
-fn median(mut ms: Vec<f64>) -> f64 {
-    ms.sort_by(f64::total_cmp);
-    ms[ms.len() / 2]
-}
-
+/// One warm-up run, then the median of `runs` timed ones (ms).
 fn time(runs: usize, mut f: impl FnMut()) -> f64 {
     f();
-    median(
-        (0..runs)
-            .map(|_| {
-                let t = Instant::now();
-                f();
-                t.elapsed().as_secs_f64() * 1e3
-            })
-            .collect(),
-    )
+    common::median_ms(runs, f)
 }
 
 fn main() {

@@ -22,6 +22,8 @@
 //! `--loop-read N` (with `--keep`) only reads it whole N times, for a
 //! profiler.
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
@@ -32,6 +34,8 @@ use dendro::read::{self, Tail};
 use dendro::segment::segment_of_rows;
 use dendro::write::{TickRows, Writer, WriterOptions};
 use dendro::{Archive, ArchiveMut, ClockOffset, Labels, Segment, SegmentEncoder, WalRow};
+
+use common::{median_ms, median_of};
 
 const STREAMS: usize = 4;
 /// Rows per segment: about 1 MiB each with this encoding.
@@ -130,20 +134,6 @@ fn build(path: &Path, mb: f64) -> f64 {
     started.elapsed().as_secs_f64()
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
-/// Runs `f` `reps` times and returns the median of what it measures.
-fn median_of(reps: usize, mut f: impl FnMut() -> f64) -> f64 {
-    median((0..reps).map(|_| f()).collect())
-}
-
-fn ms(started: Instant) -> f64 {
-    started.elapsed().as_secs_f64() * 1e3
-}
-
 /// The catalog: every question about sources, streams, segments and live
 /// tails answered in one snapshot, no payload read.
 fn catalog(archive: &Archive) -> usize {
@@ -162,7 +152,7 @@ struct Figures {
 impl Figures {
     fn add(&mut self, name: impl Into<String>, value: f64, unit: &'static str) {
         let name = name.into();
-        println!("{{\"figure\": \"{name}\", \"median\": {value}, \"unit\": \"{unit}\"}}");
+        common::figure_json(&name, value, unit);
         self.out.push((name, value, unit));
     }
 }
@@ -179,45 +169,22 @@ fn drop_from_cache(path: &Path) -> bool {
 
 fn catalog_figures(figures: &mut Figures, path: &Path, label: &str, reps: usize) {
     let at = |name: &str| format!("{name}{label}");
-    figures.add(
-        at("open_ms"),
-        median_of(reps, || {
-            let started = Instant::now();
-            std::hint::black_box(Archive::open(path).unwrap());
-            ms(started)
-        }),
-        "ms",
-    );
-    figures.add(
-        at("catalog_ms_incl_open"),
-        median_of(reps, || {
-            let started = Instant::now();
-            let archive = Archive::open(path).unwrap();
-            std::hint::black_box(catalog(&archive));
-            ms(started)
-        }),
-        "ms",
-    );
-    let archive = Archive::open(path).unwrap();
-    figures.add(
-        at("catalog_ms_open_handle"),
-        median_of(reps, || {
-            let started = Instant::now();
-            std::hint::black_box(catalog(&archive));
-            ms(started)
-        }),
-        "ms",
-    );
-    figures.add(
-        at("describe_ms_incl_open"),
-        median_of(reps, || {
-            let started = Instant::now();
-            let archive = Archive::open(path).unwrap();
-            std::hint::black_box(read::describe(&archive).unwrap());
-            ms(started)
-        }),
-        "ms",
-    );
+    // Closing is timed in `open_ms` only.
+    let open = || Archive::open(path).unwrap();
+    figures.add(at("open_ms"), median_ms(reps, || drop(open())), "ms");
+    let value = median_ms(reps, || {
+        let archive = open();
+        (catalog(&archive), archive)
+    });
+    figures.add(at("catalog_ms_incl_open"), value, "ms");
+    let archive = open();
+    let value = median_ms(reps, || catalog(&archive));
+    figures.add(at("catalog_ms_open_handle"), value, "ms");
+    let value = median_ms(reps, || {
+        let archive = open();
+        (read::describe(&archive).unwrap(), archive)
+    });
+    figures.add(at("describe_ms_incl_open"), value, "ms");
 }
 
 /// Adds `n` rows the first segment of `stream-00` covers to the `wal`
@@ -291,11 +258,9 @@ fn wide_catalogs(figures: &mut Figures, dir: &Path, quick: bool) {
         tx.commit().unwrap();
         drop(archive);
         let bytes = std::fs::metadata(&path).unwrap().len();
-        let value = median_of(3, || {
-            let started = Instant::now();
+        let value = median_ms(3, || {
             let archive = Archive::open(&path).unwrap();
-            std::hint::black_box(read::describe(&archive).unwrap());
-            ms(started)
+            (read::describe(&archive).unwrap(), archive)
         });
         eprintln!("{name}: a {:.1} MB catalog", bytes as f64 / 1e6);
         figures.add(name, value, "ms");

@@ -7,6 +7,8 @@
 //! `/proc/self/io` between create and close; a counting VFS splits them by
 //! file so the `-wal` sidecar's share is reported on its own.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -15,6 +17,8 @@ use arrow_schema::{DataType, Field, Schema};
 use dendro::segment::encode_batch;
 use dendro::write::{TickRows, Writer, WriterOptions};
 use dendro::{ClockOffset, Labels, Segment, SegmentEncoder, WalRow};
+
+use common::median;
 
 const STREAMS: usize = 26;
 const ROW_BYTES: usize = 1925;
@@ -164,11 +168,6 @@ fn fsync_rate() -> f64 {
         f.sync_data().unwrap();
     }
     n as f64 / started.elapsed().as_secs_f64()
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
 }
 
 mod vfs {

@@ -30,13 +30,8 @@ export PATH="$HOME/.cargo/bin:$PATH"
 # place; it skips whatever is already there.
 bash scripts/setup.sh
 
-# SQLite features the reader never uses (full-text search, R-trees,
-# sessions, debugging virtual tables, the JSON functions: nothing here
-# parses JSON in SQL): about 190 KB of wasm before JSON went too.
-export SQLITE_WASM_RS_FLAGS="-USQLITE_ENABLE_FTS5 -USQLITE_ENABLE_RTREE -USQLITE_ENABLE_SESSION \
--USQLITE_ENABLE_PREUPDATE_HOOK -USQLITE_ENABLE_DBSTAT_VTAB -USQLITE_ENABLE_DBPAGE_VTAB \
--USQLITE_ENABLE_BYTECODE_VTAB -USQLITE_ENABLE_STMTVTAB -USQLITE_ENABLE_UNLOCK_NOTIFY \
--USQLITE_ENABLE_COLUMN_METADATA -DSQLITE_OMIT_JSON"
+# How SQLite and zstd are compiled for wasm32 (what the reader leaves out)
+# is in .cargo/config.toml, which `wasm-pack test` reads too.
 
 # wasm-pack's own wasm-opt step is off (--no-opt): it would pick up any
 # wasm-opt on PATH, and Debian's (binaryen 108) emits a module that fails
@@ -49,18 +44,20 @@ wasm-pack build --target web --out-dir www/pkg --out-name dendro --profile wasm 
 
 wasm=www/pkg/dendro_bg.wasm
 wasm_opt=node_modules/.bin/wasm-opt
+# -Oz, and no names or producers sections (the release module carries no
+# debug info to strip; the flags keep it so).
+opt_flags=(-Oz --strip-debug --strip-producers
+  --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int
+  --enable-sign-ext --enable-reference-types --enable-multivalue)
 # wasm-opt -Oz takes a while on a module this size: keep its output by the
-# hash of its input, so an unchanged build does not redo it.
+# hash of its input and flags, so an unchanged build does not redo it.
 cache="${CARGO_TARGET_DIR:-target}/wasm-opt-cache"
 mkdir -p "$cache"
-key=$(sha256sum "$wasm" | cut -c1-32)
+key=$({ sha256sum "$wasm"; echo "${opt_flags[*]}"; } | sha256sum | cut -c1-32)
 if [ ! -f "$cache/$key.wasm" ]; then
   say "wasm-opt -Oz ($(du -k "$wasm" | cut -f1) KB in)"
-  "$wasm_opt" -Oz \
-    --enable-bulk-memory --enable-mutable-globals --enable-nontrapping-float-to-int \
-    --enable-sign-ext --enable-reference-types --enable-multivalue \
-    "$wasm" -o "$cache/$key.tmp.wasm"
+  "$wasm_opt" "${opt_flags[@]}" "$wasm" -o "$cache/$key.tmp.wasm"
   mv "$cache/$key.tmp.wasm" "$cache/$key.wasm"
 fi
 cp "$cache/$key.wasm" "$wasm"
-say "www/pkg/dendro_bg.wasm: $(du -k "$wasm" | cut -f1) KB, $(gzip -9c "$wasm" | wc -c | awk '{printf "%d", $1/1024}') KB gzipped"
+say "www/pkg/dendro_bg.wasm: $(du -k "$wasm" | cut -f1) KB, $(gzip -9c "$wasm" | wc -c) bytes gzipped (gzip -9)"

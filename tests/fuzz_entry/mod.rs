@@ -511,29 +511,11 @@ pub fn envelope(data: &[u8]) {
         return;
     };
     let stream = "s";
-    let mut metadata = Labels::new();
-    metadata.insert(dendro::keys::ENCODER.into(), typed::ENCODER.into());
-    let Ok(listed) = typed::with_schema(&metadata, stream, &schema) else {
+    let Some(metadata) = typed_metadata(&schema, &[stream]) else {
         return;
     };
-    metadata.insert(typed::SCHEMAS_KEY.into(), listed);
-
     let mut conn = new_catalog(0);
-    use rusqlite::types::Value as V;
-    insert(
-        &conn,
-        "sources",
-        vec![
-            V::Integer(1),
-            V::Text("{}".into()),
-            V::Text(serde_json::to_string(&metadata).unwrap()),
-            V::Integer(0),
-            V::Integer(input.int()),
-            V::Null,
-            V::Null,
-            V::Null,
-        ],
-    );
+    insert_source(&conn, "{}", &metadata, input.int(), None);
 
     // Rows in time order mostly, with the input's steps; now and then a
     // jump anywhere, or a row whose bytes are the input's.
@@ -569,17 +551,7 @@ pub fn envelope(data: &[u8]) {
     // What is left is the live tail (rows past the watermark count; the
     // rest are hidden by the live-WAL rule, as after a crash).
     for row in &pending {
-        insert(
-            &conn,
-            "wal",
-            vec![
-                V::Integer(1),
-                V::Text(stream.into()),
-                V::Integer(row.ts),
-                V::Integer(row.wall_offset),
-                V::Blob(row.row.clone()),
-            ],
-        );
+        insert_wal(&conn, stream, row);
     }
     let Some(archive) = open_catalog(&mut conn) else {
         return;
@@ -656,29 +628,93 @@ fn seal(
     seq: &mut i64,
     pending: &mut Vec<WalRow>,
 ) {
-    use rusqlite::types::Value as V;
-    let Ok(Some(segment)) = encoder.encode(stream, pending) else {
+    let Ok(Some(mut segment)) = encoder.encode(stream, pending) else {
         pending.clear();
         return;
     };
     pending.clear();
-    let mut numbers = [segment.rows, segment.first_ts, segment.last_ts];
     if input.one_in(8) {
-        numbers[input.below(3)] = input.int();
+        let lie = input.int();
+        match input.below(3) {
+            0 => segment.rows = lie,
+            1 => segment.first_ts = lie,
+            _ => segment.last_ts = lie,
+        }
     }
     *seq += 1;
+    insert_segment(conn, stream, *seq, segment);
+}
+
+/// The reserved metadata of a source written by the self-describing
+/// encoder: its name, and `schema` listed for each of `streams`. `None`
+/// when the schema cannot be listed.
+fn typed_metadata(schema: &Schema, streams: &[&str]) -> Option<Labels> {
+    let mut metadata = Labels::new();
+    metadata.insert(dendro::keys::ENCODER.into(), typed::ENCODER.into());
+    for stream in streams {
+        let listed = typed::with_schema(&metadata, stream, schema).ok()?;
+        metadata.insert(typed::SCHEMAS_KEY.into(), listed);
+    }
+    Some(metadata)
+}
+
+/// Source 1, with `labels` (JSON text) and `metadata`.
+fn insert_source(
+    conn: &rusqlite::Connection,
+    labels: &str,
+    metadata: &Labels,
+    created: i64,
+    uuid: Option<&str>,
+) {
+    use rusqlite::types::Value as V;
+    insert(
+        conn,
+        "sources",
+        vec![
+            V::Integer(1),
+            V::Text(labels.into()),
+            V::Text(serde_json::to_string(metadata).unwrap()),
+            V::Integer(0),
+            V::Integer(created),
+            uuid.map_or(V::Null, |u| V::Text(u.into())),
+            V::Null,
+            V::Null,
+        ],
+    );
+}
+
+/// `segment` as segment `seq` of source 1's `stream`, with the catalog
+/// numbers it carries and no caller index.
+fn insert_segment(conn: &rusqlite::Connection, stream: &str, seq: i64, segment: dendro::Segment) {
+    use rusqlite::types::Value as V;
     insert(
         conn,
         "segments",
         vec![
             V::Integer(1),
             V::Text(stream.into()),
-            V::Integer(*seq),
-            V::Integer(numbers[0]),
-            V::Integer(numbers[1]),
-            V::Integer(numbers[2]),
+            V::Integer(seq),
+            V::Integer(segment.rows),
+            V::Integer(segment.first_ts),
+            V::Integer(segment.last_ts),
             V::Blob(segment.bytes),
             V::Null,
+        ],
+    );
+}
+
+/// `row` in source 1's WAL under `stream`.
+fn insert_wal(conn: &rusqlite::Connection, stream: &str, row: &WalRow) {
+    use rusqlite::types::Value as V;
+    insert(
+        conn,
+        "wal",
+        vec![
+            V::Integer(1),
+            V::Text(stream.into()),
+            V::Integer(row.ts),
+            V::Integer(row.wall_offset),
+            V::Blob(row.row.clone()),
         ],
     );
 }
@@ -723,26 +759,14 @@ pub fn sample_archive() -> Vec<u8> {
     ]);
     let encoder = TypedEncoder::new();
     let id = encoder.register(&schema).unwrap();
-    let mut metadata = Labels::new();
-    metadata.insert(dendro::keys::ENCODER.into(), typed::ENCODER.into());
-    for stream in ["cpu", "disk"] {
-        let listed = typed::with_schema(&metadata, stream, &schema).unwrap();
-        metadata.insert(typed::SCHEMAS_KEY.into(), listed);
-    }
+    let metadata = typed_metadata(&schema, &["cpu", "disk"]).unwrap();
     let mut conn = new_catalog(0);
-    insert(
+    insert_source(
         &conn,
-        "sources",
-        vec![
-            V::Integer(1),
-            V::Text(r#"{"host":"a"}"#.into()),
-            V::Text(serde_json::to_string(&metadata).unwrap()),
-            V::Integer(0),
-            V::Integer(1_700_000_000_000_000_000),
-            V::Text("00000000-0000-4000-8000-000000000001".into()),
-            V::Null,
-            V::Null,
-        ],
+        r#"{"host":"a"}"#,
+        &metadata,
+        1_700_000_000_000_000_000,
+        Some("00000000-0000-4000-8000-000000000001"),
     );
     let row = |i: i64| {
         let values = [
@@ -763,34 +787,11 @@ pub fn sample_archive() -> Vec<u8> {
     for stream in ["cpu", "disk"] {
         let rows: Vec<WalRow> = (0..30).map(row).collect();
         for (seq, part) in rows[..20].chunks(10).enumerate() {
-            let s = encoder.encode(stream, part).unwrap().unwrap();
-            insert(
-                &conn,
-                "segments",
-                vec![
-                    V::Integer(1),
-                    V::Text(stream.into()),
-                    V::Integer(seq as i64 + 1),
-                    V::Integer(s.rows),
-                    V::Integer(s.first_ts),
-                    V::Integer(s.last_ts),
-                    V::Blob(s.bytes),
-                    V::Null,
-                ],
-            );
+            let segment = encoder.encode(stream, part).unwrap().unwrap();
+            insert_segment(&conn, stream, seq as i64 + 1, segment);
         }
         for r in &rows[20..] {
-            insert(
-                &conn,
-                "wal",
-                vec![
-                    V::Integer(1),
-                    V::Text(stream.into()),
-                    V::Integer(r.ts),
-                    V::Integer(r.wall_offset),
-                    V::Blob(r.row.clone()),
-                ],
-            );
+            insert_wal(&conn, stream, r);
         }
     }
     for ts in [0i64, 5_000, 5_000] {
