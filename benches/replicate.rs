@@ -29,6 +29,10 @@
 //! (default 30), `--quick` (10 MB, 1 rep, 8 s of lag), `--only
 //! codec|catchup|lag`.
 
+mod common;
+#[path = "../tests/common/splitmix.rs"]
+mod splitmix;
+
 use std::io::Read;
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
@@ -38,6 +42,7 @@ use std::time::{Duration, Instant};
 
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
+use common::{figure, load_average, median};
 use dendro::container::NewSource;
 use dendro::replicate::codec::preamble;
 use dendro::replicate::transport::{apply_stream, serve_tcp, write_catch_up};
@@ -45,6 +50,7 @@ use dendro::replicate::{Frame, FrameReader, Subscriber, VerbatimOnly, WireRow};
 use dendro::segment::encode_batch;
 use dendro::write::{wall_clock_ns, TickRows, Writer, WriterOptions};
 use dendro::{Archive, ArchiveMut, ClockOffset, Labels, Segment, SegmentEncoder, WalRow};
+use splitmix::SplitMix64;
 
 const STREAMS: usize = 4;
 /// Rows per segment: two Int64 columns of noise, about 1 MiB of Parquet.
@@ -86,42 +92,15 @@ fn args() -> Args {
     args
 }
 
-struct Figures;
-
-impl Figures {
-    fn add(&self, name: &str, value: f64, unit: &str) {
-        println!("{{\"figure\": \"{name}\", \"median\": {value:.3}, \"unit\": \"{unit}\"}}");
-        eprintln!("  {name:<40} {value:>12.3} {unit}");
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    v[v.len() / 2]
-}
-
 /// The `q`-quantile (0..=1) of `v`, nearest rank.
 fn quantile(v: &mut [f64], q: f64) -> f64 {
-    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    v.sort_by(f64::total_cmp);
     let rank = ((q * v.len() as f64).ceil() as usize).clamp(1, v.len());
     v[rank - 1]
 }
 
-/// SplitMix64: deterministic noise that LZ4 cannot shrink.
-struct Noise(u64);
-
-impl Noise {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-}
-
 /// One segment of `stream` starting at row `first` (1 ms apart).
-fn segment(noise: &mut Noise, first: i64) -> Segment {
+fn segment(noise: &mut SplitMix64, first: i64) -> Segment {
     let schema = Arc::new(Schema::new(vec![
         Field::new("ts", DataType::Int64, false),
         Field::new("value", DataType::Int64, false),
@@ -152,7 +131,7 @@ fn segment(noise: &mut Noise, first: i64) -> Segment {
 fn build_origin(path: &Path, mb: f64) -> u64 {
     let per_stream = ((mb / STREAMS as f64).round() as usize).max(1);
     let mut archive = ArchiveMut::create(path).unwrap();
-    let mut noise = Noise(7);
+    let mut noise = SplitMix64(7);
     let mut bytes = 0u64;
     let tx = archive.transaction().unwrap();
     let source = tx
@@ -283,7 +262,7 @@ fn shape(path: &Path) -> (usize, i64, usize) {
         .unwrap()
 }
 
-fn catchup_figures(figures: &Figures, dir: &Path, mb: f64, reps: usize) {
+fn catchup_figures(dir: &Path, mb: f64, reps: usize) {
     let origin = dir.join("origin.dendro");
     let copy = dir.join("copy.dendro");
     let replica = dir.join("replica.dendro");
@@ -350,19 +329,19 @@ fn catchup_figures(figures: &Figures, dir: &Path, mb: f64, reps: usize) {
         |times: &[f64]| -> Vec<f64> { copies.iter().zip(times).map(|(c, u)| u / c).collect() };
     let (ratios, existing_ratios) = (ratio(&catchups), ratio(&existing));
     let mb_s = |s: f64| file_bytes as f64 / 1e6 / s;
-    figures.add("catchup_archive_mb", file_bytes as f64 / 1e6, "MB");
-    figures.add("catchup_stream_mb", stream_bytes / 1e6, "MB");
-    figures.add("publish_to_memory_s", publish_s, "s");
-    figures.add("subscribe_from_memory_s", subscribe_s, "s");
-    figures.add("subscribe_from_memory_staged_s", median(staged), "s");
-    figures.add("subscribe_from_memory_in_place_s", median(in_place), "s");
-    figures.add("file_copy_fsync_s", median(copies.clone()), "s");
-    figures.add("catchup_tcp_s", median(catchups.clone()), "s");
-    figures.add("catchup_tcp_existing_s", median(existing.clone()), "s");
-    figures.add("file_copy_mb_per_s", mb_s(median(copies)), "MB/s");
-    figures.add("catchup_tcp_mb_per_s", mb_s(median(catchups)), "MB/s");
-    figures.add("catchup_over_copy_ratio", median(ratios), "x");
-    figures.add(
+    figure("catchup_archive_mb", file_bytes as f64 / 1e6, "MB");
+    figure("catchup_stream_mb", stream_bytes / 1e6, "MB");
+    figure("publish_to_memory_s", publish_s, "s");
+    figure("subscribe_from_memory_s", subscribe_s, "s");
+    figure("subscribe_from_memory_staged_s", median(staged), "s");
+    figure("subscribe_from_memory_in_place_s", median(in_place), "s");
+    figure("file_copy_fsync_s", median(copies.clone()), "s");
+    figure("catchup_tcp_s", median(catchups.clone()), "s");
+    figure("catchup_tcp_existing_s", median(existing.clone()), "s");
+    figure("file_copy_mb_per_s", mb_s(median(copies)), "MB/s");
+    figure("catchup_tcp_mb_per_s", mb_s(median(catchups)), "MB/s");
+    figure("catchup_over_copy_ratio", median(ratios), "x");
+    figure(
         "existing_catchup_over_copy_ratio",
         median(existing_ratios),
         "x",
@@ -390,8 +369,8 @@ fn codec_mb_per_s(frame: &Frame, n: usize) -> f64 {
     (frame_bytes * n) as f64 / 1e6 / secs
 }
 
-fn codec_figures(figures: &Figures) {
-    let segment = segment(&mut Noise(3), 0);
+fn codec_figures() {
+    let segment = segment(&mut SplitMix64(3), 0);
     let frame = Frame::Segment {
         source: 0,
         stream: "stream-00".into(),
@@ -402,8 +381,8 @@ fn codec_figures(figures: &Figures) {
         caller_index: Some(b"labels:a\nb".to_vec()),
     };
     let runs: Vec<f64> = (0..5).map(|_| codec_mb_per_s(&frame, 100)).collect();
-    figures.add("codec_segment_mb_per_s", median(runs), "MB/s");
-    let mut noise = Noise(5);
+    figure("codec_segment_mb_per_s", median(runs), "MB/s");
+    let mut noise = SplitMix64(5);
     let rows = (0..1_000)
         .map(|i| WireRow {
             stream: format!("stream-{:02}", i % STREAMS),
@@ -419,7 +398,7 @@ fn codec_figures(figures: &Figures) {
         rows,
     };
     let runs: Vec<f64> = (0..5).map(|_| codec_mb_per_s(&frame, 2_000)).collect();
-    figures.add("codec_rows_mb_per_s", median(runs), "MB/s");
+    figure("codec_rows_mb_per_s", median(runs), "MB/s");
 }
 
 /// A row is an i64 (little-endian); a segment has `ts` and `value`.
@@ -449,7 +428,7 @@ impl SegmentEncoder for LagEncoder {
     }
 }
 
-fn lag_figures(figures: &Figures, dir: &Path, secs: u64) {
+fn lag_figures(dir: &Path, secs: u64) {
     let origin = dir.join("lag-origin.dendro");
     let replica = dir.join("lag-replica.dendro");
     remove(&origin);
@@ -537,33 +516,26 @@ fn lag_figures(figures: &Figures, dir: &Path, secs: u64) {
         applied.rows_held + applied.segments_held,
         newest.len()
     );
-    figures.add("lag_newest_row_p50_ms", quantile(&mut newest, 0.5), "ms");
-    figures.add("lag_newest_row_p99_ms", quantile(&mut newest, 0.99), "ms");
-    figures.add("lag_every_row_p50_ms", quantile(&mut rows, 0.5), "ms");
-    figures.add("lag_every_row_p99_ms", quantile(&mut rows, 0.99), "ms");
+    figure("lag_newest_row_p50_ms", quantile(&mut newest, 0.5), "ms");
+    figure("lag_newest_row_p99_ms", quantile(&mut newest, 0.99), "ms");
+    figure("lag_every_row_p50_ms", quantile(&mut rows, 0.5), "ms");
+    figure("lag_every_row_p99_ms", quantile(&mut rows, 0.99), "ms");
     remove(&origin);
-}
-
-fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_else(|_| "unknown".into())
 }
 
 fn main() {
     let args = args();
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
-    let figures = Figures;
     let wants = |part: &str| args.only.as_deref().is_none_or(|o| o == part);
     eprintln!("load average before: {}", load_average());
     if wants("codec") {
-        codec_figures(&figures);
+        codec_figures();
     }
     if wants("catchup") {
-        catchup_figures(&figures, dir.path(), args.mb, args.reps);
+        catchup_figures(dir.path(), args.mb, args.reps);
     }
     if wants("lag") {
-        lag_figures(&figures, dir.path(), args.lag_secs);
+        lag_figures(dir.path(), args.lag_secs);
     }
     eprintln!("load average after: {}", load_average());
 }

@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub mod manifest;
+pub mod splitmix;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

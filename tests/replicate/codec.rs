@@ -1,5 +1,6 @@
 //! The codec: every refusal, truncation at every byte, and round trips.
 
+use crate::common::splitmix::SplitMix64;
 use dendro::replicate::codec::{preamble, KIND_SEGMENT};
 use dendro::replicate::{Frame, FrameReader, IndexKind, WireRow, MAX_FRAME_BYTES};
 use dendro::{Error, Labels, WireProblem};
@@ -213,15 +214,11 @@ fn every_frame_cut_at_every_byte_is_a_truncation_and_yields_nothing() {
 }
 
 /// A deterministic PRNG (SplitMix64), so a failure reproduces.
-struct Rng(u64);
+struct Rng(SplitMix64);
 
 impl Rng {
     fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
+        self.0.next()
     }
     fn below(&mut self, n: u64) -> u64 {
         self.next() % n
@@ -300,7 +297,7 @@ impl Rng {
 
 #[test]
 fn arbitrary_frames_round_trip_and_equal_frames_are_equal_bytes() {
-    let mut rng = Rng(0x5eed);
+    let mut rng = Rng(SplitMix64(0x5eed));
     let frames: Vec<Frame> = (0..2_000).map(|_| rng.frame()).collect();
     let bytes = stream_of(&frames);
     let decoded = crate::support::decode_all(&bytes);
