@@ -58,20 +58,36 @@ export async function primeCatalog(archive: Prefetching, source: BatchSource): P
   for (let round = 0; round < 16; round++) {
     const plan = archive.prefetchPlan();
     if (plan.length === 0) break;
-    const ranges: Range[] = [];
-    for (let i = 0; i + 1 < plan.length; i += 2) ranges.push([plan[i]!, plan[i + 1]!]);
-    let parts: Uint8Array[];
-    try {
-      parts = await source.readMany(ranges);
-    } catch {
-      break;
-    }
-    ranges.forEach(([offset], i) => archive.prefetchFill(offset, parts[i]!));
+    const parts = await fillPlan(archive, source, plan);
+    if (parts === null) break;
     done.rounds++;
-    done.ranges += ranges.length;
+    done.ranges += parts.length;
     done.bytes += parts.reduce((n, p) => n + p.byteLength, 0);
   }
   return done;
+}
+
+/**
+ * Reads a plan of (offset, length) pairs, flattened as the engine hands
+ * them out, in one batch, and gives each part to the engine's block
+ * cache. Null when the batch could not be read: a prefetch only saves
+ * time, and SQLite's own read then reports the failure in its words.
+ */
+export async function fillPlan(
+  archive: Pick<Prefetching, "prefetchFill">,
+  source: BatchSource,
+  plan: ArrayLike<number>,
+): Promise<Uint8Array[] | null> {
+  const ranges: Range[] = [];
+  for (let i = 0; i + 1 < plan.length; i += 2) ranges.push([plan[i]!, plan[i + 1]!]);
+  let parts: Uint8Array[];
+  try {
+    parts = await source.readMany(ranges);
+  } catch {
+    return null;
+  }
+  ranges.forEach(([offset], i) => archive.prefetchFill(offset, parts[i]!));
+  return parts;
 }
 
 /** The worker-only synchronous reader (not in the DOM library's types). */

@@ -25,7 +25,7 @@ import init, * as module from "../../pkg/dendro.js";
 import { Archive, decodingNow, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import { packDescription } from "./packing";
-import { type BatchSource, BlobSource, type Range, FollowSource, HttpSource, PageCache, primeCatalog, probeFollow, probeUrl } from "./sources";
+import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fillPlan, primeCatalog, probeFollow, probeUrl } from "./sources";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { Description, EngineError, EngineErrorKind, RefusalDetail } from "./types";
@@ -170,15 +170,7 @@ async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["rea
   const [src, stream, from, to, columns, maxPoints, rates] = args;
   const plan = a.footerPlan(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined);
   if (plan.length === 0) return;
-  const ranges: Range[] = [];
-  for (let i = 0; i + 1 < plan.length; i += 2) ranges.push([plan[i]!, plan[i + 1]!]);
-  let parts: Uint8Array[];
-  try {
-    parts = await source.readMany(ranges);
-  } catch {
-    return;
-  }
-  ranges.forEach(([offset], i) => a.prefetchFill(offset, parts[i]!));
+  await fillPlan(a, source, plan);
 }
 
 /** openUrl: in place when the server answers ranges and the file is large enough, else null. */
