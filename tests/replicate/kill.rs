@@ -44,13 +44,20 @@ fn publisher(origin: &Path, port: u16) -> Child {
     child
 }
 
-/// Starts the subscriber and returns once it has applied a frame (its
-/// first progress line).
+/// Starts the subscriber over TCP and returns once it has applied a
+/// frame (its first progress line).
 fn subscriber(replica: &Path, port: u16) -> Child {
+    subscriber_with(replica, &["--connect".into(), format!("127.0.0.1:{port}")])
+}
+
+/// Starts `dendro subscribe OUT ARGS --json` and returns once it has
+/// applied a frame (its first progress line).
+fn subscriber_with(replica: &Path, args: &[String]) -> Child {
     let mut child = dendro()
         .arg("subscribe")
         .arg(replica)
-        .args(["--connect", &format!("127.0.0.1:{port}"), "--json"])
+        .args(args)
+        .arg("--json")
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -143,22 +150,7 @@ fn killed_publishers_and_subscribers_restart_into_an_equal_replica() {
 /// Starts `dendro subscribe OUT --from STREAM` and returns once it has
 /// applied a frame (its first progress line).
 fn subscriber_from(replica: &Path, stream: &Path) -> Child {
-    let mut child = dendro()
-        .arg("subscribe")
-        .arg(replica)
-        .arg("--from")
-        .arg(stream)
-        .arg("--json")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.as_mut().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    assert!(line.starts_with('{'), "{line:?}");
-    child
+    subscriber_with(replica, &["--from".into(), stream.display().to_string()])
 }
 
 fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
