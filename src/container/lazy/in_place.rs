@@ -89,26 +89,16 @@ pub fn serve_payloads(archive: &Archive, file: Weak<dyn InPlace>) -> bool {
     let Some(name) = archive.conn.path().map(str::to_string) else {
         return false;
     };
-    let root: Option<i64> = archive
-        .conn
-        .query_row(
-            "SELECT rootpage FROM sqlite_schema WHERE type = 'table' AND name = 'segments'",
-            [],
-            |r| r.get(0),
-        )
-        .ok();
-    let column: Option<i64> = archive
-        .conn
-        .query_row(
-            "SELECT cid FROM pragma_table_info('segments') WHERE name = 'bytes'",
-            [],
-            |r| r.get(0),
-        )
-        .ok();
-    let (Some(root), Some(column)) = (
-        root.and_then(|r| u32::try_from(r).ok()),
-        column.and_then(|c| usize::try_from(c).ok()),
-    ) else {
+    // Where the table's b-tree starts and which column holds the payload.
+    let place = archive.conn.query_row(
+        "SELECT s.rootpage, p.cid FROM sqlite_schema AS s, pragma_table_info('segments') AS p \
+         WHERE s.type = 'table' AND s.name = 'segments' AND p.name = 'bytes'",
+        [],
+        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+    );
+    let Some((root, column)) = place.ok().and_then(|(root, column)| {
+        Some((u32::try_from(root).ok()?, usize::try_from(column).ok()?))
+    }) else {
         return false;
     };
     SERVED.with(|s| {
