@@ -95,26 +95,41 @@ fn normalized(columns: Option<Vec<String>>) -> Option<Vec<String>> {
     })
 }
 
-/// What `readRange` and `beginRange` both ask of the reader, from their JS
-/// arguments: a whole source id, the window, the columns (normalized by
-/// the caller, who keeps them alive for the request) and the counters to
-/// read as rates.
-fn range_request<'a>(
-    file: &str,
-    (source, stream): (f64, &'a str),
-    (from, to): (i64, i64),
-    (columns, rates): (&'a Option<Vec<String>>, &'a Option<Vec<String>>),
-    max_points: Option<u32>,
-) -> JsResult<RangeRequest<'a>> {
-    Ok(RangeRequest {
-        source_id: whole("source", file, source)?,
-        stream,
-        from,
-        to,
-        columns: columns.as_deref(),
-        max_points: max_points.map(|n| n as usize),
-        rates: rates.as_deref().filter(|r| !r.is_empty()),
-    })
+/// The columns and counters a range call names (`readRange`,
+/// `beginRange`, `footerPlan`), normalized once and owned here, so the
+/// request that borrows them lives as long as they do.
+struct RangeAsk {
+    columns: Option<Vec<String>>,
+    rates: Option<Vec<String>>,
+}
+
+impl RangeAsk {
+    fn new(columns: Option<Vec<String>>, rates: Option<Vec<String>>) -> RangeAsk {
+        RangeAsk {
+            columns: normalized(columns),
+            rates: normalized(rates),
+        }
+    }
+
+    /// The reader's request from the call's JS arguments: a whole source
+    /// id, the window, these columns, and these counters read as rates.
+    fn request<'a>(
+        &'a self,
+        file: &str,
+        (source, stream): (f64, &'a str),
+        (from, to): (i64, i64),
+        max_points: Option<u32>,
+    ) -> JsResult<RangeRequest<'a>> {
+        Ok(RangeRequest {
+            source_id: whole("source", file, source)?,
+            stream,
+            from,
+            to,
+            columns: self.columns.as_deref(),
+            max_points: max_points.map(|n| n as usize),
+            rates: self.rates.as_deref().filter(|r| !r.is_empty()),
+        })
+    }
 }
 
 /// An archive open in this engine, read-only: held in memory, or read in
@@ -240,13 +255,11 @@ impl JsArchive {
         let Some(file) = &self.lazy else {
             return Ok(Vec::new());
         };
-        let columns = normalized(columns);
-        let rates = normalized(rates);
-        let request = range_request(
+        let ask = RangeAsk::new(columns, rates);
+        let request = ask.request(
             self.archive.file(),
             (source, stream),
             (from, to),
-            (&columns, &rates),
             max_points,
         )?;
         // The footers the read will ask for: the reader run with none
@@ -444,13 +457,11 @@ impl JsArchive {
         max_points: Option<u32>,
         rates: Option<Vec<String>>,
     ) -> JsResult<JsValue> {
-        let columns = normalized(columns);
-        let rates = normalized(rates);
-        let request = range_request(
+        let ask = RangeAsk::new(columns, rates);
+        let request = ask.request(
             self.archive.file(),
             (source, stream),
             (from, to),
-            (&columns, &rates),
             max_points,
         )?;
         let stats = |record: &SegmentRecord| cached_stats(self.cache_id, &self.archive, record);
@@ -492,13 +503,11 @@ impl JsArchive {
         max_points: Option<u32>,
         rates: Option<Vec<String>>,
     ) -> JsResult<RangeJob> {
-        let columns = normalized(columns);
-        let rates = normalized(rates);
-        let request = range_request(
+        let ask = RangeAsk::new(columns, rates);
+        let request = ask.request(
             self.archive.file(),
             (source, stream),
             (from, to),
-            (&columns, &rates),
             max_points,
         )?;
         let budget = Some(VIEWER_SEGMENT_BUDGET);
@@ -510,7 +519,7 @@ impl JsArchive {
             archive_id: self.cache_id,
             archive: Rc::clone(&self.archive),
             reader: Some(reader),
-            columns,
+            columns: ask.columns,
             waiting: Vec::new(),
         })
     }
