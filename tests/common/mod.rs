@@ -2,6 +2,8 @@
 //! encoding as a `SegmentEncoder`, and access to the shared fixtures.
 #![allow(dead_code)]
 
+#[cfg(feature = "write")]
+pub mod logs;
 pub mod manifest;
 pub mod splitmix;
 

@@ -7,53 +7,21 @@
 //! append, a seal's commit, a prune, a checkpoint, retention and a close.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use dendro::write::{SourceWriter, Writer, WriterOptions};
 use dendro::{Archive, ClockOffset, Error, Labels, SealPolicy};
 
 use crate::check::found;
+use crate::common::logs::logs;
 use crate::support::fresh_dir;
 use crate::vfs;
 use crate::workload::{rows_at, CountingEncoder, TS_PER_TICK};
 
-/// Warnings the library logs, kept so a test can see one was given.
-struct Logs(Mutex<Vec<String>>);
-
-impl log::Log for Logs {
-    fn enabled(&self, metadata: &log::Metadata<'_>) -> bool {
-        metadata.level() <= log::Level::Warn
-    }
-
-    fn log(&self, record: &log::Record<'_>) {
-        if self.enabled(record.metadata()) {
-            self.0.lock().unwrap().push(record.args().to_string());
-        }
-    }
-
-    fn flush(&self) {}
-}
-
-fn logs() -> &'static Logs {
-    static LOGS: OnceLock<&'static Logs> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs: &'static Logs = Box::leak(Box::new(Logs(Mutex::new(Vec::new()))));
-        let _ = log::set_logger(logs);
-        log::set_max_level(log::LevelFilter::Warn);
-        logs
-    })
-}
-
 /// Whether a warning naming `path` and containing `needle` was logged.
 fn warned(path: &Path, needle: &str) -> bool {
-    let file = path.display().to_string();
-    logs()
-        .0
-        .lock()
-        .unwrap()
-        .iter()
-        .any(|m| m.contains(&file) && m.contains(needle))
+    logs().count(path, needle) > 0
 }
 
 fn options(policy: SealPolicy, prune_batch_rows: u64) -> WriterOptions {
@@ -75,6 +43,23 @@ fn start(path: &Path, options: WriterOptions) -> (Writer, SourceWriter) {
 
 fn tick(source: &SourceWriter, t: i64) -> dendro::Result<()> {
     source.wal(rows_at(t * TS_PER_TICK))
+}
+
+/// Commits ticks `range`, each of which must commit.
+fn ticks(source: &SourceWriter, range: std::ops::Range<i64>) {
+    for t in range {
+        tick(source, t).unwrap();
+    }
+}
+
+/// A writer whose ticks 0 to 5 are sealed and whose tick 6 is live.
+fn six_sealed_and_one_live(path: &Path) -> (Writer, SourceWriter) {
+    let (writer, source) = start(path, options(SealPolicy::never(), 16_384));
+    ticks(&source, 0..6);
+    source.seal(["a", "b"]).unwrap();
+    source.sync().unwrap();
+    tick(&source, 6).unwrap();
+    (writer, source)
 }
 
 /// A tick the full disk refused, reported as dropped and naming the file.
@@ -127,9 +112,7 @@ fn a_full_disk_drops_the_ticks_it_hits_and_the_writer_carries_on() {
     let _shim = vfs::exclusive();
     let (_dir, path) = fresh_dir();
     let (writer, source) = start(&path, options(SealPolicy::never(), 16_384));
-    for t in 0..5 {
-        tick(&source, t).unwrap();
-    }
+    ticks(&source, 0..5);
     vfs::set_full(true);
     for t in 5..8 {
         assert_dropped(tick(&source, t), &path, &source);
@@ -138,9 +121,7 @@ fn a_full_disk_drops_the_ticks_it_hits_and_the_writer_carries_on() {
     // Readers see everything committed before the disk filled.
     assert_eq!(found(&path).ticks, (0..5).collect::<Vec<_>>());
     vfs::set_full(false);
-    for t in 8..12 {
-        tick(&source, t).unwrap();
-    }
+    ticks(&source, 8..12);
     source.seal(["a", "b"]).unwrap();
     source.sync().unwrap();
     let expected: Vec<i64> = (0..5).chain(8..12).collect();
@@ -158,9 +139,7 @@ fn a_seal_that_meets_a_full_disk_leaves_its_rows_live_and_lands_once_space_retur
     // Explicit: the seal's own commit meets the full disk, is retried,
     // then deferred with a warning; its rows stay live.
     let (writer, source) = start(&path, options(SealPolicy::never(), 16_384));
-    for t in 0..6 {
-        tick(&source, t).unwrap();
-    }
+    ticks(&source, 0..6);
     vfs::set_full(true);
     source.seal(["a", "b"]).unwrap();
     source.sync().unwrap();
@@ -185,17 +164,13 @@ fn a_policy_seal_that_meets_a_full_disk_seals_its_rows_once_space_returns() {
     // By policy: the seal is asked for by the fourth tick and commits on
     // the next append or on its own, both while the disk is full.
     let (writer, source) = start(&path, options(SealPolicy::never().rows(4), 16_384));
-    for t in 0..4 {
-        tick(&source, t).unwrap();
-    }
+    ticks(&source, 0..4);
     vfs::set_full(true);
     assert_dropped(tick(&source, 4), &path, &source);
     assert_dropped(tick(&source, 5), &path, &source);
     assert_eq!(sealed_and_live(&path), (0, 4));
     vfs::set_full(false);
-    for t in 6..10 {
-        tick(&source, t).unwrap();
-    }
+    ticks(&source, 6..10);
     source.sync().unwrap();
     let (sealed, live) = sealed_and_live(&path);
     assert_eq!(sealed + live, 8);
@@ -215,9 +190,7 @@ fn a_prune_that_meets_a_full_disk_goes_with_the_next_append() {
     let (_dir, path) = fresh_dir();
     // Every covered row goes with the first append after a seal.
     let (writer, source) = start(&path, options(SealPolicy::never(), 1));
-    for t in 0..5 {
-        tick(&source, t).unwrap();
-    }
+    ticks(&source, 0..5);
     source.seal(["a", "b"]).unwrap();
     source.sync().unwrap();
     let wal_rows = |path: &Path| {
@@ -244,9 +217,7 @@ fn a_checkpoint_that_meets_a_full_disk_is_reported_and_the_next_one_completes() 
     let _shim = vfs::exclusive();
     let (dir, path) = fresh_dir();
     let (writer, source) = start(&path, options(SealPolicy::never(), 16_384));
-    for t in 0..8 {
-        tick(&source, t).unwrap();
-    }
+    ticks(&source, 0..8);
     vfs::set_full(true);
     let failed = writer
         .checkpoint()
@@ -279,13 +250,7 @@ fn a_checkpoint_that_meets_a_full_disk_is_reported_and_the_next_one_completes() 
 fn retention_that_meets_a_full_disk_fails_whole_and_succeeds_once_space_returns() {
     let _shim = vfs::exclusive();
     let (_dir, path) = fresh_dir();
-    let (writer, source) = start(&path, options(SealPolicy::never(), 16_384));
-    for t in 0..6 {
-        tick(&source, t).unwrap();
-    }
-    source.seal(["a", "b"]).unwrap();
-    source.sync().unwrap();
-    tick(&source, 6).unwrap();
+    let (writer, source) = six_sealed_and_one_live(&path);
     vfs::set_full(true);
     let failed = source
         .evict_before(6 * TS_PER_TICK)
@@ -313,13 +278,7 @@ fn retention_that_meets_a_full_disk_fails_whole_and_succeeds_once_space_returns(
 fn a_full_disk_at_close_keeps_every_committed_row() {
     let _shim = vfs::exclusive();
     let (_dir, path) = fresh_dir();
-    let (writer, source) = start(&path, options(SealPolicy::never(), 16_384));
-    for t in 0..6 {
-        tick(&source, t).unwrap();
-    }
-    source.seal(["a", "b"]).unwrap();
-    source.sync().unwrap();
-    tick(&source, 6).unwrap();
+    let (writer, source) = six_sealed_and_one_live(&path);
     // The close's prune and SQLite's closing checkpoint both meet the
     // full disk; the log keeps what they could not copy.
     vfs::set_full(true);
@@ -347,17 +306,13 @@ fn a_disk_full_episode_longer_than_thirty_ticks_drops_each_tick_and_the_writer_c
     let _shim = vfs::exclusive();
     let (_dir, path) = fresh_dir();
     let (writer, source) = start(&path, options(SealPolicy::never(), 16_384));
-    for t in 0..3 {
-        tick(&source, t).unwrap();
-    }
+    ticks(&source, 0..3);
     vfs::set_full(true);
     for t in 3..38 {
         assert_dropped(tick(&source, t), &path, &source);
     }
     vfs::set_full(false);
-    for t in 38..41 {
-        tick(&source, t).unwrap();
-    }
+    ticks(&source, 38..41);
     source.seal(["a", "b"]).unwrap();
     source.sync().unwrap();
     let expected: Vec<i64> = (0..3).chain(38..41).collect();
