@@ -45,16 +45,9 @@ impl Archive {
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags(path, flags).ctx(&file, "cannot open")?;
-        let mut archive = Archive {
-            conn,
-            file: file.clone(),
-            shape: CatalogShape::CURRENT,
-            path: Some(path.to_path_buf()),
-        };
-        match archive.check_opened() {
-            Ok(()) => Ok(archive),
+        match Archive::checked_at(conn, file.clone(), path) {
+            Ok(archive) => Ok(archive),
             Err(Error::Sqlite { source, .. }) if needs_immutable(&source) => {
-                drop(archive);
                 let sidecar = sidecar_path(path, "-wal");
                 if std::fs::metadata(&sidecar)
                     .map(|m| m.len() > 0)
@@ -68,14 +61,7 @@ impl Archive {
                 let uri = format!("{}?immutable=1", file_uri(path));
                 let conn = Connection::open_with_flags(uri, flags)
                     .ctx(&file, "cannot open read-only media")?;
-                let mut archive = Archive {
-                    conn,
-                    file,
-                    shape: CatalogShape::CURRENT,
-                    path: Some(path.to_path_buf()),
-                };
-                archive.check_opened()?;
-                Ok(archive)
+                Archive::checked_at(conn, file, path)
             }
             Err(e) => Err(e),
         }
@@ -114,6 +100,15 @@ impl Archive {
         conn.deserialize_read_exact(rusqlite::MAIN_DB, reader, len, true)
             .ctx(&file, "cannot load the file into memory")?;
         Archive::checked_without_path(conn, file)
+    }
+
+    /// An archive over a connection to the file at `path`, once its catalog
+    /// passes the open checks (a failed check closes the connection).
+    #[cfg(not(target_arch = "wasm32"))]
+    fn checked_at(conn: Connection, file: String, path: &Path) -> Result<Archive> {
+        let mut archive = Archive::checked_without_path(conn, file)?;
+        archive.path = Some(path.to_path_buf());
+        Ok(archive)
     }
 
     /// An archive over a connection with no path on disk (bytes in memory,
@@ -384,13 +379,7 @@ impl ArchiveMut {
         // then held until the connection closes.
         conn.execute_batch("BEGIN IMMEDIATE; COMMIT;")
             .map_err(|e| Error::sqlite(&file, "cannot lock the archive", e))?;
-        let mut archive = Archive {
-            conn,
-            file,
-            shape: CatalogShape::CURRENT,
-            path: Some(path.to_path_buf()),
-        };
-        archive.check_opened()?;
+        let archive = Archive::checked_at(conn, file, path)?;
         // check_opened applied reader settings; this handle writes.
         archive
             .conn
@@ -420,13 +409,7 @@ pub(crate) fn open_streaming(path: &Path) -> Result<(Connection, WriterLock)> {
     let file = path.display().to_string();
     super::sniff::require_readable_file(path, &file)?;
     let (conn, lock) = open_writable(path, &file)?;
-    let mut archive = Archive {
-        conn,
-        file,
-        shape: CatalogShape::CURRENT,
-        path: Some(path.to_path_buf()),
-    };
-    archive.check_opened()?;
+    let archive = Archive::checked_at(conn, file, path)?;
     if archive.shape != CatalogShape::CURRENT {
         // The writer records uuids and caller indexes; adding the columns
         // would migrate the file in place, which dendro never does.

@@ -264,19 +264,7 @@ impl<K: Eq + Hash + Clone> SegmentCache<K> {
         if bytes > self.budget {
             return;
         }
-        while self.used + bytes > self.budget {
-            let Some(oldest) = self
-                .entries
-                .iter()
-                .min_by_key(|(_, e)| e.last_used)
-                .map(|(k, _)| k.clone())
-            else {
-                break;
-            };
-            if let Some(e) = self.entries.remove(&oldest) {
-                self.used -= e.bytes;
-            }
-        }
+        self.evict_to(self.budget - bytes);
         self.clock += 1;
         self.used += bytes;
         self.entries.insert(
@@ -318,7 +306,13 @@ impl<K: Eq + Hash + Clone> SegmentCache<K> {
     /// Sets a new budget, evicting as needed.
     pub fn set_budget(&mut self, budget: usize) {
         self.budget = budget;
-        while self.used > self.budget {
+        self.evict_to(budget);
+    }
+
+    /// Drops the least recently used entries until at most `limit` bytes
+    /// are held.
+    fn evict_to(&mut self, limit: usize) {
+        while self.used > limit {
             let Some(oldest) = self
                 .entries
                 .iter()
