@@ -6,7 +6,8 @@ import type { ArchiveHandle, Description, Engine, OpenMode } from "../engine/typ
 import { ArchiveView } from "./archive";
 import { type Child, FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace } from "./dom";
 import { type Explained, LoadError, explain } from "./errors";
-import { bytes, type TimeZoneMode } from "./format";
+import { bytes, instant, type TimeZoneMode } from "./format";
+import { type FileSource, FileWatch, handlesOf, stampOf } from "./filewatch";
 import { fetchWithProgress, nameFromUrl, readFile } from "./load";
 import { Dialog, Tooltip } from "./overlay";
 import { type ViewState, stateToSearch } from "./state";
@@ -80,6 +81,8 @@ interface Tab {
   el: HTMLElement;
   button: HTMLElement;
   state: TabState;
+  /** A dropped file's handle, looked at again for newer versions. */
+  watch?: FileWatch;
 }
 
 let tabCounter = 0;
@@ -209,7 +212,8 @@ export class Viewer {
       const files = Array.from(d.dataTransfer?.files ?? []);
       if (files.length === 0) return;
       d.preventDefault();
-      for (const f of files) void this.openFile(f);
+      const handles = handlesOf(d.dataTransfer?.items);
+      files.forEach((f, i) => void this.openDropped(f, handles[i] ?? Promise.resolve(null), null));
     };
     const pairs: [string, (ev: Event) => void][] = [
       ["dragenter", onEnter],
@@ -225,18 +229,54 @@ export class Viewer {
 
   openFile(file: File | Blob, init?: ViewState, name?: string): Promise<OpenResult> {
     const n = name ?? (file instanceof File ? file.name : "archive.dendro");
+    return this.load(n, null, this.fileGetter(file, n), init);
+  }
+
+  private fileGetter(file: File | Blob, name: string): Getter {
     const mode = this.opts.openMode ?? "auto";
     const lazy = mode === "lazy" || (mode === "auto" && file.size >= LAZY_FROM_BYTES);
-    return this.load(
-      n,
-      null,
-      {
-        lazy: lazy ? () => engine().openFile(file, n) : null,
-        bytes: () => (file instanceof File ? readFile(file) : file.arrayBuffer()),
-        size: file.size,
-      },
-      init,
+    return {
+      lazy: lazy ? () => engine().openFile(file, name) : null,
+      bytes: () => (file instanceof File ? readFile(file) : file.arrayBuffer()),
+      size: file.size,
+    };
+  }
+
+  /**
+   * Opens a dropped file (into `into`, reloading it, or a new tab) and,
+   * where the browser gave its handle, watches it for a newer version.
+   */
+  private async openDropped(file: File, handle: Promise<FileSource | null>, into: Tab | null, init?: ViewState): Promise<OpenResult> {
+    const tab = into ?? this.addTab(file.name, null);
+    const opened = this.load(file.name, null, this.fileGetter(file, file.name), init, tab);
+    const source = await handle;
+    if (source && this.tabs.includes(tab)) {
+      tab.watch?.stop();
+      tab.watch = new FileWatch(source, stampOf(file), (newer) => this.offerReload(tab, newer, source));
+    }
+    return opened;
+  }
+
+  /** Says in the tab that its file changed on disk, with a button to reload it. */
+  private offerReload(tab: Tab, newer: File, source: FileSource): void {
+    const text = `${tab.name} changed on disk: now ${bytes(newer.size)}, modified ${instant(BigInt(Math.trunc(newer.lastModified)) * 1_000_000n, this.tzMode, 0)}.`;
+    const old = tab.el.querySelector<HTMLElement>('[data-testid="file-changed"]');
+    const notice = h(
+      "div",
+      { class: "dv-file-changed", role: "status", data: { testid: "file-changed" } },
+      h("span", null, fileText(text, { max: 300 })),
+      h("button", { type: "button", class: "dv-btn dv-btn-primary", data: { testid: "reload-file" }, on: { click: () => void this.reload(tab, newer, source) } }, "Reload"),
     );
+    if (old) old.replaceWith(notice);
+    else tab.el.prepend(notice);
+  }
+
+  /** Opens the newest version of a watched file in its tab, keeping the view's place. */
+  private async reload(tab: Tab, seen: File, source: FileSource): Promise<void> {
+    const file = await source.getFile().catch(() => seen);
+    const init = tab.state.kind === "archive" ? tab.state.view.state() : undefined;
+    this.retire(tab);
+    await this.openDropped(file, Promise.resolve(source), tab, init);
   }
 
   /** The buffer is handed to the worker (detached here). */
@@ -279,8 +319,9 @@ export class Viewer {
     );
   }
 
-  private async load(name: string, url: string | null, getter: Getter, init?: ViewState): Promise<OpenResult> {
-    const tab = this.addTab(name, url);
+  private async load(name: string, url: string | null, getter: Getter, init?: ViewState, tab: Tab = this.addTab(name, url)): Promise<OpenResult> {
+    tab.state = { kind: "loading" };
+    tab.button.dataset["state"] = "loading";
     const bar = h("progress", { class: "dv-progress", data: { testid: "progress" } });
     const what = h("div", { class: "dv-loading-what" }, url ? "Downloading…" : "Reading the file…");
     replace(tab.el, h("div", { class: "dv-loading", data: { testid: "loading" } }, h("div", { class: "dv-loading-name" }, fileText(name, { max: 120 })), what, bar));
@@ -433,11 +474,7 @@ export class Viewer {
     this.tabs.splice(i, 1);
     tab.button.remove();
     tab.el.remove();
-    if (tab.state.kind === "archive") {
-      tab.state.view.destroy();
-      // A followed view has moved on to newer images of the archive.
-      void tab.state.view.handle.close().catch(() => {});
-    }
+    this.retire(tab);
     if (this.active === tab) {
       const next = this.tabs[Math.min(i, this.tabs.length - 1)];
       this.active = null;
@@ -446,6 +483,18 @@ export class Viewer {
         this.main.appendChild(this.welcome);
         this.syncUrl();
       }
+    }
+  }
+
+  /** Lets go of what a tab holds: its view, its archive, its file watch. */
+  private retire(tab: Tab): void {
+    tab.watch?.stop();
+    delete tab.watch;
+    if (tab.state.kind === "archive") {
+      tab.state.view.destroy();
+      // A followed view has moved on to newer images of the archive.
+      void tab.state.view.handle.close().catch(() => {});
+      tab.state = { kind: "loading" };
     }
   }
 
