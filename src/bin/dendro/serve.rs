@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use tiny_http::{Header, Request, Response, Server, StatusCode};
 
-use super::snapshot::{changed_units, is_live, Image, Live, UNIT};
+use super::snapshot::{is_live, Image, Live, UNIT};
 
 /// The page's security policy, sent as a header as well as in its markup.
 const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
@@ -259,7 +259,7 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
         .or_insert_with(|| Live::new(path));
     let wanted = header_of(&request, "If-Match");
     let image: std::sync::Arc<Image> = match &wanted {
-        Some(tag) => match state.find(tag.trim()) {
+        Some(tag) => match state.read(tag.trim()) {
             Some(image) => image,
             None => {
                 // That state is no longer held: the reader starts again on a newer one.
@@ -280,12 +280,11 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
         let _ = request.respond(Response::empty(304).with_header(header("ETag", &image.etag)));
         return;
     }
-    // What changed since the image the follower has, when it is still held.
-    let changed = seen
-        .as_deref()
-        .and_then(|t| state.find(t))
-        .and_then(|old| changed_units(&old.bytes, &image.bytes))
-        .map(|list| format!("{} {UNIT} {list}", seen.as_deref().unwrap_or("")));
+    // What changed since the image the follower has, held or not.
+    let changed = seen.as_deref().and_then(|old| {
+        let list = state.changes_between(old, &image.etag)?;
+        Some(format!("{old} {UNIT} {list}"))
+    });
     drop(live);
     let bytes = &image.bytes[..];
     let mut headers = vec![
