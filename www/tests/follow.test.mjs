@@ -321,6 +321,67 @@ describe("following an archive being written", () => {
     }
   });
 
+  it("keeps verify's verdict across newer images, verifies the newest in turn, and shows a problem a newer image brings", T, async () => {
+    const full = join(dir, "verify.dendro");
+    dendro("demo", "--minutes", "12", "--hosts", "1", "--seal-every", "60", full);
+    const d = parseJsonExact(dendro("describe", "--json", full));
+    const id = d.sources[0].id;
+    const seqs = d.sources[0].streams.find((s) => s.name === "memory").segments.map((s) => Number(s.seq));
+    const newest = seqs[seqs.length - 1];
+    const where = `source_id = ${id} AND stream = 'memory' AND seq = ${newest}`;
+    // Three states: without the newest segment; with it (sealed since);
+    // with its bytes damaged (same catalog identity, no Parquet magic).
+    edited(full, join(dir, "v1.dendro"), [`DELETE FROM segments WHERE ${where}`]);
+    edited(full, join(dir, "v2.dendro"), []);
+    edited(full, join(dir, "v3.dendro"), [`UPDATE segments SET bytes = zeroblob(length(bytes)) WHERE ${where}`]);
+    const segmentsOf = (desc) => desc.sources.reduce((n, src) => n + src.streams.reduce((m, s) => m + s.segments.length, 0), 0);
+
+    const live = join(dir, "verify-live.dendro");
+    copyFileSync(join(dir, "v1.dendro"), live);
+    const serve = await startServe(live);
+    const page = await newPage(browser);
+    const swap = (name) => {
+      copyFileSync(join(dir, name), `${live}.next`);
+      renameSync(`${live}.next`, live);
+    };
+    try {
+      const q = new URLSearchParams({ url: `/archives/${basename(live)}`, follow: "1", source: String(id), stream: "memory" });
+      await page.goto(`http://127.0.0.1:${serve.port}/?${q}`);
+      const badge = page.locator('[data-testid="verify"]');
+      await page.locator('[data-testid="verify"][data-state="idle"]').click();
+      await page.locator('[data-testid="verify"][data-state="sound"][data-current="true"]').waitFor({ timeout: 30_000 });
+      const first = Number(await badge.getAttribute("data-verified"));
+      assert.equal(first, segmentsOf(d) - 1);
+      // Every state and text the badge shows from here on.
+      await badge.evaluate((el) => {
+        window.__badge = [];
+        const note = () => window.__badge.push(`${el.dataset.state}|${el.textContent}`);
+        new MutationObserver(note).observe(el, { attributes: true, childList: true, characterData: true, subtree: true });
+      });
+
+      // A newer image with one more segment: the verdict stays, the new segment is verified.
+      swap("v2.dendro");
+      await page.locator(`[data-field="segments"][data-value="${segmentsOf(d)}"]`).waitFor({ timeout: 10_000 });
+      await page.locator(`[data-testid="verify"][data-state="sound"][data-current="true"][data-verified="${segmentsOf(d)}"]`).waitFor({ timeout: 30_000 });
+      assert.equal(await badge.getAttribute("data-pending"), "0");
+      const seen = await page.evaluate(() => window.__badge);
+      assert.ok(seen.length > 0);
+      assert.ok(
+        seen.every((s) => s.startsWith("sound|✓ sound")),
+        `the badge never went back to verifying or idle: ${JSON.stringify(seen)}`,
+      );
+
+      // A newer image whose segment is damaged: the verdict for it is shown.
+      swap("v3.dendro");
+      await page.locator('[data-testid="verify"][data-state="problems"][data-current="true"]').waitFor({ timeout: 30_000 });
+      assert.match(await badge.innerText(), /✗ 1 problem/);
+      assert.deepEqual(page.problems, []);
+    } finally {
+      await page.close();
+      serve.child.kill("SIGKILL");
+    }
+  });
+
   it("follows through mountViewer({follow}) and <dendro-viewer follow> as the page does", T, async () => {
     const file = join(dir, "embedded.dendro");
     const writer = await startWriter(file, 40);
