@@ -442,6 +442,33 @@ pub fn serve(site: Site, port: u16) -> Result<(), String> {
 mod tests {
     use super::*;
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn accepted_connections_send_without_delay() {
+        use std::os::fd::AsRawFd;
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        no_delay(&listener);
+        let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        let mut on: libc::c_int = 0;
+        let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+        // SAFETY: a valid socket, and an out-value of the size given.
+        let rc = unsafe {
+            libc::getsockopt(
+                accepted.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_NODELAY,
+                (&mut on as *mut libc::c_int).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(
+            (rc, on),
+            (0, 1),
+            "Nagle's algorithm is off for what the server accepts"
+        );
+    }
+
     #[test]
     fn ranges_are_parsed_against_the_length() {
         assert_eq!(parse_range("bytes=0-99", 1000), Some((0, 99)));
