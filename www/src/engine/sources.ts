@@ -582,7 +582,8 @@ export class FollowSource implements ByteSource {
     this.cache.netBytes += body.byteLength;
     const boundary = /^multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(res.headers.get("content-type") ?? "")?.[1];
     if (!boundary) {
-      if (runs.length !== 1 || body.byteLength !== runs[0]![1]) throw new Error(`${this.url} answered one part for ${runs.length} ranges`);
+      const start = /^bytes\s+(\d+)-/i.exec(res.headers.get("content-range") ?? "")?.[1];
+      if (runs.length !== 1 || Number(start) !== runs[0]![0] || body.byteLength !== runs[0]![1]) throw new Error(`${this.url} answered one part for ${runs.length} ranges`);
       return [body];
     }
     const parts = new Map(parseMultipart(body, boundary, this.url).map((p) => [p.offset, p]));

@@ -101,6 +101,7 @@ export class ArchiveView {
       dialog: host.dialog,
       tz: () => host.tz(),
       onSelect: (source: number, stream: string) => this.select(source, stream),
+      followed: !!(meta.follow && meta.url),
     };
     this.overviewHost = overviewHost;
     this.overview = new Overview(overviewHost, desc);
