@@ -10,7 +10,7 @@
 
 import assert from "node:assert/strict";
 import { execFileSync, spawn } from "node:child_process";
-import { copyFileSync, existsSync, mkdtempSync, renameSync } from "node:fs";
+import { copyFileSync, existsSync, mkdtempSync, renameSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -21,8 +21,12 @@ const T = { timeout: 180_000 };
 const SEAL_EVERY = 8;
 
 /** Starts `dendro serve` on `port` (0: any) and resolves with its port once it listens. */
-function startServe(file, port = 0) {
-  const child = spawn(dendroBin(), ["serve", "--port", String(port), "--root", DIST, file], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+function startServe(file, port = 0, env = {}) {
+  const child = spawn(dendroBin(), ["serve", "--port", String(port), "--root", DIST, file], {
+    cwd: ROOT,
+    stdio: ["ignore", "pipe", "pipe"],
+    env: { ...process.env, ...env },
+  });
   return new Promise((resolve, reject) => {
     let out = "";
     child.stdout.on("data", (b) => {
@@ -266,6 +270,111 @@ describe("following an archive being written", () => {
       // What stayed was patched, not built again.
       assert.equal(await lane("memory").evaluate((el) => el.__kept === true), true, "the memory lane was kept");
       assert.equal(await cardRow("memory").evaluate((el) => el.__kept === true), true, "the memory row of the card was kept");
+      assert.deepEqual(page.problems, []);
+    } finally {
+      await page.close();
+      serve.child.kill("SIGKILL");
+    }
+  });
+
+  it("opens a live archive whose images go before its catalog is read: it reads on from the newest image, keeping what it read", T, async () => {
+    // A live archive whose writer was killed: its -wal keeps the frames, so
+    // dendro serve answers from images, and nothing changes meanwhile, so
+    // what the page shows can be compared with the file.
+    const file = join(dir, "left.dendro");
+    const writer = await startWriter(file, 60);
+    writer.child.kill("SIGKILL");
+    await writer.exited;
+    assert.ok(statSync(`${file}-wal`).size > 0, "the -wal holds frames");
+    const d = parseJsonExact(dendro("describe", "--json", file));
+    // Each of the first four images answers one ranged read and is then no
+    // longer held (the server's test hook), as images go when a busy writer
+    // outpaces a reader on a busy host: an open that starts over, or gives
+    // up after four attempts, cannot finish.
+    const serve = await startServe(file, 0, { DENDRO_SERVE_TEST_RETIRE: "1,4" });
+    const page = await newPage(browser);
+    try {
+      const q = new URLSearchParams({ url: `/archives/${basename(file)}`, follow: "1", source: String(d.sources[0].id), stream: "memory" });
+      await page.goto(`http://127.0.0.1:${serve.port}/?${q}`);
+      await page.locator('[data-testid="overview"], [data-testid="error"]').first().waitFor({ timeout: 60_000 });
+      assert.equal(await page.locator('[data-testid="error"]').count(), 0, await page.locator('[data-testid="error"]').innerText().catch(() => ""));
+      // What is shown is the file's one committed state, not a mix of images.
+      let streams = 0;
+      let segments = 0;
+      let rows = 0;
+      for (const src of d.sources)
+        for (const st of src.streams) {
+          streams++;
+          segments += st.segments.length;
+          rows += Number(st.sealed_rows) + Number(st.live_rows);
+        }
+      const value = (field) => page.locator(`[data-field="${field}"]`).getAttribute("data-value");
+      assert.equal(await value("sources"), String(d.sources.length));
+      assert.equal(await value("streams"), String(streams));
+      assert.equal(await value("segments"), String(segments));
+      assert.equal(await value("rows"), String(rows));
+      await page.locator('[data-testid="plots"][data-state="drawn"]').waitFor({ timeout: 30_000 });
+      assert.deepEqual(page.problems.filter((p) => !/412/.test(p)), []);
+    } finally {
+      await page.close();
+      serve.child.kill("SIGKILL");
+    }
+  });
+
+  it("keeps verify's verdict across newer images, verifies the newest in turn, and shows a problem a newer image brings", T, async () => {
+    const full = join(dir, "verify.dendro");
+    dendro("demo", "--minutes", "12", "--hosts", "1", "--seal-every", "60", full);
+    const d = parseJsonExact(dendro("describe", "--json", full));
+    const id = d.sources[0].id;
+    const seqs = d.sources[0].streams.find((s) => s.name === "memory").segments.map((s) => Number(s.seq));
+    const newest = seqs[seqs.length - 1];
+    const where = `source_id = ${id} AND stream = 'memory' AND seq = ${newest}`;
+    // Three states: without the newest segment; with it (sealed since);
+    // with its bytes damaged (same catalog identity, no Parquet magic).
+    edited(full, join(dir, "v1.dendro"), [`DELETE FROM segments WHERE ${where}`]);
+    edited(full, join(dir, "v2.dendro"), []);
+    edited(full, join(dir, "v3.dendro"), [`UPDATE segments SET bytes = zeroblob(length(bytes)) WHERE ${where}`]);
+    const segmentsOf = (desc) => desc.sources.reduce((n, src) => n + src.streams.reduce((m, s) => m + s.segments.length, 0), 0);
+
+    const live = join(dir, "verify-live.dendro");
+    copyFileSync(join(dir, "v1.dendro"), live);
+    const serve = await startServe(live);
+    const page = await newPage(browser);
+    const swap = (name) => {
+      copyFileSync(join(dir, name), `${live}.next`);
+      renameSync(`${live}.next`, live);
+    };
+    try {
+      const q = new URLSearchParams({ url: `/archives/${basename(live)}`, follow: "1", source: String(id), stream: "memory" });
+      await page.goto(`http://127.0.0.1:${serve.port}/?${q}`);
+      const badge = page.locator('[data-testid="verify"]');
+      await page.locator('[data-testid="verify"][data-state="idle"]').click();
+      await page.locator('[data-testid="verify"][data-state="sound"][data-current="true"]').waitFor({ timeout: 30_000 });
+      const first = Number(await badge.getAttribute("data-verified"));
+      assert.equal(first, segmentsOf(d) - 1);
+      // Every state and text the badge shows from here on.
+      await badge.evaluate((el) => {
+        window.__badge = [];
+        const note = () => window.__badge.push(`${el.dataset.state}|${el.textContent}`);
+        new MutationObserver(note).observe(el, { attributes: true, childList: true, characterData: true, subtree: true });
+      });
+
+      // A newer image with one more segment: the verdict stays, the new segment is verified.
+      swap("v2.dendro");
+      await page.locator(`[data-field="segments"][data-value="${segmentsOf(d)}"]`).waitFor({ timeout: 10_000 });
+      await page.locator(`[data-testid="verify"][data-state="sound"][data-current="true"][data-verified="${segmentsOf(d)}"]`).waitFor({ timeout: 30_000 });
+      assert.equal(await badge.getAttribute("data-pending"), "0");
+      const seen = await page.evaluate(() => window.__badge);
+      assert.ok(seen.length > 0);
+      assert.ok(
+        seen.every((s) => s.startsWith("sound|✓ sound")),
+        `the badge never went back to verifying or idle: ${JSON.stringify(seen)}`,
+      );
+
+      // A newer image whose segment is damaged: the verdict for it is shown.
+      swap("v3.dendro");
+      await page.locator('[data-testid="verify"][data-state="problems"][data-current="true"]').waitFor({ timeout: 30_000 });
+      assert.match(await badge.innerText(), /✗ 1 problem/);
       assert.deepEqual(page.problems, []);
     } finally {
       await page.close();

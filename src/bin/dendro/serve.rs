@@ -16,7 +16,7 @@ use std::collections::HashMap;
 
 use tiny_http::{Header, Request, Response, Server, StatusCode};
 
-use super::snapshot::{changed_units, is_live, Image, Live, UNIT};
+use super::snapshot::{is_live, Image, Live, UNIT};
 
 /// The page's security policy, sent as a header as well as in its markup.
 const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
@@ -259,7 +259,7 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
         .or_insert_with(|| Live::new(path));
     let wanted = header_of(&request, "If-Match");
     let image: std::sync::Arc<Image> = match &wanted {
-        Some(tag) => match state.find(tag.trim()) {
+        Some(tag) => match state.read(tag.trim()) {
             Some(image) => image,
             None => {
                 // That state is no longer held: the reader starts again on a newer one.
@@ -280,12 +280,11 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
         let _ = request.respond(Response::empty(304).with_header(header("ETag", &image.etag)));
         return;
     }
-    // What changed since the image the follower has, when it is still held.
-    let changed = seen
-        .as_deref()
-        .and_then(|t| state.find(t))
-        .and_then(|old| changed_units(&old.bytes, &image.bytes))
-        .map(|list| format!("{} {UNIT} {list}", seen.as_deref().unwrap_or("")));
+    // What changed since the image the follower has, held or not.
+    let changed = seen.as_deref().and_then(|old| {
+        let list = state.changes_between(old, &image.etag)?;
+        Some(format!("{old} {UNIT} {list}"))
+    });
     drop(live);
     let bytes = &image.bytes[..];
     let mut headers = vec![
@@ -380,9 +379,37 @@ fn respond_with_ranges(
     let _ = result;
 }
 
+/// Turns Nagle's algorithm off for the connections `listener` accepts
+/// (Linux hands the option down to them). The server writes an answer's
+/// headers and its body separately; with Nagle on, a body smaller than a
+/// segment waited for the reader's delayed acknowledgement of the headers,
+/// about 40 ms a range, and an in-place reader makes its ranged reads one
+/// after another.
+#[cfg(target_os = "linux")]
+fn no_delay(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    let on: libc::c_int = 1;
+    // SAFETY: a valid socket descriptor, and an option value of the size given.
+    let _ = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_NODELAY,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+#[cfg(not(target_os = "linux"))]
+fn no_delay(_: &std::net::TcpListener) {}
+
 /// Serves until the process is stopped. Binds loopback only.
 pub fn serve(site: Site, port: u16) -> Result<(), String> {
-    let server = Server::http(("127.0.0.1", port))
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port))
+        .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
+    no_delay(&listener);
+    let server = Server::from_listener(listener, None)
         .map_err(|e| format!("cannot listen on 127.0.0.1:{port}: {e}"))?;
     let bound = server
         .server_addr()
@@ -414,6 +441,19 @@ pub fn serve(site: Site, port: u16) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn accepted_connections_send_without_delay() {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0)).unwrap();
+        no_delay(&listener);
+        let _client = std::net::TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (accepted, _) = listener.accept().unwrap();
+        assert!(
+            accepted.nodelay().unwrap(),
+            "Nagle's algorithm is off for what the server accepts"
+        );
+    }
 
     #[test]
     fn ranges_are_parsed_against_the_length() {

@@ -15,25 +15,50 @@
 //! ranges all come from one committed state whatever the writer, a
 //! checkpoint or retention does meanwhile.
 //!
+//! An image stays held while a reader is on it (asked for within
+//! [`Limits::in_use`]), so an open slower than the writer's pace still
+//! finishes on the image it started on; the count and bytes held are
+//! bounded, and past them the image asked for least recently goes first.
+//!
 //! A follower revalidates with `If-None-Match`: `304` while nothing was
 //! committed, else the newest image, with `Dendro-Changed` listing the
-//! 4 KiB units that differ from the image it named (when that one is still
-//! held), so it keeps every other page it already has.
+//! 4 KiB units that differ from the image it named. Every image taken
+//! records which units changed since the one before it, so that list can
+//! be given long after the image it starts from was dropped: a reader
+//! whose image went keeps every page it read that did not change.
 
 use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
-use std::time::{Instant, SystemTime};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime};
 
 use rusqlite::{Connection, OpenFlags};
 
-/// Images kept per archive: the newest and a few before it, so a reader
-/// still on one of them finishes its reads and a follower one poll behind
-/// gets its list of changes. An older one stays while it is being read
-/// (asked for within [`IN_USE`]), up to [`MAX_HELD`].
-const HELD: usize = 4;
-const MAX_HELD: usize = 16;
-const IN_USE: std::time::Duration = std::time::Duration::from_secs(10);
+/// How many images are held, and for how long an older one counts as in use.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// The newest images always held: a follower one poll behind still
+    /// reads the one it had.
+    pub newest: usize,
+    /// At most this many images in all.
+    pub count: usize,
+    /// At most this many bytes in all, beyond the newest ones.
+    pub bytes: usize,
+    /// An older image stays while a reader asked for it this recently.
+    pub in_use: Duration,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            newest: 4,
+            count: 32,
+            bytes: 512 << 20,
+            in_use: Duration::from_secs(10),
+        }
+    }
+}
 
 /// The unit `Dendro-Changed` counts in (bytes).
 pub const UNIT: usize = 4096;
@@ -41,20 +66,68 @@ pub const UNIT: usize = 4096;
 /// Past this many ranges the list is left out: the follower drops its cache.
 const MAX_RANGES: usize = 400;
 
+/// How many steps between successive images are remembered: how far back
+/// an image may be that `Dendro-Changed` still lists changes from.
+const MAX_STEPS: usize = 512;
+
 /// One committed state of the archive, whole.
 pub struct Image {
     pub etag: String,
     pub bytes: Arc<Vec<u8>>,
     /// When a reader last asked for it.
-    used: std::sync::Mutex<Instant>,
+    used: Mutex<Instant>,
+    /// Ranged reads naming it (`If-Match`): an image only offered to a
+    /// prober has none, and goes before one being read.
+    reads: AtomicU32,
+    /// Its place in the order images were taken (1 is the first).
+    number: u64,
 }
 
 impl Image {
-    fn recently_used(&self) -> bool {
-        self.used
-            .lock()
-            .map(|t| t.elapsed() < IN_USE)
-            .unwrap_or(false)
+    fn last_used(&self) -> Instant {
+        // A poisoned lock still holds a time; none is ever left half-written.
+        *self.used.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn read_by_someone(&self) -> bool {
+        self.reads.load(Ordering::Relaxed) > 0
+    }
+
+    fn touch(&self, now: Instant) {
+        let mut t = self.used.lock().unwrap_or_else(|e| e.into_inner());
+        if now > *t {
+            *t = now;
+        }
+    }
+}
+
+/// The units that changed from one image to the next one taken, as
+/// inclusive ranges; `None` when too many to list.
+struct Step {
+    from: String,
+    to: String,
+    units: Option<Vec<(usize, usize)>>,
+}
+
+/// A test hook (`DENDRO_SERVE_TEST_RETIRE=R,M`): each of the first `M`
+/// images stops being held after `R` ranged reads named it, as if a busy
+/// writer had outrun the reader, so a test sees an open interrupted at a
+/// known point rather than by timing.
+#[derive(Debug, Clone, Copy)]
+pub struct Retire {
+    pub after_reads: u32,
+    pub images: u64,
+}
+
+impl Retire {
+    /// The hook from the environment, when set and well-formed.
+    pub fn from_env() -> Option<Retire> {
+        let value = std::env::var("DENDRO_SERVE_TEST_RETIRE").ok()?;
+        let (r, m) = value.split_once(',')?;
+        Some(Retire {
+            after_reads: r.trim().parse().ok()?,
+            images: m.trim().parse().ok()?,
+        })
     }
 }
 
@@ -64,11 +137,19 @@ pub struct Live {
     conn: Option<(Connection, u64)>,
     /// `PRAGMA data_version` when the newest image was taken.
     version: Option<i64>,
+    /// Held images, oldest first.
     images: VecDeque<Arc<Image>>,
+    /// The newest image taken (held, unless the test hook retired it).
+    newest: Option<Arc<Image>>,
+    /// What changed from each image to the next, oldest first; the last
+    /// step leads to `newest`.
+    steps: VecDeque<Step>,
     next: u64,
     boot: u128,
     /// When the newest image was taken: a burst of probes shares one.
     taken: Option<Instant>,
+    limits: Limits,
+    retire: Option<Retire>,
 }
 
 /// Whether the archive at `path` is being written (or was left) in WAL
@@ -89,26 +170,47 @@ fn inode(_: &Path) -> u64 {
     0
 }
 
+/// Probes this close together share the image just taken.
+const BURST: Duration = Duration::from_millis(50);
+
 impl Live {
     pub fn new(path: &Path) -> Live {
+        Live::with_limits(path, Limits::default(), Retire::from_env())
+    }
+
+    pub fn with_limits(path: &Path, limits: Limits, retire: Option<Retire>) -> Live {
         Live {
             path: path.to_path_buf(),
             conn: None,
             version: None,
             images: VecDeque::new(),
+            newest: None,
+            steps: VecDeque::new(),
             next: 1,
             boot: SystemTime::now()
                 .duration_since(SystemTime::UNIX_EPOCH)
                 .map_or(0, |d| d.as_nanos()),
             taken: None,
+            limits,
+            retire,
         }
     }
 
-    /// The held image with this `ETag`, if any.
-    pub fn find(&self, etag: &str) -> Option<Arc<Image>> {
-        let image = self.images.iter().find(|i| i.etag == etag).cloned()?;
-        if let Ok(mut t) = image.used.lock() {
-            *t = Instant::now();
+    /// The held image with this `ETag`, for a reader's ranged read of it
+    /// (which keeps it held a while longer).
+    pub fn read(&mut self, etag: &str) -> Option<Arc<Image>> {
+        self.read_at(etag, Instant::now())
+    }
+
+    fn read_at(&mut self, etag: &str, now: Instant) -> Option<Arc<Image>> {
+        let at = self.images.iter().position(|i| i.etag == etag)?;
+        let image = Arc::clone(&self.images[at]);
+        image.touch(now);
+        let reads = image.reads.fetch_add(1, Ordering::Relaxed) + 1;
+        if let Some(r) = self.retire {
+            if image.number <= r.images && reads >= r.after_reads {
+                self.images.remove(at);
+            }
         }
         Some(image)
     }
@@ -116,6 +218,10 @@ impl Live {
     /// The newest committed state, taking a new image when something was
     /// committed since the last one.
     pub fn current(&mut self) -> Result<Arc<Image>, String> {
+        self.current_at(Instant::now())
+    }
+
+    fn current_at(&mut self, now: Instant) -> Result<Arc<Image>, String> {
         let ino = inode(&self.path);
         if self.conn.as_ref().is_some_and(|(_, i)| *i != ino) {
             // Replaced by another file: a new connection, new images.
@@ -128,7 +234,7 @@ impl Live {
                 OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX,
             )
             .map_err(|e| format!("{}: cannot open read-only: {e}", self.path.display()))?;
-            conn.busy_timeout(std::time::Duration::from_secs(2))
+            conn.busy_timeout(Duration::from_secs(2))
                 .map_err(|e| e.to_string())?;
             self.conn = Some((conn, ino));
         }
@@ -136,36 +242,94 @@ impl Live {
         let version: i64 = conn
             .query_row("PRAGMA data_version", [], |r| r.get(0))
             .map_err(|e| format!("{}: {e}", self.path.display()))?;
-        if let (Some(newest), Some(v)) = (self.images.back(), self.version) {
-            if v == version {
-                return Ok(Arc::clone(newest));
-            }
-            // Probes a few milliseconds apart share the image just taken.
-            if self
+        if let (Some(newest), Some(v)) = (&self.newest, self.version) {
+            // Unless the test hook retired it, the newest is held.
+            let held = self.images.back().is_some_and(|i| Arc::ptr_eq(i, newest));
+            let burst = self
                 .taken
-                .is_some_and(|t| t.elapsed() < std::time::Duration::from_millis(50))
-            {
+                .is_some_and(|t| now.saturating_duration_since(t) < BURST);
+            if held && (v == version || burst) {
+                newest.touch(now);
                 return Ok(Arc::clone(newest));
             }
         }
         let bytes = image_of(conn).map_err(|e| format!("{}: {e}", self.path.display()))?;
-        let etag = format!("\"snap-{:x}-{}\"", self.boot, self.next);
-        self.next += 1;
         let image = Arc::new(Image {
-            etag,
+            etag: format!("\"snap-{:x}-{}\"", self.boot, self.next),
             bytes: Arc::new(bytes),
-            used: std::sync::Mutex::new(Instant::now()),
+            used: Mutex::new(now),
+            reads: AtomicU32::new(0),
+            number: self.next,
         });
-        self.images.push_back(Arc::clone(&image));
-        // The oldest go first, unless a reader is still on them.
-        while self.images.len() > MAX_HELD
-            || (self.images.len() > HELD && self.images.front().is_some_and(|i| !i.recently_used()))
-        {
-            self.images.pop_front();
+        self.next += 1;
+        if let Some(previous) = &self.newest {
+            self.steps.push_back(Step {
+                from: previous.etag.clone(),
+                to: image.etag.clone(),
+                units: changed_ranges(&previous.bytes, &image.bytes),
+            });
+            if self.steps.len() > MAX_STEPS {
+                self.steps.pop_front();
+            }
         }
+        self.newest = Some(Arc::clone(&image));
+        self.images.push_back(Arc::clone(&image));
+        self.evict(now);
         self.version = Some(version);
-        self.taken = Some(Instant::now());
+        self.taken = Some(now);
         Ok(image)
+    }
+
+    /// Drops older images past the limits: first any no reader asked for
+    /// within `in_use` (the oldest first), then, while the count or the
+    /// bytes are still over, one only offered to probes (the oldest
+    /// first), then the one read least recently. The newest
+    /// `limits.newest` are never dropped.
+    fn evict(&mut self, now: Instant) {
+        let limits = self.limits;
+        loop {
+            let older = self.images.len().saturating_sub(limits.newest);
+            if older == 0 {
+                return;
+            }
+            let idle = (0..older).find(|&k| {
+                now.saturating_duration_since(self.images[k].last_used()) >= limits.in_use
+            });
+            let bytes: usize = self.images.iter().take(older).map(|i| i.bytes.len()).sum();
+            let over = self.images.len() > limits.count || bytes > limits.bytes;
+            let victim = idle.or_else(|| {
+                over.then(|| {
+                    (0..older).min_by_key(|&k| {
+                        let i = &self.images[k];
+                        (i.read_by_someone(), i.last_used())
+                    })
+                })
+                .flatten()
+            });
+            match victim {
+                Some(k) => {
+                    self.images.remove(k);
+                }
+                None => return,
+            }
+        }
+    }
+
+    /// The `Dendro-Changed` list from image `from` to image `to` (`a-b,c`
+    /// unit ranges): every unit that changed in any step between them.
+    /// `None` when `from` is not among the images remembered, `to` does
+    /// not follow it, or there are too many ranges to list.
+    pub fn changes_between(&self, from: &str, to: &str) -> Option<String> {
+        let start = self.steps.iter().position(|s| s.from == from)?;
+        let mut units = Vec::new();
+        for step in self.steps.iter().skip(start) {
+            units.extend_from_slice(step.units.as_deref()?);
+            if step.to == to {
+                let merged = merged(units);
+                return (merged.len() <= MAX_RANGES).then(|| listed(&merged));
+            }
+        }
+        None
     }
 }
 
@@ -184,9 +348,9 @@ fn image_of(conn: &mut Connection) -> rusqlite::Result<Vec<u8>> {
 }
 
 /// The 4 KiB units where `new` differs from `old` (units past the shorter
-/// one's end count as changed), as `a-b` and `a` ranges joined by commas;
-/// `None` when there are too many to list.
-pub fn changed_units(old: &[u8], new: &[u8]) -> Option<String> {
+/// one's end count as changed), as inclusive ranges; `None` when there are
+/// too many to list.
+fn changed_ranges(old: &[u8], new: &[u8]) -> Option<Vec<(usize, usize)>> {
     let units = new.len().div_ceil(UNIT);
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     for u in 0..units {
@@ -204,19 +368,35 @@ pub fn changed_units(old: &[u8], new: &[u8]) -> Option<String> {
             return None;
         }
     }
-    Some(
-        ranges
-            .iter()
-            .map(|&(a, b)| {
-                if a == b {
-                    a.to_string()
-                } else {
-                    format!("{a}-{b}")
-                }
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-    )
+    Some(ranges)
+}
+
+/// Ranges sorted and joined where they overlap or touch.
+fn merged(mut ranges: Vec<(usize, usize)>) -> Vec<(usize, usize)> {
+    ranges.sort_unstable();
+    let mut out: Vec<(usize, usize)> = Vec::with_capacity(ranges.len());
+    for (a, b) in ranges {
+        match out.last_mut() {
+            Some((_, end)) if a <= *end + 1 => *end = (*end).max(b),
+            _ => out.push((a, b)),
+        }
+    }
+    out
+}
+
+/// Ranges as the header lists them: `a-b` or `a`, joined by commas.
+fn listed(ranges: &[(usize, usize)]) -> String {
+    ranges
+        .iter()
+        .map(|&(a, b)| {
+            if a == b {
+                a.to_string()
+            } else {
+                format!("{a}-{b}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 #[cfg(test)]
@@ -231,10 +411,11 @@ mod tests {
         new[UNIT * 3] = 1;
         new[UNIT * 4 + 1] = 1;
         new.extend_from_slice(&[7u8; 10]);
-        assert_eq!(changed_units(&old, &new).as_deref(), Some("1,3-4,6"));
-        assert_eq!(changed_units(&old, &old).as_deref(), Some(""));
+        let list = |old: &[u8], new: &[u8]| changed_ranges(old, new).map(|r| listed(&r));
+        assert_eq!(list(&old, &new).as_deref(), Some("1,3-4,6"));
+        assert_eq!(list(&old, &old).as_deref(), Some(""));
         // A shorter image: only what it holds is listed.
-        assert_eq!(changed_units(&new, &old[..UNIT * 2]).as_deref(), Some("1"));
+        assert_eq!(list(&new, &old[..UNIT * 2]).as_deref(), Some("1"));
     }
 
     #[test]
@@ -244,6 +425,219 @@ mod tests {
         for u in (0..new.len() / UNIT).step_by(2) {
             new[u * UNIT] = 1;
         }
-        assert_eq!(changed_units(&old, &new), None);
+        assert_eq!(changed_ranges(&old, &new), None);
+    }
+
+    #[test]
+    fn ranges_of_several_steps_merge() {
+        assert_eq!(
+            merged(vec![(5, 6), (1, 1), (2, 3), (6, 9), (12, 12)]),
+            vec![(1, 3), (5, 9), (12, 12)]
+        );
+        assert_eq!(merged(vec![]), vec![]);
+    }
+
+    /// A database in WAL mode whose writer stays connected (so its `-wal`
+    /// keeps the frames), as a live archive is.
+    fn live_db(dir: &Path) -> (PathBuf, Connection) {
+        let path = dir.join("live.db");
+        let writer = Connection::open(&path).unwrap();
+        writer
+            .execute_batch(
+                "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;
+                 CREATE TABLE t(n INTEGER PRIMARY KEY, b BLOB);",
+            )
+            .unwrap();
+        (path, writer)
+    }
+
+    fn commit(writer: &Connection, n: i64) {
+        writer
+            .execute(
+                "INSERT OR REPLACE INTO t(n, b) VALUES (?1, randomblob(3000))",
+                [n],
+            )
+            .unwrap();
+    }
+
+    fn held(live: &Live) -> Vec<u64> {
+        live.images.iter().map(|i| i.number).collect()
+    }
+
+    #[test]
+    fn an_image_a_reader_is_on_is_held_past_many_newer_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = live_db(dir.path());
+        let limits = Limits::default();
+        let mut live = Live::with_limits(&path, limits, None);
+        let t0 = Instant::now();
+        commit(&writer, 0);
+        let first = live.current_at(t0).unwrap().etag.clone();
+        // The writer commits four times a second for a minute and each
+        // commit is offered as an image; the slow reader reads its image
+        // once a second. (Held were the newest four, then at most sixteen:
+        // this image went after sixteen newer ones.)
+        for k in 1..=240u64 {
+            commit(&writer, k as i64);
+            let now = t0 + Duration::from_millis(250 * k);
+            live.current_at(now).unwrap();
+            if k % 4 == 0 {
+                assert!(
+                    live.read_at(&first, now).is_some(),
+                    "the image being read went after {k} newer ones"
+                );
+            }
+            assert!(live.images.len() <= limits.count, "{:?}", held(&live));
+        }
+        // Once nobody reads it, it goes at the next image after `in_use`.
+        let later = t0 + Duration::from_millis(250 * 240) + limits.in_use;
+        commit(&writer, 999);
+        live.current_at(later).unwrap();
+        assert!(live.read_at(&first, later).is_none());
+    }
+
+    #[test]
+    fn idle_images_go_first_and_the_count_and_bytes_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = live_db(dir.path());
+        let limits = Limits {
+            newest: 2,
+            count: 5,
+            bytes: usize::MAX,
+            in_use: Duration::from_secs(10),
+        };
+        // Rows enough that the images are about the same size throughout.
+        for n in 100..300 {
+            commit(&writer, n);
+        }
+        let mut live = Live::with_limits(&path, limits, None);
+        let t0 = Instant::now();
+        let ms = |n: u64| t0 + Duration::from_millis(n);
+        let mut etags = Vec::new();
+        for k in 1..=4u64 {
+            commit(&writer, k as i64);
+            etags.push(live.current_at(ms(k * 100)).unwrap().etag.clone());
+        }
+        assert_eq!(held(&live), [1, 2, 3, 4]);
+        // Image 2 is read now and then; the others were only offered.
+        live.read_at(&etags[1], ms(5_000)).unwrap();
+        live.read_at(&etags[1], ms(11_000)).unwrap();
+        commit(&writer, 5);
+        live.current_at(ms(12_000)).unwrap();
+        // 1 and 3 were unused for 10 s; 4 and 5 are the newest.
+        assert_eq!(held(&live), [2, 4, 5]);
+
+        // Over the count, images only offered (a prober's) go before one
+        // being read, however recently they were offered.
+        let reader = live.read_at(&etags[3], ms(12_001)).unwrap().etag.clone();
+        for k in 6..=12u64 {
+            commit(&writer, k as i64);
+            live.current_at(ms(12_000 + k * 100)).unwrap();
+        }
+        let now = held(&live);
+        assert_eq!(now.len(), limits.count, "{now:?}");
+        assert!(now.contains(&2) && now.contains(&4), "{now:?}");
+        assert!(now.ends_with(&[11, 12]), "{now:?}");
+        assert!(live.read_at(&reader, ms(13_300)).is_some());
+
+        // Over the bytes: images beyond the newest go, least recently read first.
+        let size = live.images.back().unwrap().bytes.len();
+        live.limits.bytes = size + size / 2;
+        commit(&writer, 13);
+        live.current_at(ms(13_400)).unwrap();
+        assert_eq!(held(&live), [4, 12, 13]);
+    }
+
+    #[test]
+    fn changes_are_listed_from_an_image_long_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = live_db(dir.path());
+        for n in 0..200 {
+            commit(&writer, n);
+        }
+        let limits = Limits {
+            newest: 1,
+            count: 1,
+            bytes: 0,
+            in_use: Duration::ZERO,
+        };
+        let mut live = Live::with_limits(&path, limits, None);
+        let t0 = Instant::now();
+        let first = live.current_at(t0).unwrap();
+        for k in 1..=30u64 {
+            // Rewrites a few rows and adds one: some pages change, most do not.
+            commit(&writer, (k as i64 * 7) % 200);
+            commit(&writer, 1000 + k as i64);
+            live.current_at(t0 + Duration::from_secs(k)).unwrap();
+        }
+        let last = live.newest.clone().unwrap();
+        assert!(
+            live.read_at(&first.etag, t0 + Duration::from_secs(31))
+                .is_none(),
+            "dropped"
+        );
+        let list = live
+            .changes_between(&first.etag, &last.etag)
+            .expect("listed");
+        let mut listed_units = std::collections::BTreeSet::new();
+        for part in list.split(',').filter(|p| !p.is_empty()) {
+            let (a, b) = part.split_once('-').unwrap_or((part, part));
+            listed_units.extend(a.parse::<usize>().unwrap()..=b.parse::<usize>().unwrap());
+        }
+        // Every unit not listed is the same in both images; some are.
+        let (old, new) = (&first.bytes, &last.bytes);
+        let mut same = 0;
+        for u in 0..new.len().div_ceil(UNIT) {
+            if listed_units.contains(&u) {
+                continue;
+            }
+            let (a, b) = (u * UNIT, ((u + 1) * UNIT).min(new.len()));
+            assert!(
+                b <= old.len() && old[a..b] == new[a..b],
+                "unit {u} changed, not listed"
+            );
+            same += 1;
+        }
+        assert!(same > 0 && !listed_units.is_empty(), "{list}");
+        // Unknown images and backward asks are not listed.
+        assert_eq!(live.changes_between("\"other\"", &last.etag), None);
+        assert_eq!(live.changes_between(&last.etag, &first.etag), None);
+    }
+
+    #[test]
+    fn the_test_hook_retires_an_image_after_its_reads() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = live_db(dir.path());
+        commit(&writer, 1);
+        let retire = Retire {
+            after_reads: 2,
+            images: 2,
+        };
+        let mut live = Live::with_limits(&path, Limits::default(), Some(retire));
+        let t0 = Instant::now();
+        let a = live.current_at(t0).unwrap().etag.clone();
+        assert!(live.read_at(&a, t0).is_some());
+        assert!(live.read_at(&a, t0).is_some());
+        assert!(live.read_at(&a, t0).is_none(), "retired after two reads");
+        // Nothing committed, yet a new image: the same bytes, nothing changed.
+        let b = live
+            .current_at(t0 + Duration::from_secs(1))
+            .unwrap()
+            .etag
+            .clone();
+        assert_ne!(a, b);
+        assert_eq!(live.changes_between(&a, &b).as_deref(), Some(""));
+        for _ in 0..2 {
+            live.read_at(&b, t0).unwrap();
+        }
+        let c = live
+            .current_at(t0 + Duration::from_secs(2))
+            .unwrap()
+            .etag
+            .clone();
+        // Past the first two images the hook is off.
+        for _ in 0..10 {
+            assert!(live.read_at(&c, t0).is_some());
+        }
     }
 }

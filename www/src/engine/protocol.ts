@@ -7,6 +7,7 @@ import type {
   CallerRow,
   DecodedBatch,
   EngineError,
+  FollowTraffic,
   LazyStats,
   LiveTail,
   RangeEnvelope,
@@ -97,8 +98,8 @@ export type Release = { op: "release"; id: number };
 
 /** The answer to openFollow, with the URL's traffic so far (every image together). */
 export type FollowAnswer =
-  | { unchanged: true; netBytes: number; requests: number }
-  | { unchanged: false; handle: number; etag: string | null; kept: boolean; size: number; netBytes: number; requests: number };
+  | ({ unchanged: true } & FollowTraffic)
+  | ({ unchanged: false; handle: number; etag: string | null; kept: boolean; size: number } & FollowTraffic);
 
 /** What the client sends the worker. */
 export type ToWorker = Request | Cancel | Release;

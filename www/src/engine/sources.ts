@@ -364,6 +364,9 @@ function parseMultipart(body: Uint8Array, boundary: string, url: string): { offs
 /** The unit a follower's page cache and `dendro serve`'s list of changes count in. */
 export const FOLLOW_UNIT = 4096;
 
+/** The most units a new image reads ahead (16 MiB); the rest as the engine asks. */
+const PREFILL_UNITS = 4096;
+
 /** The most a follower's page cache holds; past it the oldest units go. */
 const FOLLOW_CACHE_BYTES = 96 << 20;
 
@@ -406,21 +409,30 @@ export class PageCache {
     this.held = 0;
   }
 
+  /** Units held. */
+  get count(): number {
+    return this.units.size;
+  }
+
   /**
    * The cache moves to image `etag` of `size` bytes. `changed` is the
    * server's `Dendro-Changed` header ("<old etag> <unit> <a-b,c,...>"):
    * when it names the image the cache holds, only those units (and any
-   * past the new end, or the last, partial one) are dropped.
+   * past the new end, or the last, partial one) are dropped. `refill` is
+   * the units dropped because they changed: read for the image before,
+   * they are likely read again for this one.
    */
-  moveTo(etag: string | null, size: number, changed: string | null): "kept" | "cleared" {
+  moveTo(etag: string | null, size: number, changed: string | null): { kept: boolean; refill: number[] } {
     let kept = false;
+    const refill: number[] = [];
     if (changed && this.etag && etag) {
-      const m = /^(\S+) (\d+) ([\d,-]*)$/.exec(changed.trim());
+      // An empty list (nothing changed) may arrive with its space trimmed.
+      const m = /^(\S+) (\d+)(?: ([\d,-]*))?$/.exec(changed.trim());
       if (m && m[1] === this.etag && Number(m[2]) === FOLLOW_UNIT) {
-        for (const part of m[3]!.split(",")) {
+        for (const part of (m[3] ?? "").split(",")) {
           if (!part) continue;
           const [a, b] = part.split("-").map(Number);
-          for (let u = a!; u <= (b ?? a!); u++) this.drop(u);
+          for (let u = a!; u <= (b ?? a!); u++) if (this.drop(u)) refill.push(u);
         }
         const lastWhole = Math.floor(Math.min(size, this.size) / FOLLOW_UNIT);
         for (const k of [...this.units.keys()]) if (k >= lastWhole) this.drop(k);
@@ -430,14 +442,16 @@ export class PageCache {
     if (!kept) this.clear();
     this.etag = etag;
     this.size = size;
-    return kept ? "kept" : "cleared";
+    return { kept, refill: refill.filter((u) => (u + 1) * FOLLOW_UNIT <= size) };
   }
 
-  private drop(unit: number): void {
+  /** Drops a unit; whether it was held. */
+  private drop(unit: number): boolean {
     const v = this.units.get(unit);
-    if (!v) return;
+    if (!v) return false;
     this.units.delete(unit);
     this.held -= v.byteLength;
+    return true;
   }
 }
 
@@ -523,6 +537,61 @@ export class FollowSource implements ByteSource {
       out.set(unit.subarray(from - a, to - a), from - offset);
     }
     return out;
+  }
+
+  /**
+   * Reads `units` of this image into the cache ahead of the engine, in
+   * a few multi-range requests instead of one synchronous request per run
+   * of them when the catalog is read. What fails here is not reported:
+   * the engine's own read of the same units reports it in its words.
+   */
+  async prefill(units: readonly number[]): Promise<void> {
+    const runs: Range[] = [];
+    for (const u of units.slice(0, PREFILL_UNITS)) {
+      if (this.cache.get(u)) continue;
+      const last = runs[runs.length - 1];
+      if (last && last[0] + last[1] === u * FOLLOW_UNIT) runs[runs.length - 1] = [last[0], last[1] + FOLLOW_UNIT];
+      else runs.push([u * FOLLOW_UNIT, FOLLOW_UNIT]);
+    }
+    for (let i = 0; i < runs.length; i += MULTI_RANGES) {
+      const batch = runs.slice(i, i + MULTI_RANGES);
+      let parts: Uint8Array[];
+      try {
+        parts = await this.fetchRuns(batch);
+      } catch {
+        return;
+      }
+      if (this.cache.etag !== this.etag) return;
+      batch.forEach(([offset, length], k) => {
+        for (let at = 0; at < length; at += FOLLOW_UNIT) this.cache.put((offset + at) / FOLLOW_UNIT, parts[k]!.slice(at, at + FOLLOW_UNIT));
+      });
+    }
+  }
+
+  /** Runs of this image in one request: a plain 206 for one, multipart/byteranges for several. */
+  private async fetchRuns(runs: readonly Range[]): Promise<Uint8Array[]> {
+    const headers: Record<string, string> = { Range: `bytes=${runs.map(([o, n]) => `${o}-${o + n - 1}`).join(",")}` };
+    if (this.etag) headers["If-Match"] = this.etag;
+    this.cache.requests++;
+    const res = await fetch(this.url, { headers, cache: "no-store" });
+    const body = res.status === 206 ? new Uint8Array(await res.arrayBuffer()) : null;
+    if (!body || strong(res.headers.get("etag")) !== this.etag) {
+      void res.body?.cancel().catch(() => {});
+      throw new Error(`${this.url} answered ${res.status} for the image ${this.etag}`);
+    }
+    this.cache.netBytes += body.byteLength;
+    const boundary = /^multipart\/byteranges;\s*boundary="?([^";]+)"?/i.exec(res.headers.get("content-type") ?? "")?.[1];
+    if (!boundary) {
+      const start = /^bytes\s+(\d+)-/i.exec(res.headers.get("content-range") ?? "")?.[1];
+      if (runs.length !== 1 || Number(start) !== runs[0]![0] || body.byteLength !== runs[0]![1]) throw new Error(`${this.url} answered one part for ${runs.length} ranges`);
+      return [body];
+    }
+    const parts = new Map(parseMultipart(body, boundary, this.url).map((p) => [p.offset, p]));
+    return runs.map(([offset, length]) => {
+      const part = parts.get(offset);
+      if (!part || part.bytes.byteLength !== length || part.total !== this.size) throw new Error(`${this.url} left bytes at ${offset} out of its answer`);
+      return part.bytes;
+    });
   }
 
   /** Bytes `start` to `stop` (inclusive) of this image, in one request. */

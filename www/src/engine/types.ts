@@ -305,6 +305,8 @@ export interface FollowTraffic {
   /** Bytes read from the network (probes and ranges). */
   netBytes: number;
   requests: number;
+  /** Pages (4 KiB units) of the URL held now, valid for the newest image opened. */
+  units: number;
 }
 
 /** What a follower's revalidation found. */

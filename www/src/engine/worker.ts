@@ -198,14 +198,16 @@ async function openFollow(req: Extract<Request, { op: "openFollow" }>): Promise<
   const previous = req.previous !== null ? archives.get(req.previous) : undefined;
   const cache = (req.previous !== null && previous ? followed.get(req.previous) : undefined) ?? new PageCache();
   const found = await probeFollow(req.url, PROBE_BYTES, cache);
-  const traffic = { netBytes: cache.netBytes, requests: cache.requests };
-  if (found.unchanged) return { unchanged: true, ...traffic };
-  const kept = cache.moveTo(found.probe.etag, found.probe.size, found.changed);
-  const a = Archive.openLazy(new FollowSource(req.url, found.probe, cache), req.name, true);
+  if (found.unchanged) return { unchanged: true, netBytes: cache.netBytes, requests: cache.requests, units: cache.count };
+  const moved = cache.moveTo(found.probe.etag, found.probe.size, found.changed);
+  const source = new FollowSource(req.url, found.probe, cache);
+  // The units the writer changed that the last image read, in one batch.
+  await source.prefill(moved.refill);
+  const a = Archive.openLazy(source, req.name, true);
   if (previous) a.shareCache(previous);
   const handle = keep(a);
   followed.set(handle, cache);
-  return { unchanged: false, handle, etag: found.probe.etag, kept: kept === "kept", size: found.probe.size, netBytes: cache.netBytes, requests: cache.requests };
+  return { unchanged: false, handle, etag: found.probe.etag, kept: moved.kept, size: found.probe.size, netBytes: cache.netBytes, requests: cache.requests, units: cache.count };
 }
 
 function call<M extends Method>(a: Archive, method: M, args: Calls[M]["args"]): Calls[M]["result"] {

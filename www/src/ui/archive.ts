@@ -4,7 +4,7 @@
 import type { ArchiveHandle, Description, Engine, FollowTraffic, SourceInfo, StreamInfo } from "../engine/types";
 import { CAPS, type Filtered, filterCatalog, needsFilter, plural, shownText } from "./catalog";
 import { debounce, h, moreBar, replace, setText } from "./dom";
-import { explain } from "./errors";
+import { explain, isChanged } from "./errors";
 import { type TimeZoneMode, count, floorDiv } from "./format";
 import { type Span, archiveSpan, fullWindow, originFor, streamSpan } from "./model";
 import { Overview, type OverviewHost, SourceCard, marksOf } from "./overview";
@@ -81,7 +81,7 @@ export class ArchiveView {
   private followTimer: ReturnType<typeof setTimeout> | null = null;
   /** Images opened since the first, and the traffic of the URL so far. */
   private updates = 0;
-  traffic: FollowTraffic = { netBytes: 0, requests: 0 };
+  traffic: FollowTraffic = { netBytes: 0, requests: 0, units: 0 };
 
   constructor(
     private readonly host: ArchiveHost,
@@ -101,6 +101,7 @@ export class ArchiveView {
       dialog: host.dialog,
       tz: () => host.tz(),
       onSelect: (source: number, stream: string) => this.select(source, stream),
+      followed: !!(meta.follow && meta.url),
     };
     this.overviewHost = overviewHost;
     this.overview = new Overview(overviewHost, desc);
@@ -392,7 +393,7 @@ export class ArchiveView {
         if (!r.unchanged) void r.handle.close().catch(() => {});
         return;
       }
-      this.traffic = { netBytes: r.netBytes, requests: r.requests };
+      this.traffic = { netBytes: r.netBytes, requests: r.requests, units: r.units };
       if (!r.unchanged) {
         let desc: Description;
         try {
@@ -411,7 +412,7 @@ export class ArchiveView {
       failures = 0;
     } catch (e) {
       if (this.destroyed) return;
-      if (typeof e === "object" && e !== null && (e as { kind?: unknown }).kind === "Changed") {
+      if (isChanged(e)) {
         // The image was replaced while it was read (a busy writer): the newest one at once.
         this.followTimer = setTimeout(() => void this.poll(failures), 0);
         return;

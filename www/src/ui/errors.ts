@@ -25,6 +25,11 @@ export function isEngineError(e: unknown): e is EngineError {
   );
 }
 
+/** The archive read in place changed under the reader (a followed URL: its image went). */
+export function isChanged(e: unknown): boolean {
+  return typeof e === "object" && e !== null && (e as { kind?: unknown }).kind === "Changed";
+}
+
 /** A load that never reached the engine (network, HTTP status, reading the file). */
 export class LoadError extends Error {
   constructor(message: string) {

@@ -15,7 +15,7 @@ import type {
 } from "../engine/types";
 import { CAPS, plural, shownText } from "./catalog";
 import { type Child, copyButton, fileText, h, moreBar, replace, setText } from "./dom";
-import { explain } from "./errors";
+import { explain, isChanged } from "./errors";
 import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode } from "./format";
 import { archiveSpan, sameEntries, sourceSpan, streamSpan, totals } from "./model";
 import type { Dialog } from "./overlay";
@@ -29,6 +29,8 @@ export interface OverviewHost {
   dialog: Dialog;
   tz(): TimeZoneMode;
   onSelect(source: number, stream: string): void;
+  /** Followed: newer images replace the one shown (and verified). */
+  followed?: boolean;
 }
 
 type CountField = "sources" | "streams" | "segments" | "rows";
@@ -71,8 +73,15 @@ export class Overview {
   /** The counts' fields, patched in place when the archive changes. */
   private readonly counts: Record<CountField, HTMLElement>;
   private readonly size: HTMLElement;
-  /** Bumped by every newer description: a verdict on an older one is not shown. */
+  /** Bumped by every newer description (a followed archive's newer image). */
   private generation = 0;
+  /** Verify was asked for (by itself or a click): newer images are verified too. */
+  private verifyWanted = false;
+  /** A verify is running; `verifyAgain`: a newer image came meanwhile. */
+  private verifying = false;
+  private verifyAgain = false;
+  /** The last verdict, and the segments of the image it was about. */
+  private verdict: { report: VerifyReport; segments: Set<string>; generation: number } | null = null;
 
   constructor(
     private readonly host: OverviewHost,
@@ -147,8 +156,10 @@ export class Overview {
 
   /**
    * A newer description of the archive (it is followed): the counts, size
-   * and span are patched in place. A verdict of verify was about the older
-   * image, so the badge offers to verify again.
+   * and span are patched in place. A verdict stays: segments are immutable,
+   * so what verify found of those already verified still holds; the badge
+   * says how many are new, and once verify was asked for, the newest image
+   * is verified in turn (one verify at a time, never restarted).
    */
   update(desc: Description): void {
     const before = this.desc;
@@ -172,7 +183,9 @@ export class Overview {
       }
       this.relabel();
     }
-    if (this.badge.dataset["state"] !== "idle") this.verifyOnClick();
+    if (this.verdict) this.paintVerdict();
+    // After the plots have asked for the newer image: the worker answers in order.
+    if (this.verifyWanted) setTimeout(() => void this.verify(), VERIFY_AFTER_UPDATE_MS);
   }
 
   private paintCounts(): void {
@@ -204,45 +217,121 @@ export class Overview {
       );
   }
 
+  /**
+   * Verifies the archive, and while it is followed, each newer image in
+   * turn: a call while one runs only marks that the newest is to be
+   * verified after it. Each verdict is shown for the segments it covered.
+   */
   async verify(): Promise<void> {
-    let report: VerifyReport;
-    const gen = this.generation;
+    this.verifyWanted = true;
+    if (this.verifying) {
+      this.verifyAgain = true;
+      return;
+    }
+    this.verifying = true;
     try {
-      report = await this.host.handle.verify();
-    } catch (e) {
-      if (gen !== this.generation) return;
-      const x = explain(e, this.host.name);
-      this.badge.className = "dv-badge dv-badge-bad";
-      this.badge.textContent = "verify failed";
-      this.badge.dataset["state"] = "failed";
-      this.badge.onclick = () => this.host.dialog.open(x.title, h("p", null, x.hint), h("pre", { class: "dv-pre" }, fileText(x.message, { max: 4000 })));
-      return;
+      do {
+        this.verifyAgain = false;
+        const gen = this.generation;
+        const segments = segmentKeys(this.desc);
+        let report: VerifyReport;
+        try {
+          report = await this.host.handle.verify();
+        } catch (e) {
+          // Followed, the image went while it was verified: the newest is
+          // verified next (now, if it is already here; else when it comes).
+          if (gen !== this.generation) {
+            this.verifyAgain = true;
+            continue;
+          }
+          if (!(this.host.followed && isChanged(e))) this.verifyFailed(e);
+          return;
+        }
+        this.verdict = { report, segments, generation: gen };
+        this.paintVerdict();
+        // A newer image came meanwhile: after a pause, so verify does not stand in front of every plot.
+        if (gen !== this.generation) {
+          this.verifyAgain = true;
+          await new Promise((r) => setTimeout(r, VERIFY_AGAIN_MS));
+        }
+      } while (this.verifyAgain);
+    } finally {
+      this.verifying = false;
     }
-    if (gen !== this.generation) return;
-    this.badge.dataset["state"] = report.sound ? "sound" : "problems";
-    if (report.sound) {
-      this.badge.className = "dv-badge dv-badge-ok";
-      this.badge.textContent = "✓ sound";
-      this.badge.title = "Every check of the archive passed";
-      return;
-    }
-    this.badge.className = "dv-badge dv-badge-bad";
-    this.badge.textContent = `✗ ${report.problems.length} problem${report.problems.length === 1 ? "" : "s"}`;
-    this.badge.onclick = () =>
-      this.host.dialog.open(
-        "Problems found by verify",
-        h(
-          "table",
-          { class: "dv-table" },
-          h("thead", null, h("tr", null, h("th", null, "kind"), h("th", null, "problem"))),
-          h(
-            "tbody",
-            null,
-            report.problems.slice(0, 500).map((p) => h("tr", null, h("td", { class: "dv-mono" }, fileText(p.kind, { max: 40 })), h("td", null, fileText(p.message, { max: 600 })))),
-          ),
-        ),
-      );
   }
+
+  private verifyFailed(e: unknown): void {
+    const x = explain(e, this.host.name);
+    this.badge.className = "dv-badge dv-badge-bad";
+    this.badge.textContent = "verify failed";
+    this.badge.dataset["state"] = "failed";
+    this.badge.onclick = () => this.host.dialog.open(x.title, h("p", null, x.hint), h("pre", { class: "dv-pre" }, fileText(x.message, { max: 4000 })));
+  }
+
+  /**
+   * The badge for the last verdict: sound or its problems, and the
+   * segments of the image shown that it did not cover yet (sealed since
+   * the image it verified), written only where they changed.
+   */
+  private paintVerdict(): void {
+    const v = this.verdict;
+    if (!v) return;
+    const { report } = v;
+    let pending = 0;
+    for (const k of segmentKeys(this.desc)) if (!v.segments.has(k)) pending++;
+    const current = v.generation === this.generation;
+    const set = (k: string, value: string) => {
+      if (this.badge.dataset[k] !== value) this.badge.dataset[k] = value;
+    };
+    set("state", report.sound ? "sound" : "problems");
+    set("pending", String(pending));
+    set("current", String(current));
+    set("verified", String(v.segments.size));
+    const more = pending > 0 ? ` · ${plural(pending, "new segment")} to verify` : "";
+    const cls = report.sound ? "dv-badge dv-badge-ok" : "dv-badge dv-badge-bad";
+    if (this.badge.className !== cls) this.badge.className = cls;
+    setText(this.badge, (report.sound ? "✓ sound" : `✗ ${plural(report.problems.length, "problem")}`) + more);
+    const title = report.sound
+      ? current
+        ? "Every check of the archive passed"
+        : `Every check passed for the ${plural(v.segments.size, "segment")} of an earlier image; the newest image is verified next`
+      : "Problems found by verify; click for the list";
+    if (this.badge.title !== title) this.badge.title = title;
+    this.badge.onclick = report.sound
+      ? null
+      : () =>
+          this.host.dialog.open(
+            "Problems found by verify",
+            h(
+              "table",
+              { class: "dv-table" },
+              h("thead", null, h("tr", null, h("th", null, "kind"), h("th", null, "problem"))),
+              h(
+                "tbody",
+                null,
+                report.problems.slice(0, 500).map((p) => h("tr", null, h("td", { class: "dv-mono" }, fileText(p.kind, { max: 40 })), h("td", null, fileText(p.message, { max: 600 })))),
+              ),
+            ),
+          );
+  }
+}
+
+/** A followed archive's newer image is verified this long after the last verify ended (ms). */
+const VERIFY_AGAIN_MS = 2000;
+/** ... and this long after it came, so that the plots' requests are ahead of verify in the worker (ms). */
+const VERIFY_AFTER_UPDATE_MS = 250;
+
+/**
+ * Every sealed segment of a description, keyed as the engine's caches
+ * key them: seq and the catalog's identity of the segment (rows, first
+ * and last ts, bytes), so a seq reused by a rewrite is another segment.
+ */
+function segmentKeys(desc: Description): Set<string> {
+  const out = new Set<string>();
+  for (const src of desc.sources)
+    for (const st of src.streams)
+      for (const g of st.segments) out.add(`${src.id}\u0000${st.name}\u0000${g.seq}\u0000${g.rows}\u0000${g.first_ts}\u0000${g.last_ts}\u0000${g.bytes}`);
+  return out;
 }
 
 // ---------------------------------------------------------------------------

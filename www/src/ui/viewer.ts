@@ -5,7 +5,7 @@ import { createEngine } from "../engine/client";
 import type { ArchiveHandle, Description, Engine, OpenMode } from "../engine/types";
 import { ArchiveView } from "./archive";
 import { type Child, FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace } from "./dom";
-import { type Explained, LoadError, explain } from "./errors";
+import { type Explained, LoadError, explain, isChanged } from "./errors";
 import { bytes, instant, type TimeZoneMode } from "./format";
 import { type FileSource, FileWatch, handlesOf, stampOf } from "./filewatch";
 import { fetchWithProgress, nameFromUrl, readFile } from "./load";
@@ -67,7 +67,22 @@ interface Getter {
   size?: number;
   /** Follow it: the engine revalidates it while the view is open. */
   follow?: boolean;
+  /**
+   * Followed: the newest image, read on from `failed` (an image the
+   * server stopped holding before its catalog was read) through the same
+   * page cache, with the pages it holds now; null when there is nothing
+   * newer.
+   */
+  resume?: (failed: ArchiveHandle) => Promise<{ handle: ArchiveHandle; units: number } | null>;
 }
+
+/**
+ * An interrupted open of a followed archive resumes on a newer image for
+ * as long as each attempt gets further (more pages held than after the
+ * one before); it gives up after this many attempts in a row that do not.
+ */
+const OPEN_STALLS = 4;
+
 
 type TabState =
   | { kind: "loading" }
@@ -304,6 +319,10 @@ export class Viewer {
           },
           bytes: () => Promise.reject(new LoadError(`${url} cannot be followed: its server does not answer range requests`)),
           follow: true,
+          resume: async (failed) => {
+            const r = await engine().follow(url, name, failed);
+            return r.unchanged ? null : { handle: r.handle, units: r.units };
+          },
         },
         init,
       );
@@ -341,23 +360,40 @@ export class Viewer {
       ({ handle, size } = opened);
     }
     let desc: Description;
+    // Followed, the image being read may go before its catalog is read (a
+    // writer faster than this reader, on a busy host): the open reads on
+    // from the newest image, keeping every page it read that the writer
+    // did not change, rather than starting over.
+    let units = -1;
+    let stalls = 0;
     for (let attempt = 1; ; attempt++) {
       try {
         desc = await handle.describe();
         break;
       } catch (e) {
-        void handle.close().catch(() => {});
-        // Followed, the image read may be replaced before the catalog is
-        // read (a busy writer): the newest one is opened instead.
-        const again = getter.follow && getter.lazy && attempt < 4 && typeof e === "object" && e !== null && (e as { kind?: unknown }).kind === "Changed";
-        if (!again) return this.fail(tab, e, size);
-        try {
-          const next = await getter.lazy!();
-          if (!next) return this.fail(tab, e, size);
-          handle = next;
-        } catch (e2) {
-          return this.fail(tab, e2, size);
+        const failed = handle;
+        if (!getter.resume || !isChanged(e)) {
+          void failed.close().catch(() => {});
+          return this.fail(tab, e, size);
         }
+        let next: { handle: ArchiveHandle; units: number } | null;
+        try {
+          next = await getter.resume(failed);
+        } catch (e2) {
+          next = null;
+          e = e2;
+        } finally {
+          void failed.close().catch(() => {});
+        }
+        if (!next) return this.fail(tab, e, size);
+        stalls = next.units > units ? 0 : stalls + 1;
+        units = next.units;
+        handle = next.handle;
+        if (stalls >= OPEN_STALLS) {
+          void handle.close().catch(() => {});
+          return this.fail(tab, e, size);
+        }
+        what.textContent = `The archive changed while it was read; reading on from its newest image (attempt ${attempt + 1})…`;
       }
     }
     if (!this.tabs.includes(tab)) {
