@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior, MAIN_DB};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 
 use crate::catalog::{CallerRow, Labels, WalRow};
 use crate::error::{Error, Result, SqlContext};
@@ -102,12 +102,6 @@ impl<'a> Transaction<'a> {
 
     /// Inserts a sealed segment at `seq`. Segments are immutable: a second
     /// insert at the same `(source, stream, seq)` is an error.
-    ///
-    /// The payload is written through an incremental blob handle into a
-    /// row inserted with a zero-filled blob of its length: bound as a
-    /// parameter, SQLite would copy it twice (the bound value, then the
-    /// record it assembles) before writing it to its pages. The pages hold
-    /// the same bytes either way.
     pub fn insert_segment(
         &self,
         source_id: i64,
@@ -115,34 +109,23 @@ impl<'a> Transaction<'a> {
         seq: i64,
         segment: &Segment,
     ) -> Result<()> {
-        let what = || format!("cannot insert segment {seq} of {stream:?}");
-        let len = i64::try_from(segment.bytes.len()).map_err(|_| Error::Invalid {
-            file: self.file.to_string(),
-            message: format!("{}: its payload is too large", what()),
-        })?;
         self.tx
-            .prepare_cached(
+            .execute(
                 "INSERT INTO segments(source_id, stream, seq, rows, first_ts, last_ts, bytes, caller_index)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, zeroblob(?7), ?8)",
-            )
-            .and_then(|mut stmt| {
-                stmt.execute(params![
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                params![
                     source_id,
                     stream,
                     seq,
                     segment.rows,
                     segment.first_ts,
                     segment.last_ts,
-                    len,
+                    segment.bytes,
                     segment.caller_index
-                ])
-            })
-            .ctx(self.file, &what())?;
-        let rowid = self.tx.last_insert_rowid();
-        self.tx
-            .blob_open(MAIN_DB, "segments", "bytes", rowid, false)
-            .and_then(|mut blob| blob.write_at(&segment.bytes, 0))
-            .ctx(self.file, &what())
+                ],
+            )
+            .ctx(self.file, &format!("cannot insert segment {seq} of {stream:?}"))?;
+        Ok(())
     }
 
     /// Appends WAL rows to one stream. A repeated `(stream, ts)` fails the insert.
@@ -250,71 +233,4 @@ pub(crate) fn canonical_uuid(text: &str) -> Option<String> {
     let parsed = uuid::Uuid::try_parse(text).ok()?;
     let canonical = parsed.hyphenated().to_string();
     (canonical.eq_ignore_ascii_case(text)).then_some(canonical)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::container::ArchiveMut;
-
-    fn segment(len: usize, caller_index: Option<Vec<u8>>) -> Segment {
-        Segment {
-            bytes: (0..len).map(|i| (i * 31 % 251) as u8).collect(),
-            rows: 3,
-            first_ts: 10,
-            last_ts: 12,
-            caller_index,
-        }
-    }
-
-    /// What `insert_segment` did before it wrote through a blob handle:
-    /// the reference its files must equal.
-    fn bound_insert(tx: &Transaction<'_>, source: i64, seq: i64, s: &Segment) {
-        tx.tx
-            .execute(
-                "INSERT INTO segments(source_id, stream, seq, rows, first_ts, last_ts, bytes, caller_index)
-                 VALUES (?1, 'm', ?2, ?3, ?4, ?5, ?6, ?7)",
-                params![source, seq, s.rows, s.first_ts, s.last_ts, s.bytes, s.caller_index],
-            )
-            .unwrap();
-    }
-
-    fn build(path: &std::path::Path, through_blob: bool) -> Vec<u8> {
-        let mut archive = ArchiveMut::create(path).unwrap();
-        let segments = [
-            segment(40, None),
-            segment(5_000, Some(vec![7; 300])),
-            segment((1 << 20) + 17, None),
-            segment(3 * 4096, Some(vec![1, 2, 3])),
-        ];
-        let tx = archive.transaction().unwrap();
-        let source = tx
-            .insert_source_with_uuid(&NewSource {
-                uuid: Some("00000000-0000-4000-8000-000000000001".into()),
-                ..NewSource::default()
-            })
-            .unwrap();
-        for (seq, s) in segments.iter().enumerate() {
-            match through_blob {
-                true => tx.insert_segment(source, "m", seq as i64, s).unwrap(),
-                false => bound_insert(&tx, source, seq as i64, s),
-            }
-        }
-        tx.commit().unwrap();
-        archive
-            .conn
-            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
-            .unwrap();
-        drop(archive);
-        std::fs::read(path).unwrap()
-    }
-
-    #[test]
-    fn a_segment_written_through_a_blob_handle_leaves_the_bytes_a_bound_one_does() {
-        let dir = tempfile::tempdir().unwrap();
-        let through_blob = build(&dir.path().join("blob.dendro"), true);
-        let bound = build(&dir.path().join("bound.dendro"), false);
-        assert!(through_blob.len() > 1 << 20);
-        assert!(through_blob == bound, "the files differ");
-    }
 }
