@@ -495,15 +495,7 @@ pub struct FrameReader<R> {
     offset: u64,
     skipped_unknown: u64,
     frames: u64,
-    /// The body of the frame being read, kept from frame to frame: a
-    /// catch-up is mostly 1 MiB `Segment` frames, and a fresh buffer for
-    /// each cost a page fault per 4 KiB of it.
-    body: Vec<u8>,
 }
-
-/// A body buffer grown past this for one large frame is given back after
-/// it, so one 64 MiB frame does not pin 64 MiB for the rest of a stream.
-const KEPT_BODY_BYTES: usize = 4 << 20;
 
 impl<R> std::fmt::Debug for FrameReader<R> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -548,13 +540,11 @@ impl<R: std::io::Read> FrameReader<R> {
             offset: PREAMBLE_BYTES as u64,
             skipped_unknown: 0,
             frames: 0,
-            body: Vec::new(),
         })
     }
 
     /// The next frame, `None` at a clean end of the stream.
     pub fn next_frame(&mut self) -> Result<Option<Frame>> {
-        use std::io::Read as _;
         loop {
             let start = self.offset;
             let fail = |problem| Error::Wire {
@@ -580,24 +570,17 @@ impl<R: std::io::Read> FrameReader<R> {
             if len > MAX_FRAME_BYTES {
                 return Err(fail(WireProblem::TooLong(len)));
             }
-            if self.body.capacity() > KEPT_BODY_BYTES {
-                self.body = Vec::new();
-            }
-            self.body.clear();
-            // `len` is at most MAX_FRAME_BYTES, checked above.
-            self.body.reserve(len as usize);
-            let got = (&mut self.input)
-                .take(u64::from(len))
-                .read_to_end(&mut self.body)
+            let mut body = vec![0u8; len as usize];
+            let got = read_full(&mut self.input, &mut body)
                 .map_err(|e| Error::io(&self.name, "cannot read a frame", e))?;
-            if got < len as usize {
+            if got < body.len() {
                 return Err(fail(WireProblem::Truncated {
-                    needed: 4 + len as usize,
+                    needed: 4 + body.len(),
                     got: 4 + got,
                 }));
             }
             self.offset += 4 + len as u64;
-            match Frame::decode_payload(self.body[0], &self.body[1..]).map_err(fail)? {
+            match Frame::decode_payload(body[0], &body[1..]).map_err(fail)? {
                 Some(frame) => {
                     self.frames += 1;
                     return Ok(Some(frame));
