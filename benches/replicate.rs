@@ -27,7 +27,9 @@
 //!
 //! `--mb N`, `--reps N` (catch-up repetitions, default 3), `--lag-secs N`
 //! (default 30), `--quick` (10 MB, 1 rep, 8 s of lag), `--only
-//! codec|catchup|lag`.
+//! codec|catchup|lag`. `--origin-out PATH` only builds the catch-up origin
+//! at PATH and stops, for profiling `dendro publish` and `dendro
+//! subscribe --from` on it outside the bench.
 
 mod common;
 #[path = "../tests/common/splitmix.rs"]
@@ -62,6 +64,7 @@ struct Args {
     reps: usize,
     lag_secs: u64,
     only: Option<String>,
+    origin_out: Option<std::path::PathBuf>,
 }
 
 fn args() -> Args {
@@ -70,6 +73,7 @@ fn args() -> Args {
         reps: 3,
         lag_secs: 30,
         only: None,
+        origin_out: None,
     };
     let mut it = std::env::args().skip(1);
     while let Some(arg) = it.next() {
@@ -79,6 +83,7 @@ fn args() -> Args {
             "--reps" => args.reps = value().parse().expect("--reps N"),
             "--lag-secs" => args.lag_secs = value().parse().expect("--lag-secs N"),
             "--only" => args.only = Some(value()),
+            "--origin-out" => args.origin_out = Some(value().into()),
             "--quick" => {
                 args.mb = 10.0;
                 args.reps = 1;
@@ -525,6 +530,15 @@ fn lag_figures(dir: &Path, secs: u64) {
 
 fn main() {
     let args = args();
+    if let Some(path) = &args.origin_out {
+        let bytes = build_origin(path, args.mb);
+        eprintln!(
+            "origin at {}: {:.1} MB of segments",
+            path.display(),
+            bytes as f64 / 1e6
+        );
+        return;
+    }
     let dir = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
     let wants = |part: &str| args.only.as_deref().is_none_or(|o| o == part);
     eprintln!("load average before: {}", load_average());

@@ -8,6 +8,8 @@
 mod bulk;
 mod handle;
 pub mod lazy;
+#[cfg(feature = "write")]
+pub(crate) mod place;
 pub mod pragmas;
 mod schema;
 mod sniff;

@@ -14,13 +14,11 @@ use std::path::{Path, PathBuf};
 use rusqlite::{Connection, OpenFlags};
 
 use super::handle::{lock_for_writing, sidecar_path};
+use super::place::{put_in_place, remove_if_present, remove_sidecars, sync_path, Replace};
 use crate::error::{Error, Result, SqlContext};
 
 /// What a staging file's name adds to the final one.
 pub const STAGING_SUFFIX: &str = ".catch-up-staging";
-
-/// Sidecars SQLite may leave beside a file it was writing.
-const SIDECARS: [&str; 3] = ["-wal", "-shm", "-journal"];
 
 /// The staging file of the archive that will be at `out`.
 pub fn staging_path(out: &Path) -> PathBuf {
@@ -39,22 +37,7 @@ pub fn discard_stale(out: &Path) -> Result<()> {
         drop(lock_for_writing(&staging, &file)?);
         remove_if_present(&staging, &file)?;
     }
-    for suffix in SIDECARS {
-        remove_if_present(&sidecar_path(&staging, suffix), &file)?;
-    }
-    Ok(())
-}
-
-fn remove_if_present(path: &Path, file: &str) -> Result<()> {
-    match std::fs::remove_file(path) {
-        Ok(()) => Ok(()),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(Error::io(
-            file,
-            &format!("cannot remove {}", path.display()),
-            e,
-        )),
-    }
+    remove_sidecars(&staging, &file)
 }
 
 /// Settings for the writing connection of a staging file: no journal
@@ -114,44 +97,10 @@ pub fn promote(staging: &Path, out: &Path) -> Result<()> {
             });
         }
     }
-    for suffix in SIDECARS {
-        remove_if_present(&sidecar_path(staging, suffix), &file)?;
-    }
-    sync_path(staging, &file)?;
-    move_into_place(staging, out, &file)?;
-    sync_path(&parent_dir(out), &file)
-}
-
-/// Gives the staging file its final name, never over a file that appeared
-/// there meanwhile: a hard link fails if the name is taken. Where links
-/// are not supported, a rename after checking the name is free.
-fn move_into_place(staging: &Path, out: &Path, file: &str) -> Result<()> {
-    let taken = || Error::Invalid {
-        file: out.display().to_string(),
-        message: "a file appeared at the replica's path during its catch-up; it was left alone"
-            .into(),
-    };
-    match std::fs::hard_link(staging, out) {
-        Ok(()) => remove_if_present(staging, file),
-        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(taken()),
-        Err(_) if std::fs::symlink_metadata(out).is_ok() => Err(taken()),
-        Err(_) => std::fs::rename(staging, out)
-            .map_err(|e| Error::io(file, &format!("cannot move it to {}", out.display()), e)),
-    }
-}
-
-fn parent_dir(path: &Path) -> PathBuf {
-    match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    }
-}
-
-/// fsync of a file, or of a directory (which makes a name durable).
-fn sync_path(path: &Path, file: &str) -> Result<()> {
-    std::fs::File::open(path)
-        .and_then(|f| f.sync_all())
-        .map_err(|e| Error::io(file, &format!("cannot sync {}", path.display()), e))
+    remove_sidecars(staging, &file)?;
+    // Fsynced again (the switch rewrote the header), linked to `out` only
+    // if nothing took that name meanwhile, the directory fsynced.
+    put_in_place(staging, out, Replace::Never, &file)
 }
 
 #[cfg(test)]
@@ -164,19 +113,6 @@ mod tests {
             staging_path(Path::new("d/r.dendro")),
             PathBuf::from("d/r.dendro.catch-up-staging")
         );
-        assert_eq!(parent_dir(Path::new("r.dendro")), PathBuf::from("."));
-    }
-
-    #[test]
-    fn a_staging_file_is_never_moved_over_an_existing_one() {
-        let dir = tempfile::tempdir().unwrap();
-        let (staging, out) = (dir.path().join("s"), dir.path().join("o"));
-        std::fs::write(&staging, b"staged").unwrap();
-        std::fs::write(&out, b"theirs").unwrap();
-        let err = move_into_place(&staging, &out, "s").unwrap_err();
-        assert!(err.to_string().contains("appeared"), "{err}");
-        assert_eq!(std::fs::read(&out).unwrap(), b"theirs");
-        assert_eq!(std::fs::read(&staging).unwrap(), b"staged");
     }
 
     #[test]

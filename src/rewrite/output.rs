@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::container::place::{put_in_place, remove_with_sidecars, Replace};
 use crate::container::{ArchiveMut, Transaction};
 use crate::error::{Error, Result, SqlContext};
 
@@ -65,7 +66,8 @@ impl Staged {
             .to_string_lossy()
             .into_owned();
         let temp = target.with_file_name(format!(".{name}.partial-{}", std::process::id()));
-        remove_with_sidecars(&temp);
+        // Left by an earlier run of this process id that did not finish.
+        remove_with_sidecars(&temp, &file)?;
         Ok(Staged {
             target: target.to_path_buf(),
             temp,
@@ -108,22 +110,13 @@ impl Staged {
             };
             removed.map_err(|e| Error::io(&file, "cannot remove the old output", e))?;
         }
-        // The old file's sidecars hold nothing (checked in `new`) but would
-        // sit beside the new file under its name.
-        if !self.temp.is_dir() {
-            for suffix in ["-wal", "-shm"] {
-                let _ = std::fs::remove_file(crate::container::sidecar_path(&self.target, suffix));
-            }
-        }
-        std::fs::rename(&self.temp, &self.target)
-            .map_err(|e| Error::io(&file, "cannot move the finished output into place", e))?;
-        self.finished = true;
-        if let Some(dir) = self.target.parent().filter(|d| !d.as_os_str().is_empty()) {
-            if let Ok(dir) = std::fs::File::open(dir) {
-                let _ = dir.sync_all();
-            }
-        }
-        Ok(())
+        // The old file's sidecars hold nothing (checked in `new`); they go
+        // with it.
+        let placed = put_in_place(&self.temp, &self.target, Replace::Allowed, &file);
+        // Once the rename is done the temporary name is gone, even if the
+        // directory's fsync failed after it.
+        self.finished = !self.temp.exists();
+        placed
     }
 }
 
@@ -133,16 +126,9 @@ impl Drop for Staged {
             if self.temp.is_dir() {
                 let _ = std::fs::remove_dir_all(&self.temp);
             } else {
-                remove_with_sidecars(&self.temp);
+                let _ = remove_with_sidecars(&self.temp, &self.file());
             }
         }
-    }
-}
-
-fn remove_with_sidecars(path: &Path) {
-    let _ = std::fs::remove_file(path);
-    for suffix in ["-wal", "-shm", "-journal"] {
-        let _ = std::fs::remove_file(crate::container::sidecar_path(path, suffix));
     }
 }
 

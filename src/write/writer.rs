@@ -18,7 +18,7 @@ use super::source::{SourceClock, SourceWriter};
 use super::thread::WriterThread;
 use super::wall_clock_ns;
 use crate::catalog::Labels;
-use crate::container::{create_file, open_streaming, staging, NewSource};
+use crate::container::{create_file, open_streaming, place, staging, NewSource};
 use crate::error::{Error, Result};
 use crate::segment::SegmentEncoder;
 
@@ -103,11 +103,8 @@ impl Writer {
         Writer::start(path, encoder, options, journal).inspect_err(|_| {
             // A file this call made and could not start writing is of no use
             // to anyone, and leaving it would make the retry fail as "exists".
-            for suffix in ["", "-wal", "-shm"] {
-                let mut name = path.as_os_str().to_os_string();
-                name.push(suffix);
-                let _ = std::fs::remove_file(PathBuf::from(name));
-            }
+            // The start's error is the one worth reporting.
+            let _ = place::remove_with_sidecars(path, &path.display().to_string());
         })
     }
 
