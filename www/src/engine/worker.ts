@@ -24,11 +24,11 @@
 import init, * as module from "../../pkg/dendro.js";
 import { Archive, decodingNow, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
-import { type PackedDescription, packDescription } from "./packing";
+import type { PackedDescription } from "./packing";
 import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fillPlan, primeCatalog, probeFollow, probeUrl } from "./sources";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
-import type { Description, EngineError, EngineErrorKind, RefusalDetail } from "./types";
+import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
 /**
  * Set only by scripts/bench-lazy.mjs (`self.__dendroTrace = true`, prepended
@@ -112,11 +112,6 @@ function archive(handle: number): Archive {
 /** What each method of an open archive runs: one typed entry per method of `Calls`. */
 const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"] } = {
   describe: (a) => {
-    if (openAsBefore) {
-      const d = a.describe() as Description;
-      mark("described");
-      return packDescription(d);
-    }
     const packed = a.describePacked() as PackedDescription;
     mark("described", { fetches: (a.lazyStats() as { fetches?: number } | null)?.fetches ?? 0 });
     return packed;
@@ -145,8 +140,9 @@ const OPEN_HEAD_BYTES = 64 << 10;
 
 /**
  * Set only by scripts/bench-lazy.mjs (`--open-as-before`), to measure the
- * open as it was before the head read: no head read, the 16 KiB probe. The
- * page never sets it.
+ * open as it was before the head read and the warm-up: no head read, the
+ * 16 KiB probe, no warm-up, the decoder started at the open. The page
+ * never sets it.
  */
 const openAsBefore = (self as { __dendroOpenAsBefore?: boolean }).__dendroOpenAsBefore === true;
 const headBytes = openAsBefore ? 0 : OPEN_HEAD_BYTES;
