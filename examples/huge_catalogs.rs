@@ -159,9 +159,10 @@ fn labels_1m(path: &Path) {
     });
 }
 
-/// Times the whole-span envelope of the 100,000 segments, exact and
-/// within the viewer's budget, alternating, each with no footer read
-/// before it; prints each run's time and what it read.
+/// Times listing the 100,000 segments' catalog rows and describe, then the
+/// whole-span envelope, exact and within the viewer's budget, alternating,
+/// each with no footer read before it; prints each run's time and what it
+/// read.
 fn time_first_plot(path: &Path) {
     use dendro::read::envelope::{
         decode_for_range, read_range_bounded, RangeRequest, VIEWER_SEGMENT_BUDGET,
@@ -178,6 +179,23 @@ fn time_first_plot(path: &Path) {
         max_points: Some(1_000),
         rates: None,
     };
+    // What listing the catalog costs before any envelope: the rows alone
+    // (`all_segments`), and describe (the rows filed per stream).
+    for _ in 0..3 {
+        let t = std::time::Instant::now();
+        let rows = archive
+            .read_snapshot(|s| s.all_segments())
+            .expect("list")
+            .len();
+        let listed = t.elapsed().as_secs_f64() * 1e3;
+        let t = std::time::Instant::now();
+        dendro::read::describe(&archive).expect("describe");
+        let described = t.elapsed().as_secs_f64() * 1e3;
+        println!(
+            "listing {rows} rows: {listed:.0} ms ({:.2} us a row); describe {described:.0} ms",
+            listed * 1e3 / rows as f64
+        );
+    }
     for budget in [
         None,
         Some(VIEWER_SEGMENT_BUDGET),

@@ -27,7 +27,8 @@
 // Prints a JSON summary of medians on stdout; progress on stderr.
 //
 //   node scripts/bench-lazy.mjs [--runs N] [--skip open,memory,decode,http] [--sizes 100,1024,5120] [--json-out FILE]
-//                               [--baseline | --no-ranges]
+//                               [--baseline | --no-ranges | --open-as-before] [--steps]
+//                               [--overview-only] [--files A.dendro,B.dendro]
 
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
@@ -35,6 +36,7 @@ import { writeFile, mkdir } from "node:fs/promises";
 import { request as httpRequest, createServer } from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
+import { attachDevtools, WASM_MEMORY_HOOK } from "./lib/devtools.mjs";
 import { bundleEngine, launch, root } from "./lib/engine-page.mjs";
 import { startServer } from "../www/tests/server.mjs";
 
@@ -50,6 +52,17 @@ const baseline = args.includes("--baseline");
 // --no-ranges: payloads read through SQLite and no footer prefetch (as
 // before payloads were read by range), through the same build.
 const noRanges = args.includes("--no-ranges");
+// --open-as-before: the open as before the head read and the warm-up (no
+// head read, the 16 KiB probe, no warm-up, the decoder started at the
+// open), through the same build. (Up to c4635e1 it also described through
+// one object per segment, packed in JS: DESIGN.md "The open, step by step".)
+const openAsBefore = args.includes("--open-as-before");
+// --overview-only: an open run ends at the overview (no first plot waited for).
+const overviewOnly = args.includes("--overview-only");
+// --files A,B: open runs of these archives too (by path), after the sizes.
+const extraFiles = (opt("--files") ?? "").split(",").filter(Boolean);
+// --steps: print each open's steps (the engine worker's trace) as it runs.
+const showSteps = args.includes("--steps");
 const log = (...m) => console.error("bench-lazy:", ...m);
 
 const DIST = join(root, "www/dist");
@@ -90,6 +103,7 @@ const archive = (mb) => {
   return path;
 };
 const paths = Object.fromEntries(sizes.map((mb) => [mb, archive(mb)]));
+for (const f of extraFiles) paths[f.split("/").pop()] = f;
 const biggest = Math.max(...sizes);
 
 const median = (xs) => {
@@ -151,7 +165,7 @@ async function waitSeen(page, timeout = 120_000) {
   for (;;) {
     const seen = await page.evaluate(() => window.__watch.seen);
     if (seen.error) throw new Error(`the viewer says: ${seen.error}`);
-    if (seen.overview && seen.plot) return seen;
+    if (seen.overview && (seen.plot || overviewOnly)) return seen;
     if (Date.now() - t0 > timeout) throw new Error(`timed out: ${JSON.stringify(seen)}`);
     await sleep(25);
   }
@@ -201,13 +215,14 @@ async function dropFile(page, path) {
  * hook (their wasm memories can then be found) and the baseline switch.
  */
 async function hookWorkers(context, { memory = false } = {}) {
-  if (!memory && !baseline && !noRanges) return;
   await context.route(/\/(worker|decoder)\.js(\?.*)?$/, async (route) => {
     const res = await route.fetch();
     const head = [
       memory ? 'import "/bench-hook/wasm-memory.js";' : "",
+      "self.__dendroTrace = true;",
       baseline ? "self.__dendroLazyBaseline = true;" : "",
       noRanges ? "self.__dendroNoRanges = true;" : "",
+      openAsBefore ? "self.__dendroOpenAsBefore = true;" : "",
     ].join("\n");
     await route.fulfill({ response: res, body: `${head}\n${await res.text()}` });
   });
@@ -217,48 +232,7 @@ async function hookWorkers(context, { memory = false } = {}) {
 // DevTools: heaps of page and worker, and the worker's wasm memory
 
 /** A worker module that notes the memory of any WebAssembly instance it creates. */
-const HOOK = {
-  "wasm-memory.js": `const note = (r) => {
-  const exports = (r.instance ?? r).exports ?? {};
-  for (const v of Object.values(exports)) if (v instanceof WebAssembly.Memory) (self.__wasmMemories ??= new Set()).add(v);
-  return r;
-};
-const instantiate = WebAssembly.instantiate;
-const streaming = WebAssembly.instantiateStreaming;
-WebAssembly.instantiate = (...a) => instantiate.apply(WebAssembly, a).then(note);
-if (streaming) WebAssembly.instantiateStreaming = (...a) => streaming.apply(WebAssembly, a).then(note);
-`,
-};
-
-async function attachDevtools(context, page) {
-  const cdp = await context.newCDPSession(page);
-  const workers = [];
-  const waiting = new Map();
-  let next = 1;
-  cdp.on("Target.attachedToTarget", (e) => {
-    if (e.targetInfo.type === "worker") workers.push(e.sessionId);
-  });
-  cdp.on("Target.detachedFromTarget", (e) => {
-    const i = workers.indexOf(e.sessionId);
-    if (i >= 0) workers.splice(i, 1);
-  });
-  cdp.on("Target.receivedMessageFromTarget", (e) => {
-    const m = JSON.parse(e.message);
-    const w = m.id !== undefined ? waiting.get(m.id) : undefined;
-    if (!w) return;
-    waiting.delete(m.id);
-    if (m.error) w.reject(new Error(m.error.message));
-    else w.resolve(m.result);
-  });
-  await cdp.send("Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
-  const inWorker = (sessionId, method, params = {}) =>
-    new Promise((resolve, reject) => {
-      const id = next++;
-      waiting.set(id, { resolve, reject });
-      cdp.send("Target.sendMessageToTarget", { sessionId, message: JSON.stringify({ id, method, params }) }).catch(reject);
-    });
-  return { cdp, workers, inWorker };
-}
+const HOOK = { "wasm-memory.js": WASM_MEMORY_HOOK };
 
 /** JS heap of the page and of every worker (engine and decoder), and their wasm memories. */
 async function memorySample({ cdp, workers, inWorker }) {
@@ -280,13 +254,35 @@ async function memorySample({ cdp, workers, inWorker }) {
 // ---------------------------------------------------------------------------
 // The runs
 
+/**
+ * Where an open's time went, from the engine worker's trace (worker.ts
+ * `mark`): each step's time after the drop, in ms (negative: before it).
+ */
+async function openSteps(page, t0, seen) {
+  const origin = await page.evaluate(() => performance.timeOrigin);
+  const drop = origin + t0;
+  const worker = page.workers().find((w) => /\/worker\.js/.test(w.url()));
+  const log = worker ? await worker.evaluate(() => self.__dendroTraceLog ?? []).catch(() => []) : [];
+  const steps = {};
+  let prefetch = 0;
+  for (const e of log) {
+    const at = Math.round((e.at - drop) * 10) / 10;
+    if (e.what === "prefetch") steps[`prefetch ${++prefetch} (${e.ranges} reads, ${Math.round(e.bytes / 1024)} KiB)`] = at;
+    else if (!(e.what in steps)) steps[e.what] = at;
+  }
+  steps["overview on screen"] = Math.round((seen.overview.t - t0) * 10) / 10;
+  return steps;
+}
+
 async function openRuns(browser, server, mb) {
   const out = [];
   for (let i = 0; i < runs; i++) {
     const { context, page, problems } = await viewerPage(browser, `${server.url}/index.html`);
     const t0 = await dropFile(page, paths[mb]);
     const seen = await waitSeen(page);
-    out.push({ overview_ms: seen.overview.t - t0, plot_ms: seen.plot.t - t0, mode: seen.mode, status: seen.status });
+    const steps = await openSteps(page, t0, seen);
+    if (showSteps) log(`${mb} MB steps (ms after the drop): ${JSON.stringify(steps)}`);
+    out.push({ overview_ms: seen.overview.t - t0, plot_ms: seen.plot ? seen.plot.t - t0 : null, mode: seen.mode, status: seen.status, steps });
     if (problems.length) log(`${mb} MB: ${problems.join("; ")}`);
     await context.close();
   }
@@ -427,16 +423,17 @@ async function httpRuns(browser, mb) {
       const seen = await waitSeen(page);
       await sleep(300);
       const before = proxy.log.filter((e) => e.start <= seen.overview.wall);
-      const toPlot = proxy.log.filter((e) => e.start <= seen.plot.wall);
+      // With --overview-only there is no plot to count to.
+      const toPlot = seen.plot ? proxy.log.filter((e) => e.start <= seen.plot.wall) : [];
       out.push({
         mode: seen.mode,
         overview_ms: seen.overview.t,
-        plot_ms: seen.plot.t,
+        plot_ms: seen.plot?.t ?? null,
         requests_to_overview: before.length,
         bytes_to_overview: before.reduce((n, e) => n + e.bytes, 0),
-        requests_to_plot: toPlot.length,
-        bytes_to_plot: toPlot.reduce((n, e) => n + e.bytes, 0),
-        first_request_to_plot_ms: proxy.log.length ? seen.plot.wall - proxy.log[0].start : null,
+        requests_to_plot: seen.plot ? toPlot.length : null,
+        bytes_to_plot: seen.plot ? toPlot.reduce((n, e) => n + e.bytes, 0) : null,
+        first_request_to_plot_ms: seen.plot && proxy.log.length ? seen.plot.wall - proxy.log[0].start : null,
         status: seen.status,
       });
       if (problems.length) log(`http: ${problems.join("; ")}`);
@@ -459,6 +456,7 @@ const result = {
   runs,
   baseline,
   no_ranges: noRanges,
+  open_as_before: openAsBefore,
   when: new Date().toISOString(),
   load_before: loadavg().map((l) => Math.round(l * 100) / 100),
   file_bytes: Object.fromEntries(sizes.map((mb) => [mb, statSync(paths[mb]).size])),
@@ -475,7 +473,7 @@ const server = await startServer({ root: DIST, mounts: { "/bench-hook/": hookDir
 const raw = {};
 try {
   if (!skip.has("open"))
-    for (const mb of sizes) {
+    for (const mb of [...sizes, ...extraFiles.map((f) => f.split("/").pop())]) {
       log(`drop-to-overview ${mb} MB (${runs} fresh pages)`);
       raw[`open_${mb}`] = await openRuns(browser, server, mb);
     }
@@ -501,14 +499,15 @@ try {
 }
 
 const summary = { ...result, load_after: loadavg().map((l) => Math.round(l * 100) / 100) };
-for (const mb of sizes) {
+for (const mb of [...sizes, ...extraFiles.map((f) => f.split("/").pop())]) {
   const o = raw[`open_${mb}`];
   if (o)
-    summary[`open_${mb}mb`] = {
+    summary[typeof mb === "number" ? `open_${mb}mb` : `open_${mb}`] = {
       mode: o[0]?.mode,
       overview_ms: median(o.map((r) => r.overview_ms)),
       overview_ms_all: o.map((r) => Math.round(r.overview_ms)),
       first_plot_ms: median(o.map((r) => r.plot_ms)),
+      steps_ms: Object.fromEntries(Object.keys(o[0]?.steps ?? {}).map((k) => [k, median(o.map((r) => r.steps?.[k]))])),
       plot_status: o[0]?.status,
       target_overview_ms: 300,
     };

@@ -36,6 +36,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import { mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { attachDevtools as devtools, WASM_MEMORY_HOOK } from "./lib/devtools.mjs";
 import { launch, root } from "./lib/engine-page.mjs";
 import { startServer } from "../www/tests/server.mjs";
 
@@ -352,52 +353,12 @@ const TRACE_CATEGORIES = [
 // Memory: the same cold drop, sampled through the DevTools protocol
 
 /**
- * A DevTools session on the page that also reaches its dedicated workers
- * (attached without flattening, so messages go through this session).
- */
-async function devtools(context, page) {
-  const cdp = await context.newCDPSession(page);
-  const workers = [];
-  const waiting = new Map();
-  let next = 1;
-  cdp.on("Target.attachedToTarget", (e) => {
-    if (e.targetInfo.type === "worker") workers.push(e.sessionId);
-  });
-  cdp.on("Target.receivedMessageFromTarget", (e) => {
-    const m = JSON.parse(e.message);
-    const w = m.id !== undefined ? waiting.get(m.id) : undefined;
-    if (!w) return;
-    waiting.delete(m.id);
-    if (m.error) w.reject(new Error(`${m.error.message}`));
-    else w.resolve(m.result);
-  });
-  await cdp.send("Target.setAutoAttach", { autoAttach: true, waitForDebuggerOnStart: false, flatten: false });
-  const inWorker = (sessionId, method, params = {}) =>
-    new Promise((resolve, reject) => {
-      const id = next++;
-      waiting.set(id, { resolve, reject });
-      cdp.send("Target.sendMessageToTarget", { sessionId, message: JSON.stringify({ id, method, params }) }).catch(reject);
-    });
-  return { cdp, workers, inWorker };
-}
-
-/**
  * The page's worker, loaded for the memory figures: worker.js behind a
  * module that notes the memory of any WebAssembly instance it creates as
- * self.__wasmMemory. (Looking the memory up with Runtime.queryObjects
- * instead crashed the renderer now and then when it ran during the open.)
+ * self.__wasmMemory (scripts/lib/devtools.mjs).
  */
 const HOOK = {
-  "wasm-memory.js": `const note = (r) => {
-  const exports = (r.instance ?? r).exports ?? {};
-  for (const v of Object.values(exports)) if (v instanceof WebAssembly.Memory) self.__wasmMemory = v;
-  return r;
-};
-const instantiate = WebAssembly.instantiate;
-const streaming = WebAssembly.instantiateStreaming;
-WebAssembly.instantiate = (...a) => instantiate.apply(WebAssembly, a).then(note);
-if (streaming) WebAssembly.instantiateStreaming = (...a) => streaming.apply(WebAssembly, a).then(note);
-`,
+  "wasm-memory.js": WASM_MEMORY_HOOK,
   "worker.js": `import "./wasm-memory.js";\nimport "/worker.js";\n`,
 };
 

@@ -59,6 +59,38 @@ await test("open transfers the buffer and describe has BigInt timestamps", async
   engine.terminate();
 });
 
+await test("describe packed in the engine unpacks to the module's own describe, for every fixture", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  // Deep equality that tells BigInt from number and ignores key order.
+  const same = (a, b, at) => {
+    if (typeof a !== typeof b) throw new Error(`${at}: ${typeof a} against ${typeof b}`);
+    if (a === null || typeof a !== "object") {
+      check(a === b || (Number.isNaN(a) && Number.isNaN(b)), `${at}: ${String(a)} against ${String(b)}`);
+      return;
+    }
+    check(Array.isArray(a) === Array.isArray(b), `${at}: array against object`);
+    const ka = Object.keys(a).sort();
+    const kb = Object.keys(b).sort();
+    check(ka.join() === kb.join(), `${at}: keys ${ka} against ${kb}`);
+    for (const k of ka) same(a[k], b[k], `${at}.${k}`);
+  };
+  const pkg = await window.rawEngine();
+  const engine = window.createEngine();
+  let segments = 0;
+  for (const name of ["a0_empty", "a_single_sealed", "b_multi_source", "g_caller_index", "h_negative_ts", "k_replication_b_applied"]) {
+    const buf = await (await fetch(`/fixtures/${name}.dendro`)).arrayBuffer();
+    const raw = pkg.Archive.open(new Uint8Array(buf), name);
+    const want = raw.describe();
+    raw.free();
+    const h = await engine.open(buf, name);
+    same(await h.describe(), want, name);
+    for (const s of want.sources) for (const st of s.streams) segments += st.segments.length;
+    await h.close();
+  }
+  check(segments > 10, `the fixtures hold segments to compare (${segments})`);
+  engine.terminate();
+});
+
 await test("reserved metadata arrives parsed, timestamps exact, and verify counts covered rows", async () => {
   const check = (ok, what) => { if (!ok) throw new Error(what); };
   const engine = window.createEngine();

@@ -889,6 +889,46 @@ mod tests {
     }
 
     #[test]
+    fn every_segment_is_listed_in_key_order_whatever_order_the_rows_were_written_in() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(crate::container::SCHEMA_SQL).unwrap();
+        // Rowids ascend in writing order; the keys do not. Stream names
+        // compare as SQLite's BINARY collation does (bytes): 'B' < 'a' < 'é'.
+        conn.execute_batch(
+            "PRAGMA foreign_keys = OFF;
+             INSERT INTO segments VALUES
+               (2, 'a', 1, 1, 0, 0, x'00', NULL), (1, 'é', 3, 1, 0, 0, x'00', NULL),
+               (1, 'a', 10, 1, 0, 0, x'00', NULL), (1, 'a', 2, 1, 0, 0, x'0000', x'01'),
+               (1, 'B', 7, 1, 0, 0, x'00', NULL), (-4, 'z', -1, 1, 0, 0, x'00', NULL),
+               (1, 'a', -5, 1, 0, 0, x'00', NULL);",
+        )
+        .unwrap();
+        let snapshot = Snapshot {
+            conn: &conn,
+            file: "t",
+            shape: crate::container::CatalogShape::CURRENT,
+        };
+        let listed: Vec<(i64, String, i64)> = snapshot
+            .all_segments()
+            .unwrap()
+            .into_iter()
+            .map(|r| (r.source_id, r.stream, r.seq))
+            .collect();
+        let mut sorted = listed.clone();
+        sorted.sort();
+        assert_eq!(listed, sorted, "key order, streams by their bytes");
+        assert_eq!(listed.len(), 7);
+        assert_eq!(listed[0], (-4, "z".to_string(), -1));
+        assert_eq!(listed[2], (1, "a".to_string(), -5));
+        // The payload's length and the caller index's presence come along.
+        let records = snapshot.all_segments().unwrap();
+        assert!(records
+            .iter()
+            .any(|r| r.caller_index && r.bytes == 2 && r.seq == 2));
+        assert_eq!(records.iter().filter(|r| r.caller_index).count(), 1);
+    }
+
+    #[test]
     fn the_live_floor_is_one_past_the_watermark_and_everything_without_one() {
         assert_eq!(live_floor(None), Some(i64::MIN));
         assert_eq!(live_floor(Some(41)), Some(42));

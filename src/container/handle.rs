@@ -524,20 +524,8 @@ pub(crate) fn create_file(path: &Path) -> Result<()> {
         _ => Error::sqlite(&file, "cannot create", e),
     })?;
     // page_size and auto_vacuum take effect only before the first table.
-    conn.execute_batch(&format!(
-        "PRAGMA page_size = {page};
-         PRAGMA auto_vacuum = INCREMENTAL;
-         PRAGMA journal_mode = WAL;
-         PRAGMA synchronous = FULL;
-         BEGIN;
-         PRAGMA application_id = {app};
-         PRAGMA user_version = {version};
-         {schema}
-         COMMIT;",
-        page = super::PAGE_SIZE,
-        app = super::APPLICATION_ID as i32,
-        version = super::SCHEMA_VERSION,
-        schema = super::SCHEMA_SQL,
+    conn.execute_batch(&super::schema::layout_sql(
+        "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;",
     ))
     .ctx(&file, "cannot lay down the catalog")?;
     conn.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))

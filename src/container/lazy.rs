@@ -247,6 +247,35 @@ impl<S: ByteSource> LazyFile<S> {
         Ok(want)
     }
 
+    /// Fetches the file's first `bytes` (at most a quarter of the cache's
+    /// budget, whole blocks, never past the end) in one source read and
+    /// keeps them, unless the first block is held already. Why: opening an
+    /// archive reads the header, then the schema, then each b-tree's root
+    /// page, and an auto-vacuum file keeps every root page right after
+    /// the schema; read one miss at a time, these are a few synchronous
+    /// reads, and a catalog prefetch started without its roots cached
+    /// spends an asynchronous round on them. A failure stops the file, as
+    /// in [`LazyFile::read`].
+    pub fn read_head(&mut self, bytes: u64) -> Result<(), SourceFailure> {
+        if let Some(failed) = &self.failed {
+            return Err(failed.clone());
+        }
+        let block_bytes = self.cache.block_bytes();
+        let cap = (self.cache.budget() as u64 / 4).max(block_bytes);
+        let want = bytes.min(cap).div_ceil(block_bytes) * block_bytes;
+        let want = want.min(self.len);
+        if want == 0 || self.cache.contains(0) {
+            return Ok(());
+        }
+        let mut data = vec![0u8; want as usize];
+        if let Err(failure) = self.source.read_exact_at(0, &mut data) {
+            self.failed = Some(failure.clone());
+            return Err(failure);
+        }
+        self.prime(0, &data);
+        Ok(())
+    }
+
     /// A prefetch of the b-trees rooted at `roots` (page numbers), or
     /// `None` when the header is not cached yet or SQLite's page size is
     /// not the cache's block size. It may add up to half the cache's

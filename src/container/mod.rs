@@ -25,6 +25,8 @@ pub use handle::ArchiveMut;
 #[cfg(feature = "write")]
 pub(crate) use handle::{create_file, open_streaming, sidecar_path};
 pub use handle::{Archive, Snapshot};
+#[cfg(target_arch = "wasm32")]
+pub(crate) use schema::warm_up_archive;
 pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
 #[cfg(not(target_arch = "wasm32"))]
 pub use sniff::sniff;

@@ -52,6 +52,30 @@ CREATE TABLE caller_rows(
 CREATE INDEX caller_rows_by_time ON caller_rows(source_id, stream, ts);
 ";
 
+/// The statements that lay an empty archive down on a fresh connection:
+/// geometry (page size and auto-vacuum, which take effect only before the
+/// first table), then `settings` (a writer's journal and sync pragmas, or
+/// nothing), then the stamps and the catalog in one transaction. The writer
+/// creates archives with it; the browser engine lays an empty one down in
+/// memory to warm itself up with (`src/wasm/mod.rs`).
+#[cfg(any(feature = "write", target_arch = "wasm32", test))]
+pub(crate) fn layout_sql(settings: &str) -> String {
+    format!(
+        "PRAGMA page_size = {page};
+         PRAGMA auto_vacuum = INCREMENTAL;
+         {settings}
+         BEGIN;
+         PRAGMA application_id = {app};
+         PRAGMA user_version = {version};
+         {schema}
+         COMMIT;",
+        page = super::PAGE_SIZE,
+        app = super::APPLICATION_ID as i32,
+        version = super::SCHEMA_VERSION,
+        schema = SCHEMA_SQL,
+    )
+}
+
 /// The tables a file must hold to be read as an archive.
 pub const CATALOG_TABLES: [&str; 5] =
     ["sources", "segments", "wal", "clock_offsets", "caller_rows"];
@@ -279,4 +303,46 @@ fn index_keys(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<IndexKeys>> {
         }
     }
     Ok(out.into_iter().map(|(_, index)| index).collect())
+}
+
+/// The bytes of a small archive laid down in memory (a rollback-journal
+/// file, as a serialized database is): one source and three catalog rows
+/// whose payloads are zeros that spill to overflow pages, as a segment's
+/// do. The browser engine opens it once to warm itself up before the
+/// first archive is dropped; only its catalog is read, never a payload.
+#[cfg(any(target_arch = "wasm32", test))]
+pub(crate) fn warm_up_archive() -> rusqlite::Result<Vec<u8>> {
+    let mut conn = rusqlite::Connection::open_in_memory()?;
+    conn.execute_batch(&layout_sql(""))?;
+    conn.execute_batch(
+        "INSERT INTO sources(id, labels, metadata, clock_anchor_wall_ns) VALUES (1, '{}', '{}', 0);
+         INSERT INTO segments VALUES
+           (1, 'warm-up', 1, 1, 0, 0, zeroblob(8000), NULL),
+           (1, 'warm-up', 2, 1, 1, 1, zeroblob(8000), NULL),
+           (1, 'warm-up', 3, 1, 2, 2, zeroblob(8000), NULL);",
+    )?;
+    let bytes = conn.serialize(rusqlite::MAIN_DB)?.to_vec();
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod layout_tests {
+    #[test]
+    fn the_warm_up_archive_opens_and_describes_as_laid_down() {
+        let bytes = super::warm_up_archive().expect("laid down");
+        let archive = crate::container::Archive::from_reader("warm-up", &bytes[..], bytes.len())
+            .expect("opens");
+        let d = crate::read::describe(&archive).expect("describes");
+        assert_eq!(d.schema_version, crate::container::SCHEMA_VERSION);
+        assert_eq!(d.sources.len(), 1);
+        let stream = &d.sources[0].streams[0];
+        assert_eq!(
+            (stream.name.as_str(), stream.segments.len()),
+            ("warm-up", 3)
+        );
+        assert!(stream.segments.iter().all(|s| s.bytes == 8000));
+        // The geometry an archive has: 4 KiB pages, pointer-map pages.
+        assert_eq!(u16::from_be_bytes([bytes[16], bytes[17]]), 4096);
+        assert_ne!(&bytes[52..56], &[0, 0, 0, 0]);
+    }
 }

@@ -177,11 +177,21 @@ impl JsArchive {
     /// decoded. `http` tunes the read-ahead for a network source. `read`
     /// throws an `Error` with `kind` "Changed" when the file is no longer
     /// the one opened; every later read of the archive then fails with
-    /// that kind.
+    /// that kind. `headBytes` (optional) of the file's start are read
+    /// first in one read: the header, the schema and the catalog's root
+    /// pages that follow it, for a catalog prefetch to start from.
     #[wasm_bindgen(js_name = openLazy)]
-    pub fn open_lazy(source: JsValue, name: &str, http: bool) -> JsResult<JsArchive> {
+    pub fn open_lazy(
+        source: JsValue,
+        name: &str,
+        http: bool,
+        head_bytes: Option<f64>,
+    ) -> JsResult<JsArchive> {
         console_error_panic_hook::set_once();
-        let (archive, file) = vfs::open(name, source, http).map_err(fail)?;
+        let head = head_bytes
+            .filter(|b| b.is_finite() && *b > 0.0)
+            .map_or(0, |b| b as u64);
+        let (archive, file) = vfs::open(name, source, http, head).map_err(fail)?;
         let weight = file.borrow().len().min(LAZY_CACHE_WEIGHT);
         let id = opened(weight);
         Ok(JsArchive {
@@ -339,6 +349,16 @@ impl JsArchive {
     pub fn describe(&self) -> JsResult<JsValue> {
         let d = crate::read::describe(&self.archive).map_err(fail)?;
         Ok(convert::description(&d))
+    }
+
+    /// `describe`, shaped for the trip to the page: every segment in one
+    /// typed array per field (`PackedDescription` of
+    /// www/src/engine/packing.ts, which the client unpacks), built here
+    /// instead of as one object per segment first.
+    #[wasm_bindgen(js_name = describePacked)]
+    pub fn describe_packed(&self) -> JsResult<JsValue> {
+        let d = crate::read::describe(&self.archive).map_err(fail)?;
+        Ok(convert::packed_description(&d))
     }
 
     /// The columns of the stream's first sealed segment, from its footer;
@@ -912,6 +932,22 @@ fn cached(
     let batches = load()?;
     CACHE.with(|c| c.borrow_mut().keep_decoded(key, Arc::clone(&batches)));
     Ok(batches)
+}
+
+/// The bytes of a small archive laid down in memory (one source, three
+/// catalog rows, payloads never read). The worker opens
+/// them in place once when it starts, before any archive is dropped: the
+/// first open otherwise pays for compiling the code it runs (SQLite's open
+/// and queries, the in-place reader, describe), a hundred milliseconds
+/// and more of a drop-to-overview.
+#[wasm_bindgen(js_name = warmUpArchive)]
+pub fn warm_up_archive() -> JsResult<Vec<u8>> {
+    crate::container::warm_up_archive().map_err(|e| {
+        fail(Error::Invalid {
+            file: "the warm-up archive".into(),
+            message: format!("cannot lay it down in memory: {e}"),
+        })
+    })
 }
 
 /// Turns the in-place reader's walk hints ([`crate::container::lazy::expect_walk`])

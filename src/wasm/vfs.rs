@@ -121,9 +121,16 @@ fn failure_of(thrown: JsValue) -> SourceFailure {
 }
 
 /// Opens `source` as an archive read in place, `http` choosing the
-/// read-ahead for a network source over a local one. Returns the archive
-/// and its lazy file (for traffic counters).
-pub(crate) fn open(name: &str, source: JsValue, http: bool) -> Result<(Archive, SharedFile)> {
+/// read-ahead for a network source over a local one. `head_bytes` of the
+/// file's start are fetched first in one read (the header, the schema and
+/// the catalog's root pages; see [`LazyFile::read_head`]), 0 for none.
+/// Returns the archive and its lazy file (for traffic counters).
+pub(crate) fn open(
+    name: &str,
+    source: JsValue,
+    http: bool,
+    head_bytes: u64,
+) -> Result<(Archive, SharedFile)> {
     register()?;
     let config = if http {
         LazyConfig::HTTP
@@ -132,14 +139,13 @@ pub(crate) fn open(name: &str, source: JsValue, http: bool) -> Result<(Archive, 
     };
     let source = JsSource::new(name, source)?;
     let file: SharedFile = Rc::new(RefCell::new(LazyFile::new(source, config)));
+    let failed = |cause| Error::Source {
+        file: name.to_string(),
+        cause,
+    };
+    file.borrow_mut().read_head(head_bytes).map_err(failed)?;
     let mut header = vec![0u8; HEADER_BYTES];
-    let n = file
-        .borrow_mut()
-        .read(&mut header, 0)
-        .map_err(|cause| Error::Source {
-            file: name.to_string(),
-            cause,
-        })?;
+    let n = file.borrow_mut().read(&mut header, 0).map_err(failed)?;
     header.truncate(n);
     let path = NEXT_PATH.with(|p| {
         let id = p.get();

@@ -382,3 +382,74 @@ fn a_prefetch_plan_leaves_out_held_blocks_and_keeps_to_a_quarter_of_the_budget()
         vec![(6 * GIB - PAGE, PAGE)]
     );
 }
+
+#[test]
+fn the_head_is_read_in_one_read_and_then_costs_nothing() {
+    let mut file = six_gib(LazyConfig::LOCAL_FILE);
+    // 10 bytes past a block boundary: rounded up to whole blocks.
+    file.read_head(16 * PAGE + 10).expect("head");
+    assert_eq!(file.source.reads, vec![(0, 17 * PAGE as usize)]);
+    for offset in [0, 100, 5 * PAGE + 7, 16 * PAGE] {
+        let got = read(&mut file, offset, 1000);
+        let mut want = expected(offset, 1000);
+        if offset == 0 {
+            (want[18], want[19]) = (1, 1);
+        }
+        assert_eq!(got, want, "at {offset}");
+    }
+    assert_eq!(file.source.reads.len(), 1, "every read served by the head");
+    // Held already: a second head read fetches nothing.
+    file.read_head(64 << 10).expect("head");
+    assert_eq!(file.source.reads.len(), 1);
+}
+
+#[test]
+fn the_head_keeps_to_a_quarter_of_the_budget_and_the_file() {
+    let mut file = six_gib(LazyConfig::LOCAL_FILE);
+    file.read_head(1 << 40).expect("head");
+    assert_eq!(
+        file.source.reads,
+        vec![(0, LazyConfig::LOCAL_FILE.cache_bytes / 4)]
+    );
+    // A file shorter than the head: read to its end, the last block kept.
+    let mut small = LazyFile::new(MockSource::new(PAGE + 100), LazyConfig::LOCAL_FILE);
+    small.read_head(64 << 10).expect("head");
+    assert_eq!(small.source.reads, vec![(0, PAGE as usize + 100)]);
+    assert_eq!(read(&mut small, PAGE, 200), expected(PAGE, 100));
+    assert_eq!(small.source.reads.len(), 1);
+    // Nothing asked, nothing read.
+    let mut none = six_gib(LazyConfig::LOCAL_FILE);
+    none.read_head(0).expect("head");
+    assert!(none.source.reads.is_empty());
+}
+
+#[test]
+fn a_head_read_that_fails_stops_the_file() {
+    let mut file = six_gib(LazyConfig::LOCAL_FILE);
+    file.source.changed = true;
+    let failure = file.read_head(64 << 10).unwrap_err();
+    assert!(matches!(failure, SourceFailure::Changed(_)));
+    file.source.changed = false;
+    let mut buf = [0u8; 10];
+    assert_eq!(file.read(&mut buf, 0), Err(failure));
+}
+
+#[test]
+fn with_the_roots_in_the_head_a_walk_starts_a_level_down() {
+    let mut first = vec![0u8; PAGE as usize];
+    first[..16].copy_from_slice(b"SQLite format 3\0");
+    first[16..18].copy_from_slice(&(PAGE as u16).to_be_bytes());
+    first[100] = 0x0d;
+    // Root 4 (inside the head) → leaves far out.
+    let leaves: Vec<u32> = (0..10).map(|i| 1_200_000 + i * 256).collect();
+    let mut pages = std::collections::HashMap::new();
+    pages.insert(1, first);
+    pages.insert(4, interior_page(&leaves));
+    let mut file = LazyFile::new(TreeSource { pages, reads: 0 }, LazyConfig::LOCAL_FILE);
+    file.read_head(64 << 10).expect("head");
+    let mut walk = file.tree_walk(&[4]).expect("4 KiB pages");
+    let want = file.walk_step(&mut walk);
+    assert_eq!(want.len(), 10, "the leaves at once: {want:?}");
+    assert!(want.iter().all(|&(offset, _)| offset > GIB));
+    assert_eq!(file.source.reads, 1);
+}

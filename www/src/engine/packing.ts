@@ -4,7 +4,9 @@
 // segment: the page deserializes a message on its main thread, and
 // 100,000 objects holding bigints took it half a second there, six typed
 // arrays next to nothing. The client rebuilds the `Description` of
-// types.ts, so no caller sees the difference.
+// types.ts, so no caller sees the difference. The engine builds the
+// columns itself (`describePacked`, src/wasm/convert.rs), rather than one
+// object per segment first.
 
 import type { Description, SegmentInfo, SourceInfo, StreamInfo } from "./types";
 
@@ -25,38 +27,6 @@ export type PackedStream = Omit<StreamInfo, "segments"> & { segments: { start: n
 export type PackedSource = Omit<SourceInfo, "streams"> & { streams: PackedStream[] };
 
 export type PackedDescription = Omit<Description, "sources"> & { sources: PackedSource[]; segments: SegmentColumns };
-
-/** In the worker: the engine's description with its segments as columns. */
-export function packDescription(d: Description): PackedDescription {
-  let n = 0;
-  for (const src of d.sources) for (const st of src.streams) n += st.segments.length;
-  const cols: SegmentColumns = {
-    seq: new Float64Array(n),
-    rows: new Float64Array(n),
-    first_ts: new BigInt64Array(n),
-    last_ts: new BigInt64Array(n),
-    bytes: new Float64Array(n),
-    caller_index: new Uint8Array(n),
-  };
-  let at = 0;
-  const sources = d.sources.map((src) => ({
-    ...src,
-    streams: src.streams.map((st) => {
-      const start = at;
-      for (const seg of st.segments) {
-        cols.seq[at] = seg.seq;
-        cols.rows[at] = seg.rows;
-        cols.first_ts[at] = seg.first_ts;
-        cols.last_ts[at] = seg.last_ts;
-        cols.bytes[at] = seg.bytes;
-        cols.caller_index[at] = seg.caller_index ? 1 : 0;
-        at++;
-      }
-      return { ...st, segments: { start, end: at } };
-    }),
-  }));
-  return { ...d, sources, segments: cols };
-}
 
 /** In the page: the description as types.ts declares it. */
 export function unpackDescription(p: PackedDescription): Description {

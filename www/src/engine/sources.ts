@@ -53,16 +53,22 @@ export interface Prefetching {
  * A failure here is not reported: the prefetch only saves time, and the
  * engine's own read of the same bytes reports it in its words.
  */
-export async function primeCatalog(archive: Prefetching, source: BatchSource): Promise<{ rounds: number; ranges: number; bytes: number }> {
+export async function primeCatalog(
+  archive: Prefetching,
+  source: BatchSource,
+  onRound?: (round: { ranges: number; bytes: number }) => void,
+): Promise<{ rounds: number; ranges: number; bytes: number }> {
   const done = { rounds: 0, ranges: 0, bytes: 0 };
   for (let round = 0; round < 16; round++) {
     const plan = archive.prefetchPlan();
     if (plan.length === 0) break;
     const parts = await fillPlan(archive, source, plan);
     if (parts === null) break;
+    const bytes = parts.reduce((n, p) => n + p.byteLength, 0);
     done.rounds++;
     done.ranges += parts.length;
-    done.bytes += parts.reduce((n, p) => n + p.byteLength, 0);
+    done.bytes += bytes;
+    onRound?.({ ranges: parts.length, bytes });
   }
   return done;
 }

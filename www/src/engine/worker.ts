@@ -22,13 +22,27 @@
 // queued behind it start: those are answered "Cancelled" without running.
 
 import init, * as module from "../../pkg/dendro.js";
-import { Archive, decodingNow, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
+import { Archive, decodingNow, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
-import { packDescription } from "./packing";
+import type { PackedDescription } from "./packing";
 import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fillPlan, primeCatalog, probeFollow, probeUrl } from "./sources";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
-import type { Description, EngineError, EngineErrorKind, RefusalDetail } from "./types";
+import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
+
+/**
+ * Set only by scripts/bench-lazy.mjs (`self.__dendroTrace = true`, prepended
+ * to this script): when each step of an open happened, as absolute times
+ * (`performance.timeOrigin + performance.now()`, comparable with the page's),
+ * read back through DevTools as `self.__dendroTraceLog`. The page never sets it.
+ */
+const traceLog: { what: string; at: number; [k: string]: number | string }[] | null =
+  (self as { __dendroTrace?: boolean }).__dendroTrace === true ? [] : null;
+(self as { __dendroTraceLog?: unknown }).__dendroTraceLog = traceLog;
+function mark(what: string, extra: Record<string, number | string> = {}): void {
+  traceLog?.push({ what, at: performance.timeOrigin + performance.now(), ...extra });
+}
+mark("script");
 
 /** The module's test hooks, present only in a build with `--test-hooks`. */
 const hooks = module as unknown as { __crashForTests?: (what: string) => void };
@@ -97,7 +111,11 @@ function archive(handle: number): Archive {
 
 /** What each method of an open archive runs: one typed entry per method of `Calls`. */
 const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"] } = {
-  describe: (a) => packDescription(a.describe() as Description),
+  describe: (a) => {
+    const packed = a.describePacked() as PackedDescription;
+    mark("described", { fetches: (a.lazyStats() as { fetches?: number } | null)?.fetches ?? 0 });
+    return packed;
+  },
   schema: (a, source, stream) => a.schema(source, stream),
   readSegment: (a, source, stream, seq, columns) => a.readSegment(source, stream, seq, columns ?? undefined),
   readRange: (a, source, stream, from, to, columns, maxPoints, rates) =>
@@ -109,12 +127,29 @@ const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls
   lazyStats: (a) => a.lazyStats() as Calls["lazyStats"]["result"],
 };
 
-/** The first bytes asked of a URL: the header and the first pages of the catalog, in one request. */
+/** The first bytes asked of a followed URL: the header and the first pages of the catalog, in one request. */
 const PROBE_BYTES = 16 << 10;
+
+/**
+ * The first bytes of an archive opened in place, read in one read before
+ * SQLite opens it: the header, the schema and the root pages of every
+ * table, which an auto-vacuum file keeps right after the schema (pages 3
+ * to 12 of an archive), so the catalog prefetch starts a level down.
+ */
+const OPEN_HEAD_BYTES = 64 << 10;
+
+/**
+ * Set only by scripts/bench-lazy.mjs (`--open-as-before`), to measure the
+ * open as it was before the head read and the warm-up: no head read, the
+ * 16 KiB probe, no warm-up, the decoder started at the open. The page
+ * never sets it.
+ */
+const openAsBefore = (self as { __dendroOpenAsBefore?: boolean }).__dendroOpenAsBefore === true;
+const headBytes = openAsBefore ? 0 : OPEN_HEAD_BYTES;
 
 /** An archive just opened, kept under a new handle. */
 function keep(a: Archive): number {
-  if (useDecoder) decoder.warm();
+  if (useDecoder && openAsBefore) decoder.warm();
   const handle = nextHandle++;
   archives.set(handle, a);
   return handle;
@@ -133,14 +168,15 @@ const baseline = (self as { __dendroLazyBaseline?: boolean }).__dendroLazyBaseli
  * them one synchronous miss at a time.
  */
 async function openInPlace(source: BatchSource, name: string, http: boolean): Promise<number> {
-  const a = Archive.openLazy(source, name, http);
+  const a = Archive.openLazy(source, name, http, headBytes);
+  mark("openLazy", { fetches: (a.lazyStats() as { fetches?: number } | null)?.fetches ?? 0 });
   if (baseline || noRanges) setInPlacePayloads(false);
   if (baseline) {
     setWalkHints(false);
     return keep(a);
   }
   try {
-    await primeCatalog(a, source);
+    await primeCatalog(a, source, (round) => mark("prefetch", round));
   } catch (e) {
     a.free();
     throw e;
@@ -175,7 +211,7 @@ async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["rea
 
 /** openUrl: in place when the server answers ranges and the file is large enough, else null. */
 async function openUrl(req: Extract<Request, { op: "openUrl" }>): Promise<number | null> {
-  const probe = await probeUrl(req.url, PROBE_BYTES, req.minLazyBytes);
+  const probe = await probeUrl(req.url, Math.max(PROBE_BYTES, headBytes), req.minLazyBytes);
   if (!probe) return null;
   return openInPlace(new HttpSource(req.url, probe), req.name, true);
 }
@@ -379,7 +415,17 @@ async function readSegmentVia(a: Archive, ...args: Calls["readSegment"]["args"])
 
 /** A call on an open archive, decoding in the decoder worker where it can. */
 async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unknown> {
-  const a = archive(req.handle);
+  try {
+    return await callOn(archive(req.handle), req);
+  } finally {
+    // The decoder starts once the first call (the catalog's listing) is
+    // answered, ahead of the first segment: started at the open, loading
+    // its module competed with the listing for the cores.
+    if (useDecoder) decoder.warm();
+  }
+}
+
+async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
   const source = inPlace.get(req.handle);
   if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
   if (useDecoder && (req.method === "readRange" || req.method === "readSegment")) {
@@ -445,6 +491,7 @@ function run(req: Request): unknown {
 
 function reply(msg: Response): void {
   scope.postMessage(msg, msg.ok ? transferables(msg.value) : []);
+  mark("replied");
 }
 
 const ready: Promise<EngineError | null> = init({ module_or_path: new URL("./dendro_bg.wasm", import.meta.url) }).then(
@@ -455,7 +502,37 @@ const ready: Promise<EngineError | null> = init({ module_or_path: new URL("./den
 /** Set once the module has loaded or failed to. */
 let loaded: { failed: EngineError | null } | null = null;
 
+/**
+ * Opens a small archive (laid down in memory by the engine) in place once,
+ * through the path a dropped file takes: open, catalog prefetch, describe.
+ * The module's code is compiled on first use, so without this the first
+ * real open paid for compiling it, a hundred milliseconds and more of its
+ * drop-to-overview; now that happens while the page waits for a file.
+ * A failure here costs only that time, and is not reported.
+ */
+function warmUp(): void {
+  try {
+    const bytes = warmUpArchive();
+    const source = { size: bytes.byteLength, read: (offset: number, length: number) => bytes.slice(offset, offset + length) };
+    const a = Archive.openLazy(source, "the warm-up archive", false, OPEN_HEAD_BYTES);
+    try {
+      for (let plan = a.prefetchPlan(); plan.length > 0; plan = a.prefetchPlan())
+        for (let i = 0; i + 1 < plan.length; i += 2) a.prefetchFill(plan[i]!, bytes.subarray(plan[i]!, plan[i]! + plan[i + 1]!));
+      a.describePacked();
+    } finally {
+      a.free();
+    }
+  } catch {
+    // Only the head start is lost.
+  }
+}
+
 void ready.then((failed) => {
+  mark("wasm ready");
+  if (!failed && !openAsBefore) {
+    warmUp();
+    mark("warmed up");
+  }
   loaded = { failed };
   scope.postMessage(failed ? { hello: true, ok: false, error: failed } : { hello: true, ok: true }, []);
   schedule();
@@ -499,6 +576,7 @@ async function step(): Promise<void> {
   // A test's hold may carry id 0; ids of the client's own requests only grow.
   lastStarted = Math.max(lastStarted, req.id);
   running = true;
+  mark(`start ${req.op === "call" ? req.method : req.op}`);
   if (cancelled.delete(req.id)) {
     reply({ id: req.id, ok: false, error: engineError("Cancelled", "The request was cancelled before it ran.") });
   } else {
