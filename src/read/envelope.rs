@@ -657,7 +657,8 @@ pub struct Preview {
 /// The [`Preview`] of a window: lists its segments as
 /// [`read_range_bounded`] does (with the same `budget`), then answers from
 /// `stats` alone, decoding nothing. `None` when `request` has no
-/// `max_points`.
+/// `max_points` or the window no more rows than that
+/// ([`RangeReader::preview`]).
 pub fn preview_range(
     archive: &Archive,
     request: &RangeRequest<'_>,
@@ -863,8 +864,11 @@ impl RangeReader {
     /// A first answer from footer statistics alone, before any segment is
     /// decoded: see [`Preview`]. Footers this reader already read are
     /// reused; `stats` gives the rest. The live tail, already in memory,
-    /// is added exactly. `None` without `max_points`. Call it any time
-    /// before [`Self::finish`]; it does not change what the reader does.
+    /// is added exactly. `None` without `max_points`, or when the window's
+    /// segments claim no more rows than `max_points` (with the ones a
+    /// budget left out): the exact answer then keeps every row, which a
+    /// band of buckets cannot stand for. Call it any time before
+    /// [`Self::finish`]; it does not change what the reader does.
     pub fn preview(
         &self,
         mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
@@ -872,6 +876,13 @@ impl RangeReader {
         let Some(mut band) = self.builder.band() else {
             return Ok(None);
         };
+        // Saturating: a hostile catalog's counts can sum past u64::MAX.
+        let claimed = self.segments.iter().fold(self.left_out.1, |sum, s| {
+            sum.saturating_add(s.rows.max(0) as u64)
+        });
+        if self.builder.max_points.is_none_or(|n| claimed <= n as u64) {
+            return Ok(None);
+        }
         let mut gaps: Vec<(String, usize)> = Vec::new();
         let (mut used, mut unsummarized) = (0usize, 0usize);
         for (record, known) in self.segments.iter().zip(&self.known) {

@@ -823,12 +823,21 @@ impl RangeJob {
 
     /// What `previewRange` answers for this window, from the footers of
     /// the segments this job reads (listed once, for both answers);
-    /// `undefined` without `max_points` or once finished. Call it before
-    /// the first `next` to show something while segments decode.
+    /// `undefined` where `previewRange` has none, once finished, and when
+    /// every segment's rows are cached already (the exact answer is then
+    /// as quick). Call it before the first `next` to show something while
+    /// segments decode.
     pub fn preview(&self) -> JsResult<JsValue> {
         let Some(reader) = self.reader.as_ref() else {
             return Ok(JsValue::UNDEFINED);
         };
+        let cached = reader.segments().iter().all(|record| {
+            let key = range_key(self.archive_id, record, self.columns.as_deref());
+            CACHE.with(|c| c.borrow_mut().decoded(&key)).is_some()
+        });
+        if cached {
+            return Ok(JsValue::UNDEFINED);
+        }
         let stats = |record: &SegmentRecord| cached_stats(self.archive_id, &self.archive, record);
         let preview = reader.preview(stats).map_err(fail)?;
         Ok(preview.map_or(JsValue::UNDEFINED, |p| convert::preview(&p)))
