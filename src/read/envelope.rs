@@ -282,10 +282,7 @@ impl EnvelopeBuilder {
         }
         let mut unknown = Vec::new();
         for c in &stats.columns {
-            let kept = self
-                .wanted
-                .as_ref()
-                .is_none_or(|w| w.iter().any(|x| *x == c.name));
+            let kept = self.wanted.as_ref().is_none_or(|w| w.contains(&c.name));
             if !kept {
                 continue;
             }
