@@ -334,10 +334,6 @@ async function readRangeVia(
   const [source, stream, from, to, columnsAsked, maxPoints, rates] = args;
   const job = a.beginRange(source, stream, from, to, columnsAsked ?? undefined, maxPoints ?? undefined, rates ?? undefined);
   try {
-    if (onPreview) {
-      const preview = job.preview() as Calls["readRange"]["result"] | undefined;
-      if (preview) onPreview(preview);
-    }
     const columns = job.columns ?? null;
     const inflight: { needs: Need[]; reply: Promise<DecoderReply> }[] = [];
     let more = true;
@@ -362,6 +358,14 @@ async function readRangeVia(
         inflight.push({ needs, reply });
       }
     };
+    // Held in memory, segments are handed out at once and the preview's
+    // footers are read while the decoder works; read in place, handing a
+    // segment out reads it from the source, so the preview goes first.
+    if (a.mode === "memory") fill();
+    if (onPreview) {
+      const preview = job.preview() as Calls["readRange"]["result"] | undefined;
+      if (preview) onPreview(preview);
+    }
     fill();
     for (let head = inflight.shift(); head; head = inflight.shift()) {
       const reply = await head.reply;
