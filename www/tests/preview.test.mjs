@@ -253,6 +253,43 @@ describe("a plot's preview from footer statistics", { skip: missing ?? false }, 
     await again.context().close();
   });
 
+  it("decoding in the engine worker itself (no decoder worker), the preview comes first all the same", T, async () => {
+    const page = await newPage(browser);
+    await page.goto(`${server.url}/engine/index.html`);
+    await page.waitForFunction(() => typeof window.createEngine === "function");
+    const r = await page.evaluate(async () => {
+      const bytes = await (await fetch("/work/demo10.dendro")).arrayBuffer();
+      const answers = [];
+      for (const isolateDecoding of [false, true]) {
+        const engine = window.createEngine({ isolateDecoding });
+        const h = await engine.open(bytes.slice(0), "demo10.dendro");
+        const d = await h.describe();
+        const s = d.sources[0];
+        const st = s.streams[0];
+        const order = [];
+        let preview = null;
+        const env = await h.readRange(s.id, st.name, st.segments[0].first_ts, st.segments.at(-1).last_ts, {
+          maxPoints: 800,
+          onPreview: (p) => {
+            order.push("preview");
+            preview = { ts: Array.from(p.ts, String), columns: p.columns.map((c) => [c.name, Array.from(c.min), Array.from(c.max)]) };
+          },
+        });
+        order.push("exact");
+        answers.push({ order, preview, exact: { ts: Array.from(env.ts, String), columns: env.columns.map((c) => [c.name, Array.from(c.min), Array.from(c.max)]) } });
+        engine.terminate();
+      }
+      return answers;
+    });
+    const [inWorker, isolated] = r;
+    assert.deepEqual(inWorker.order, ["preview", "exact"]);
+    assert.deepEqual(isolated.order, ["preview", "exact"]);
+    assert.deepEqual(inWorker.preview, isolated.preview, "the same preview either way");
+    assert.deepEqual(inWorker.exact, isolated.exact, "the same exact envelope either way");
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+
   it("a refinement cancelled while it runs stops; the next window is exact", T, async () => {
     const page = await newPage(browser);
     await recorder(page);
