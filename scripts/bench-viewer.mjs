@@ -4,7 +4,9 @@
 //   open      a ~10 MB and a ~100 MB demo archive dropped on a freshly
 //             loaded page (synthetic drop of a disk-backed File): time to
 //             the overview's counts on screen, to the first plot with its
-//             series drawn, to the verify badge; main-thread long tasks
+//             series drawn (a preview from footer statistics, where the
+//             page draws one), to the exact plot (data-state="drawn"), to
+//             the verify badge; main-thread long tasks
 //             from the drop to the end of the open; the same drop again
 //             into the same page (worker already running) for comparison.
 //             Where the time goes comes from the worker's messages, timed
@@ -256,10 +258,15 @@ function dropAndWatch() {
         const c = panel?.querySelector(".uplot canvas");
         if (c && inked(c)) r.plot_ms = now;
       }
+      // The first plot may be a preview from footer statistics; the exact
+      // one is drawn when the plots say "drawn" (plots.ts).
+      const state = panel?.querySelector('[data-testid="plots"]')?.getAttribute("data-state");
+      if (state === "preview" && r.preview_ms === undefined) r.preview_ms = now;
+      if (r.exact_ms === undefined && state === "drawn" && r.plot_ms !== undefined) r.exact_ms = now;
       if (r.verify_ms === undefined && panel?.querySelector('[data-testid="verify"][data-state]')) r.verify_ms = now;
       const err = panel?.querySelector('[data-testid="error"], .dv-error-inline');
       if (err) r.error = err.textContent;
-      if ((r.overview_painted_ms !== undefined && r.plot_painted_ms !== undefined && r.verify_ms !== undefined) || r.error) {
+      if ((r.overview_painted_ms !== undefined && r.plot_painted_ms !== undefined && r.exact_ms !== undefined && r.verify_ms !== undefined) || r.error) {
         // A little longer, so the tasks the open leaves behind (the rows
         // table of the first segment) count among its long tasks.
         setTimeout(done, 400);
@@ -673,6 +680,10 @@ for (const key of ["demo10", "demo100"]) {
         overview_range: [Math.min(...l.map((r) => r.overview_ms)), Math.max(...l.map((r) => r.overview_ms))],
         plot_ms: med(l, (r) => r.plot_ms),
         plot_range: [Math.min(...l.map((r) => r.plot_ms)), Math.max(...l.map((r) => r.plot_ms))],
+        // A page without previews never says "preview": its first plot is exact.
+        previews: l.filter((r) => r.preview_ms !== undefined).length,
+        exact_ms: med(l, (r) => r.exact_ms),
+        exact_range: [Math.min(...l.map((r) => r.exact_ms)), Math.max(...l.map((r) => r.exact_ms))],
         overview_painted_ms: med(l, (r) => r.overview_painted_ms),
         plot_painted_ms: med(l, (r) => r.plot_painted_ms),
         verify_ms: med(l, (r) => r.verify_ms),
@@ -746,7 +757,8 @@ if (asJson) {
       lines.push(
         `${key} (${mb(fileBytes[key])} MB) ${kind === "cold" ? "dropped on a fresh page" : "dropped again, worker running"}:` +
           ` overview ${f(s.overview_ms)} ms [${f(s.overview_range[0])}-${f(s.overview_range[1])}],` +
-          ` first plot ${f(s.plot_ms)} ms [${f(s.plot_range[0])}-${f(s.plot_range[1])}], verified ${f(s.verify_ms)} ms;` +
+          ` first plot ${f(s.plot_ms)} ms [${f(s.plot_range[0])}-${f(s.plot_range[1])}] (a preview in ${s.previews} of ${runs} runs),` +
+          ` exact plot ${f(s.exact_ms)} ms [${f(s.exact_range[0])}-${f(s.exact_range[1])}], verified ${f(s.verify_ms)} ms;` +
           ` next frame after overview ${f(s.overview_painted_ms)} ms, after first plot ${f(s.plot_painted_ms)} ms`,
         `    steps (ms after drop): bytes read, open sent ${f(t.open_sent)}; worker ready ${f(t.worker_ready)}; open done ${f(t.open_done)};` +
           ` describe done ${f(t.describe_done)}; schema ${f(t.schema_sent)}-${f(t.schema_done)}; readRange ${f(t.readRange_sent)}-${f(t.readRange_done)};` +
@@ -783,7 +795,7 @@ if (asJson) {
   const c100 = summary.demo100_cold;
   if (c100) {
     lines.push(`  overview <= 300 ms at 100 MB: ${f(c100.overview_ms)} ms ${verdict(c100.overview_ms <= 300)}`);
-    lines.push(`  first plot <= 500 ms at 100 MB: ${f(c100.plot_ms)} ms ${verdict(c100.plot_ms <= 500)}`);
+    lines.push(`  first plot <= 500 ms at 100 MB: ${f(c100.plot_ms)} ms ${verdict(c100.plot_ms <= 500)} (exact ${f(c100.exact_ms)} ms)`);
   }
   if (summary.pan) lines.push(`  panning >= 30 fps: ${f(summary.pan.fps, 1)} fps (p95 frame ${f(summary.pan.p95_ms, 1)} ms) ${verdict(summary.pan.fps >= 30)}`);
   const m100 = summary.demo100_memory;

@@ -13,8 +13,8 @@ use arrow_array::{
 };
 use arrow_schema::{DataType, Field, Schema};
 use dendro::read::envelope::{
-    decode_for_range, read_range, read_range_bounded, read_range_with, Envelope, RangeReader,
-    RangeRequest,
+    decode_for_range, preview_range, read_range, read_range_bounded, read_range_with, Envelope,
+    RangeReader, RangeRequest,
 };
 use dendro::read::stats::{segment_stats, summarize, Extremes};
 use dendro::{Archive, ArchiveMut, Labels, Segment};
@@ -448,6 +448,211 @@ fn a_window_over_its_segment_budget_is_a_counted_sample_inside_the_exact_envelop
         sampled > 30 && compared > 20,
         "{sampled} windows were sampled, {compared} compared bucket by bucket"
     );
+}
+
+/// The preview from footer statistics holds the exact envelope wherever
+/// every segment under a bucket knows a column's extremes: randomized
+/// archives (nulls, NaN and infinities, negative values, segments
+/// straddling buckets and window edges, segments written without
+/// statistics or in several row groups), windows inside one segment,
+/// budgets, and counters read as rates, which the preview leaves out.
+#[test]
+fn a_preview_from_footer_statistics_holds_the_exact_envelope() {
+    let mut rng = Rng(0xd1b5_4a32_d192_ed03);
+    let (mut checked, mut gapped, mut inside_one, mut few) = (0usize, 0usize, 0usize, 0usize);
+    for round in 0..6 {
+        let segments = 30 + rng.below(70) as usize;
+        let (bytes, _) = archive(&mut rng, segments);
+        let archive = Archive::from_bytes("preview.dendro", &bytes).unwrap();
+        let described = dendro::read::describe(&archive).unwrap();
+        let records = archive.read_snapshot(|s| s.segments(1, "s")).unwrap();
+        let summaries: Vec<_> = records
+            .iter()
+            .map(|r| segment_stats(&archive, r).unwrap())
+            .collect();
+        let (lo, hi) = described.span().unwrap();
+        for case in 0..30 {
+            let (from, to) = match case % 4 {
+                0 => (i64::MIN, i64::MAX),
+                1 => {
+                    // Inside one segment.
+                    let r = &records[rng.below(records.len() as u64) as usize];
+                    let a = r.first_ts + rng.below((r.last_ts - r.first_ts + 1) as u64) as i64;
+                    let b = r.first_ts + rng.below((r.last_ts - r.first_ts + 1) as u64) as i64;
+                    (a.min(b), a.max(b))
+                }
+                _ => {
+                    let a = lo + rng.below((hi - lo + 1) as u64) as i64;
+                    let b = lo + rng.below((hi - lo + 1) as u64) as i64;
+                    (a.min(b), a.max(b))
+                }
+            };
+            let n = [1, 3, 17, 64, 400][rng.below(5) as usize];
+            let rates = ["i".to_string()];
+            let with_rates = case % 5 == 4;
+            let request = RangeRequest {
+                source_id: 1,
+                stream: "s",
+                from,
+                to,
+                columns: None,
+                max_points: Some(n),
+                rates: with_rates.then_some(&rates[..]),
+            };
+            let here = format!("round {round} case {case} [{from}, {to}] {n} points");
+            let stats =
+                |rec: &dendro::SegmentRecord| Ok(segment_stats(&archive, rec)?.map(Arc::new));
+            let decode = |rec: &dendro::SegmentRecord, cols: Option<&[String]>| {
+                decode_for_range(&archive, rec, cols)
+            };
+            let exact = read_range(&archive, &request, decode).unwrap();
+            let preview = preview_range(&archive, &request, None, stats).unwrap();
+            let overlapping: Vec<usize> = (0..records.len())
+                .filter(|&k| records[k].last_ts >= from && records[k].first_ts <= to)
+                .collect();
+            let claimed: i64 = overlapping.iter().map(|&k| records[k].rows).sum();
+            let Some(preview) = preview else {
+                assert!(claimed <= n as i64, "{here}: no preview of {claimed} rows");
+                few += 1;
+                continue;
+            };
+            assert!(claimed > n as i64, "{here}: a preview of {claimed} rows");
+            let band = &preview.envelope;
+            assert!(band.reduced && band.ts.len() <= n, "{here}");
+            assert!(band.ts.windows(2).all(|w| w[0] < w[1]), "{here}");
+            assert_eq!(band.segments_read, 0, "{here}");
+            // Every segment of the window is summarized or counted.
+            assert_eq!(
+                band.segments_from_stats + preview.segments_unsummarized,
+                overlapping.len(),
+                "{here}"
+            );
+            let unsummarized = overlapping.iter().filter(|&&k| summaries[k].is_none());
+            assert_eq!(
+                preview.segments_unsummarized,
+                unsummarized.count(),
+                "{here}"
+            );
+            let claimed: u64 = overlapping
+                .iter()
+                .filter_map(|&k| summaries[k].as_ref().map(|s| s.rows))
+                .sum();
+            assert_eq!(band.rows_in_window, claimed, "{here}");
+            assert_eq!(preview.column_gaps.len(), band.columns.len(), "{here}");
+            for (c, gaps) in band.columns.iter().zip(&preview.column_gaps) {
+                let unknown = overlapping
+                    .iter()
+                    .filter_map(|&k| summaries[k].as_ref())
+                    .filter(|s| {
+                        s.columns
+                            .iter()
+                            .any(|x| x.name == c.name && x.extremes == Extremes::Unknown)
+                    })
+                    .count();
+                assert_eq!(*gaps, unknown, "{here}: gaps of {}", c.name);
+                gapped += usize::from(*gaps > 0);
+            }
+            if with_rates {
+                assert!(band.columns.iter().all(|c| c.name != "i"), "{here}");
+                assert!(exact.columns.iter().any(|c| c.name == "i"), "{here}");
+            }
+            if overlapping.len() == 1 && from != i64::MIN {
+                inside_one += 1;
+            }
+            // Bucket by bucket (or row by row, where the exact envelope
+            // keeps every row): the point's bucket in the band is the last
+            // band point at or before it; where every segment overlapping
+            // that bucket (as far as the next band point) knows the
+            // column, the band holds the exact value.
+            for (k, &t) in exact.ts.iter().enumerate() {
+                let j = band.ts.partition_point(|&b| b <= t);
+                // Without a band point at or before it, the region is the
+                // point itself onwards (its segment gave no summary).
+                let start = if j > 0 { band.ts[j - 1] } else { t };
+                let end = band.ts.get(j).map_or(to, |&next| next - 1);
+                for x in exact
+                    .columns
+                    .iter()
+                    .filter(|x| !with_rates || x.name != "i")
+                {
+                    let (emin, emax) = (x.min[k], x.max[k]);
+                    if emin.is_nan() {
+                        continue;
+                    }
+                    let known = overlapping.iter().all(|&s| {
+                        let r = &records[s];
+                        let under = r.last_ts >= start && r.first_ts <= end;
+                        !under
+                            || summaries[s].as_ref().is_some_and(|sum| {
+                                sum.columns
+                                    .iter()
+                                    .any(|c| c.name == x.name && c.extremes != Extremes::Unknown)
+                            })
+                    });
+                    if !known {
+                        continue;
+                    }
+                    assert!(j > 0, "{here}: no band point at or before {t}");
+                    if exact.reduced {
+                        assert_eq!(band.ts[j - 1], t, "{here}: the same buckets");
+                    }
+                    let c = band
+                        .columns
+                        .iter()
+                        .find(|c| c.name == x.name)
+                        .unwrap_or_else(|| panic!("{here}: {} missing", x.name));
+                    assert!(
+                        c.min[j - 1] <= emin && c.max[j - 1] >= emax,
+                        "{here}: column {} at {t}: band {}..{} does not hold {}..{}",
+                        x.name,
+                        c.min[j - 1],
+                        c.max[j - 1],
+                        emin,
+                        emax
+                    );
+                    checked += 1;
+                }
+            }
+            // With a budget the preview reads the sample the exact read
+            // reads, and counts the same segments left out.
+            let budget = 1 + rng.below(20) as usize;
+            let sampled = read_range_bounded(&archive, &request, Some(budget), stats, decode);
+            let sampled = sampled.unwrap();
+            let small = preview_range(&archive, &request, Some(budget), stats)
+                .unwrap()
+                .expect("as many rows claimed as without a budget");
+            assert_eq!(
+                small.envelope.segments_left_out, sampled.segments_left_out,
+                "{here}"
+            );
+            assert_eq!(
+                small.envelope.rows_left_out, sampled.rows_left_out,
+                "{here}"
+            );
+            assert_eq!(
+                small.envelope.segments_from_stats + small.segments_unsummarized,
+                sampled.segments_read + sampled.segments_from_stats,
+                "{here}"
+            );
+            // Without max_points there is nothing to preview.
+            let every_row = RangeRequest {
+                max_points: None,
+                ..request
+            };
+            assert_eq!(
+                preview_range(&archive, &every_row, None, stats).unwrap(),
+                None
+            );
+        }
+    }
+    eprintln!(
+        "{checked} values checked, {gapped} columns with gaps, \
+         {inside_one} windows inside one segment, {few} with too few rows to band"
+    );
+    assert!(few > 10, "{few} windows with too few rows to band");
+    assert!(checked > 5_000, "{checked} values checked");
+    assert!(gapped > 10, "{gapped} columns with gaps");
+    assert!(inside_one > 10, "{inside_one} windows inside one segment");
 }
 
 #[test]

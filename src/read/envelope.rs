@@ -241,6 +241,69 @@ impl EnvelopeBuilder {
         true
     }
 
+    /// A builder over the same window, span and buckets as this one,
+    /// bucketing from the start, for a band of footer extremes
+    /// ([`RangeReader::preview`]); `None` without `max_points`, where
+    /// every row is wanted and no band can stand for them.
+    fn band(&self) -> Option<EnvelopeBuilder> {
+        let n = self.max_points?;
+        let mut band = EnvelopeBuilder::new(
+            self.from,
+            self.to,
+            Some(n),
+            self.wanted.as_deref(),
+            Some(self.span),
+        );
+        band.reduce_now();
+        Some(band)
+    }
+
+    /// Spreads a segment's footer extremes over every bucket its rows'
+    /// span (clipped to the window) overlaps: each of its rows lies in one
+    /// of those buckets, so a bucket's true minimum can only be higher
+    /// than the band's there, its maximum only lower. Adds the segment's
+    /// whole row count (a segment straddling an edge counts whole).
+    /// Returns the kept columns whose extremes the footer does not know,
+    /// which add nothing; `None`, adding nothing, when rows are not being
+    /// bucketed or the span misses the window.
+    fn push_band(&mut self, stats: &SegmentStats) -> Option<Vec<String>> {
+        let (lo, hi) = (stats.first_ts.max(self.from), stats.last_ts.min(self.to));
+        if !self.reduced() || lo > hi {
+            return None;
+        }
+        let mut cursor = 0;
+        let first = bucket_of(&self.bounds, lo, &mut cursor);
+        let last = bucket_of(&self.bounds, hi, &mut cursor);
+        self.rows = self.rows.saturating_add(stats.rows);
+        // A window narrower than its point count has empty buckets (equal
+        // bounds), which no row can fall in: they stay unfilled.
+        for k in first..=last {
+            self.filled[k] |= self.bounds[k] < self.bounds[k + 1];
+        }
+        let mut unknown = Vec::new();
+        for c in &stats.columns {
+            let kept = self.wanted.as_ref().is_none_or(|w| w.contains(&c.name));
+            if !kept {
+                continue;
+            }
+            let k = self.column_index(&c.name);
+            match c.extremes {
+                Extremes::Range { min, max } => {
+                    let column = &mut self.columns[k];
+                    for v in &mut column.min[first..=last] {
+                        *v = v.min(min);
+                    }
+                    for v in &mut column.max[first..=last] {
+                        *v = v.max(max);
+                    }
+                }
+                Extremes::NoValues => {}
+                Extremes::Unknown => unknown.push(c.name.clone()),
+            }
+        }
+        Some(unknown)
+    }
+
     /// Feeds one batch. Rows outside the window, and rows whose time is
     /// null, are skipped; a batch with no time-axis column adds nothing.
     pub fn push(&mut self, batch: &RecordBatch) {
@@ -561,6 +624,48 @@ pub fn read_range_bounded(
     Ok(reader.finish())
 }
 
+/// A window's envelope from footer statistics alone: what the viewer
+/// draws at once, while the exact envelope is read. Each segment's
+/// per-column min and max are spread over every bucket its rows' span
+/// overlaps, in the buckets the exact envelope uses, so wherever every
+/// segment under a bucket has exact extremes for a column, the band holds
+/// the exact envelope: its minimum at or below the exact minimum, its
+/// maximum at or above the exact maximum. A bucket inside a segment's span
+/// that holds none of its rows shows the band all the same. Rates need
+/// the rows themselves, so columns read as rates are left out.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Preview {
+    /// The band, shaped as an exact envelope with `reduced` set:
+    /// `segments_read` is 0, `segments_from_stats` counts the segments
+    /// whose footers made it, `segments_left_out` and `rows_left_out` are
+    /// the segment budget's as for the exact read, and `rows_in_window`
+    /// counts whole every summarized segment overlapping the window (plus
+    /// the live tail's rows in it).
+    pub envelope: Envelope,
+    /// Segments whose footer gave no summary (no exact time axis, or not
+    /// readable): they add nothing, so their buckets may be missing.
+    pub segments_unsummarized: usize,
+    /// Per column of `envelope.columns`, the summarized segments whose
+    /// footer does not know that column's extremes (a non-finite value,
+    /// no statistics): they add nothing to that column.
+    pub column_gaps: Vec<usize>,
+}
+
+/// The [`Preview`] of a window: lists its segments as
+/// [`read_range_bounded`] does (with the same `budget`), then answers from
+/// `stats` alone, decoding nothing. `None` when `request` has no
+/// `max_points` or the window no more rows than that
+/// ([`RangeReader::preview`]).
+pub fn preview_range(
+    archive: &Archive,
+    request: &RangeRequest<'_>,
+    budget: Option<usize>,
+    mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+) -> Result<Option<Preview>> {
+    let reader = RangeReader::bounded(archive, request, budget, &mut stats)?;
+    reader.preview(stats)
+}
+
 /// One step of a [`RangeReader`], in segment order.
 enum Step {
     /// Answered by the segment's footer.
@@ -582,6 +687,8 @@ pub struct RangeReader {
     /// The live rows in the window, added after the last segment.
     tail: Option<RecordBatch>,
     rates: Rates,
+    /// The columns read as rates, which a preview leaves out.
+    counters: Vec<String>,
     known: Vec<Option<Stats>>,
     builder: EnvelopeBuilder,
     /// Segments before this one have a step.
@@ -735,6 +842,7 @@ impl RangeReader {
             segments,
             tail: tail.map(|(batch, _)| batch),
             rates,
+            counters: request.rates.unwrap_or_default().to_vec(),
             known,
             builder,
             asked: 0,
@@ -742,6 +850,79 @@ impl RangeReader {
             decoded: 0,
             left_out,
         })
+    }
+
+    /// The segments of the window this reader reads (after any sample),
+    /// in order.
+    pub fn segments(&self) -> &[SegmentRecord] {
+        &self.segments
+    }
+
+    /// A first answer from footer statistics alone, before any segment is
+    /// decoded: see [`Preview`]. Footers this reader already read are
+    /// reused; `stats` gives the rest. The live tail, already in memory,
+    /// is added exactly. `None` without `max_points`, or when the window's
+    /// segments claim no more rows than `max_points` (with the ones a
+    /// budget left out): the exact answer then keeps every row, which a
+    /// band of buckets cannot stand for. Call it any time before
+    /// [`Self::finish`]; it does not change what the reader does.
+    pub fn preview(
+        &self,
+        mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+    ) -> Result<Option<Preview>> {
+        let Some(mut band) = self.builder.band() else {
+            return Ok(None);
+        };
+        // Saturating: a hostile catalog's counts can sum past u64::MAX.
+        let claimed = self.segments.iter().fold(self.left_out.1, |sum, s| {
+            sum.saturating_add(s.rows.max(0) as u64)
+        });
+        if self.builder.max_points.is_none_or(|n| claimed <= n as u64) {
+            return Ok(None);
+        }
+        let mut gaps: Vec<(String, usize)> = Vec::new();
+        let (mut used, mut unsummarized) = (0usize, 0usize);
+        for (record, known) in self.segments.iter().zip(&self.known) {
+            let summary = match known {
+                Some(summary) => Some(Arc::clone(summary)),
+                None => stats(record)?,
+            };
+            let Some(summary) = summary else {
+                unsummarized += 1;
+                continue;
+            };
+            if let Some(unknown) = band.push_band(&summary) {
+                used += 1;
+                for name in unknown {
+                    match gaps.iter_mut().find(|(n, _)| *n == name) {
+                        Some((_, count)) => *count += 1,
+                        None => gaps.push((name, 1)),
+                    }
+                }
+            }
+        }
+        let sealed = band.rows;
+        if let Some(tail) = &self.tail {
+            band.push(tail);
+        }
+        let live = band.rows.saturating_sub(sealed);
+        let mut envelope = band.finish(0);
+        envelope.segments_from_stats = used;
+        envelope.live_rows_in_window = live;
+        (envelope.segments_left_out, envelope.rows_left_out) = self.left_out;
+        envelope
+            .columns
+            .retain(|c| !self.counters.contains(&c.name));
+        let column_gaps = envelope
+            .columns
+            .iter()
+            .map(|c| gaps.iter().find(|(n, _)| *n == c.name).map_or(0, |g| g.1))
+            .collect();
+        Ok(Some(Preview {
+            envelope,
+            segments_unsummarized: unsummarized,
+            column_gaps,
+        }))
     }
 
     /// The next segment whose rows are needed, with an index to hand its

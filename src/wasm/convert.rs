@@ -19,7 +19,7 @@ use wasm_bindgen::JsValue;
 
 use super::js::{big, labels, num, record, Obj};
 use crate::read::columns::{display_value, time_values, ts_column, type_name};
-use crate::read::envelope::Envelope;
+use crate::read::envelope::{Envelope, Preview};
 use crate::read::{Description, SegmentDescription, SourceDescription, StreamDescription};
 use crate::reserved::{Event, ProducerEpoch, Reserved, WriterSession};
 use crate::verify::VerifyReport;
@@ -287,12 +287,30 @@ pub(crate) fn batch(batch: &RecordBatch) -> JsValue {
 
 /// `RangeEnvelope` of types.ts.
 pub(crate) fn envelope(e: &Envelope) -> JsValue {
-    let columns = array_of(e.columns.iter(), |c| {
-        Obj::new()
+    envelope_obj(e, None).build()
+}
+
+/// The `RangeEnvelope` of a preview from footer statistics: the envelope
+/// with `preview: true`, the segments without a summary, and per column
+/// `gaps`, the segments whose footer does not know its extremes.
+pub(crate) fn preview(p: &Preview) -> JsValue {
+    envelope_obj(&p.envelope, Some(&p.column_gaps))
+        .set("preview", true)
+        .set("segments_unsummarized", p.segments_unsummarized as u32)
+        .build()
+}
+
+fn envelope_obj(e: &Envelope, gaps: Option<&[usize]>) -> Obj {
+    let columns = array_of(e.columns.iter().enumerate(), |(i, c)| {
+        let column = Obj::new()
             .set("name", c.name.as_str())
             .set("min", Float64Array::from(&c.min[..]))
-            .set("max", Float64Array::from(&c.max[..]))
-            .build()
+            .set("max", Float64Array::from(&c.max[..]));
+        match gaps.and_then(|g| g.get(i)) {
+            Some(&n) => column.set("gaps", n as u32),
+            None => column,
+        }
+        .build()
     });
     Obj::new()
         .set("rows_in_window", JsValue::from_f64(e.rows_in_window as f64))
@@ -307,7 +325,6 @@ pub(crate) fn envelope(e: &Envelope) -> JsValue {
         .set("reduced", e.reduced)
         .set("ts", BigInt64Array::from(&e.ts[..]))
         .set("columns", columns)
-        .build()
 }
 
 /// `VerifyReport` of types.ts, with the check's counts beside it.

@@ -28,7 +28,8 @@ use crate::container::Archive;
 use crate::error::Error;
 use crate::read::cache::{identity_of, Batches, DecodeKey, ReaderCache, SegmentKey};
 use crate::read::envelope::{
-    decode_for_range, read_range_bounded, RangeReader, RangeRequest, Stats, VIEWER_SEGMENT_BUDGET,
+    decode_for_range, preview_range, read_range_bounded, RangeReader, RangeRequest, Stats,
+    VIEWER_SEGMENT_BUDGET,
 };
 
 thread_local! {
@@ -247,9 +248,11 @@ impl JsArchive {
     /// The byte ranges the footers a `readRange` with these arguments
     /// reads lie in and that are not cached yet, as `[offset, length, ...]`
     /// (each footer's last pages and the pointer-map pages that prove
-    /// them); empty for an archive held in memory. The caller fetches them
-    /// its own way, all at once, and hands each to `prefetchFill`: the
-    /// footers then cost no read each.
+    /// them); empty for an archive held in memory. With `preview`, also
+    /// the footers a preview of the window reads (`previewRange`, or
+    /// `RangeJob.preview`): every segment's the read covers. The caller
+    /// fetches them its own way, all at once, and hands each to
+    /// `prefetchFill`: the footers then cost no read each.
     #[wasm_bindgen(js_name = footerPlan)]
     #[allow(clippy::too_many_arguments)]
     pub fn footer_plan(
@@ -261,6 +264,7 @@ impl JsArchive {
         columns: Option<Vec<String>>,
         max_points: Option<u32>,
         rates: Option<Vec<String>>,
+        preview: Option<bool>,
     ) -> JsResult<Vec<f64>> {
         let Some(file) = &self.lazy else {
             return Ok(Vec::new());
@@ -275,14 +279,26 @@ impl JsArchive {
         // The footers the read will ask for: the reader run with none
         // known, noting those not summarized yet.
         let mut asked = Vec::new();
-        RangeReader::new(&self.archive, &request, |record| {
+        let uncached = |record: &SegmentRecord| {
             let key = stats_key(self.cache_id, record);
-            if CACHE.with(|c| c.borrow().stats(&key)).is_none() {
+            CACHE.with(|c| c.borrow().stats(&key)).is_none()
+        };
+        let budget = Some(VIEWER_SEGMENT_BUDGET);
+        let reader = RangeReader::bounded(&self.archive, &request, budget, |record| {
+            if uncached(record) {
                 asked.push(record.clone());
             }
             Ok(None)
         })
         .map_err(fail)?;
+        if preview == Some(true) && request.max_points.is_some() {
+            asked = reader
+                .segments()
+                .iter()
+                .filter(|r| uncached(r))
+                .cloned()
+                .collect();
+        }
         if asked.is_empty() {
             return Ok(Vec::new());
         }
@@ -504,6 +520,38 @@ impl JsArchive {
             })
             .map_err(fail)?;
         Ok(convert::envelope(&envelope))
+    }
+
+    /// A first answer for the window `readRange` with the same arguments
+    /// reads, from the segments' footer statistics alone, decoding
+    /// nothing: the envelope's shape with `preview: true`, each bucket's
+    /// band holding the exact envelope's wherever every segment under it
+    /// has statistics for the column (see `Preview` in
+    /// `src/read/envelope.rs`). Counters named in `rates` are left out
+    /// (a rate needs the rows). `undefined` without `max_points`.
+    #[wasm_bindgen(js_name = previewRange)]
+    #[allow(clippy::too_many_arguments)]
+    pub fn preview_range(
+        &self,
+        source: f64,
+        stream: &str,
+        from: i64,
+        to: i64,
+        columns: Option<Vec<String>>,
+        max_points: Option<u32>,
+        rates: Option<Vec<String>>,
+    ) -> JsResult<JsValue> {
+        let ask = RangeAsk::new(columns, rates);
+        let request = ask.request(
+            self.archive.file(),
+            (source, stream),
+            (from, to),
+            max_points,
+        )?;
+        let stats = |record: &SegmentRecord| cached_stats(self.cache_id, &self.archive, record);
+        let budget = Some(VIEWER_SEGMENT_BUDGET);
+        let preview = preview_range(&self.archive, &request, budget, stats).map_err(fail)?;
+        Ok(preview.map_or(JsValue::UNDEFINED, |p| convert::preview(&p)))
     }
 
     /// `readRange` in steps, for decoding in another instance (the viewer's
@@ -791,6 +839,28 @@ impl RangeJob {
             return Ok(out);
         }
         Ok(JsValue::UNDEFINED)
+    }
+
+    /// What `previewRange` answers for this window, from the footers of
+    /// the segments this job reads (listed once, for both answers);
+    /// `undefined` where `previewRange` has none, once finished, and when
+    /// every segment's rows are cached already (the exact answer is then
+    /// as quick). Call it before the first `next` to show something while
+    /// segments decode.
+    pub fn preview(&self) -> JsResult<JsValue> {
+        let Some(reader) = self.reader.as_ref() else {
+            return Ok(JsValue::UNDEFINED);
+        };
+        let cached = reader.segments().iter().all(|record| {
+            let key = range_key(self.archive_id, record, self.columns.as_deref());
+            CACHE.with(|c| c.borrow_mut().decoded(&key)).is_some()
+        });
+        if cached {
+            return Ok(JsValue::UNDEFINED);
+        }
+        let stats = |record: &SegmentRecord| cached_stats(self.archive_id, &self.archive, record);
+        let preview = reader.preview(stats).map_err(fail)?;
+        Ok(preview.map_or(JsValue::UNDEFINED, |p| convert::preview(&p)))
     }
 
     /// The columns a decoder keeps (with the time axis), or `undefined`

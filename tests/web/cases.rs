@@ -1036,3 +1036,95 @@ fn mutated_segments_of_many_shapes_give_errors_never_traps() {
     }
     assert_eq!(read + refused, 4 * ROUNDS);
 }
+
+#[wasm_bindgen_test]
+fn preview_range_answers_from_footers_what_the_native_preview_does() {
+    use dendro::read::envelope::{preview_range, RangeRequest};
+    use dendro::read::stats::segment_stats;
+    let f = single();
+    let archive = open(&f);
+    // 5 segments of 40 rows: 200 rows in 10 points are bucketed.
+    let js = archive
+        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10), None)
+        .unwrap();
+    assert_eq!(get(&js, "preview"), JsValue::TRUE);
+    assert_eq!(get(&js, "reduced"), JsValue::TRUE);
+    assert_eq!(get(&js, "segments_read").as_f64(), Some(0.0));
+    assert_eq!(get(&js, "segments_from_stats").as_f64(), Some(5.0));
+    assert_eq!(get(&js, "segments_unsummarized").as_f64(), Some(0.0));
+    let request = RangeRequest {
+        source_id: 1,
+        stream: "temps",
+        from: i64::MIN,
+        to: i64::MAX,
+        columns: None,
+        max_points: Some(10),
+        rates: None,
+    };
+    let stats = |r: &dendro::SegmentRecord| Ok(segment_stats(archive.archive(), r)?.map(Arc::new));
+    let native = preview_range(archive.archive(), &request, None, stats)
+        .unwrap()
+        .unwrap();
+    assert_eq!(bigints(&get(&js, "ts")), native.envelope.ts);
+    let exact = archive
+        .read_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10), None)
+        .unwrap();
+    assert_eq!(
+        bigints(&get(&exact, "ts")),
+        native.envelope.ts,
+        "the same buckets"
+    );
+    let columns = Array::from(&get(&js, "columns"));
+    let exact_columns = Array::from(&get(&exact, "columns"));
+    assert_eq!(columns.length() as usize, native.envelope.columns.len());
+    for ((c, want), x) in columns
+        .iter()
+        .zip(&native.envelope.columns)
+        .zip(exact_columns.iter())
+    {
+        assert_eq!(get(&c, "name").as_string().unwrap(), want.name);
+        assert_eq!(get(&c, "gaps").as_f64(), Some(0.0));
+        let min = get(&c, "min").dyn_into::<JsF64>().unwrap().to_vec();
+        let max = get(&c, "max").dyn_into::<JsF64>().unwrap().to_vec();
+        assert_eq!((&min, &max), (&want.min, &want.max));
+        let xmin = get(&x, "min").dyn_into::<JsF64>().unwrap().to_vec();
+        let xmax = get(&x, "max").dyn_into::<JsF64>().unwrap().to_vec();
+        for k in 0..min.len() {
+            assert!(
+                min[k] <= xmin[k] && max[k] >= xmax[k],
+                "bucket {k} holds the exact one"
+            );
+        }
+    }
+    // Every row fits the points: nothing to band.
+    let few = archive
+        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(2000), None)
+        .unwrap();
+    assert!(few.is_undefined());
+    // Without max_points either.
+    let all = archive
+        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, None, None)
+        .unwrap();
+    assert!(all.is_undefined());
+    // The stepped job's preview: none once every segment's rows are cached
+    // (the readRange above cached them under the same columns).
+    let job = archive
+        .begin_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10), None)
+        .unwrap();
+    assert!(job.preview().unwrap().is_undefined());
+    let other = vec!["value".to_string()];
+    let job = archive
+        .begin_range(
+            1.0,
+            "temps",
+            i64::MIN,
+            i64::MAX,
+            Some(other),
+            Some(10),
+            None,
+        )
+        .unwrap();
+    let stepped = job.preview().unwrap();
+    assert_eq!(get(&stepped, "preview"), JsValue::TRUE);
+    assert_eq!(bigints(&get(&stepped, "ts")), native.envelope.ts);
+}

@@ -83,6 +83,8 @@ type DistributiveOmit<T, K extends PropertyKey> = T extends unknown ? Omit<T, K>
 interface Pending {
   resolve: (value: unknown) => void;
   reject: (error: EngineFailure) => void;
+  /** A first answer before the answer (a readRange's preview). */
+  partial?: (value: unknown) => void;
   /** What was asked, for messages about a crash. */
   what: string;
 }
@@ -133,6 +135,10 @@ class WorkerEngine implements Engine {
     }
     const p = this.pending.get(msg.id);
     if (!p) return;
+    if (msg.ok && msg.partial) {
+      p.partial?.(msg.value);
+      return;
+    }
     this.pending.delete(msg.id);
     if (msg.ok) {
       p.resolve(msg.value);
@@ -163,7 +169,13 @@ class WorkerEngine implements Engine {
     }
   }
 
-  request(req: DistributiveOmit<Request, "id">, what: string, transfer: Transferable[] = [], signal?: AbortSignal): Promise<unknown> {
+  request(
+    req: DistributiveOmit<Request, "id">,
+    what: string,
+    transfer: Transferable[] = [],
+    signal?: AbortSignal,
+    partial?: (value: unknown) => void,
+  ): Promise<unknown> {
     const worker = this.worker;
     if (this.terminated || !worker) {
       return Promise.reject(new EngineFailure("Internal", "The engine was terminated."));
@@ -172,7 +184,7 @@ class WorkerEngine implements Engine {
     const id = this.nextId++;
     return new Promise((resolve, reject) => {
       if (!signal) {
-        this.pending.set(id, { resolve, reject, what });
+        this.pending.set(id, { resolve, reject, what, ...(partial ? { partial } : {}) });
       } else {
         const onAbort = () => {
           if (!this.pending.delete(id)) return;
@@ -185,6 +197,7 @@ class WorkerEngine implements Engine {
           resolve: (v) => (done(), resolve(v)),
           reject: (e) => (done(), reject(e)),
           what,
+          ...(partial ? { partial } : {}),
         });
       }
       worker.postMessage({ ...req, id } satisfies ToWorker, transfer);
@@ -272,7 +285,13 @@ class Handle implements ArchiveHandle {
     readonly mode: OpenMode,
   ) {}
 
-  private call<M extends Method>(method: M, args: Calls[M]["args"], what: string, signal?: AbortSignal): Promise<Calls[M]["result"]> {
+  private call<M extends Method>(
+    method: M,
+    args: Calls[M]["args"],
+    what: string,
+    signal?: AbortSignal,
+    partial?: (value: unknown) => void,
+  ): Promise<Calls[M]["result"]> {
     if (this.closed) {
       return Promise.reject(new EngineFailure("NotFound", `${this.name}: the archive was closed.`));
     }
@@ -282,7 +301,7 @@ class Handle implements ArchiveHandle {
       );
     }
     const req = { op: "call", handle: this.id, method, args } as DistributiveOmit<Request, "id">;
-    return this.engine.request(req, `${what} of ${this.name}`, [], signal) as Promise<Calls[M]["result"]>;
+    return this.engine.request(req, `${what} of ${this.name}`, [], signal, partial) as Promise<Calls[M]["result"]>;
   }
 
   async describe(): Promise<Description> {
@@ -309,11 +328,13 @@ class Handle implements ArchiveHandle {
     to: bigint,
     opts?: RangeOptions & Cancellable,
   ): Promise<RangeEnvelope> {
+    const onPreview = opts?.onPreview;
     return this.call(
       "readRange",
-      [source, stream, from, to, opts?.columns ?? null, opts?.maxPoints ?? null, opts?.rates ?? null],
+      [source, stream, from, to, opts?.columns ?? null, opts?.maxPoints ?? null, opts?.rates ?? null, onPreview !== undefined],
       `a window of stream "${stream}" (source ${source})`,
       opts?.signal,
+      onPreview ? (value) => onPreview(value as RangeEnvelope) : undefined,
     );
   }
 

@@ -33,6 +33,8 @@ export interface Calls {
       columns: string[] | null,
       maxPoints: number | null,
       rates: string[] | null,
+      /** Whether to post a preview (a partial response) before the exact answer. */
+      preview?: boolean,
     ];
     result: RangeEnvelope;
   };
@@ -105,8 +107,12 @@ export type FollowAnswer =
 export type ToWorker = Request | Cancel | Release;
 
 export type Response =
-  /** For "open", "openFile" and "openUrl", `value` is the new handle's id (null: see openUrl). */
-  | { id: number; ok: true; value: unknown }
+  /**
+   * For "open", "openFile" and "openUrl", `value` is the new handle's id
+   * (null: see openUrl). `partial`: not the answer but a first one (a
+   * readRange's preview); the answer follows under the same id.
+   */
+  | { id: number; ok: true; value: unknown; partial?: true }
   /**
    * `fatal`: the WebAssembly instance trapped and is unusable; the client
    * must replace the worker.

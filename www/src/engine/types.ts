@@ -204,7 +204,25 @@ export interface RangeEnvelope {
    * Numeric columns only (ints, floats, booleans as 0/1). Non-finite or null rows are skipped:
    * where a point has no value left for a column, its min and max are NaN (a gap).
    */
-  columns: { name: string; min: Float64Array; max: Float64Array }[];
+  columns: {
+    name: string;
+    min: Float64Array;
+    max: Float64Array;
+    /** Preview only: segments whose footer does not know this column's extremes (they add nothing to it). */
+    gaps?: number;
+  }[];
+  /**
+   * Set on a preview (`RangeOptions.onPreview`): a band from the segments'
+   * footer statistics, decoding nothing, in the buckets the exact answer
+   * uses. Each segment's min and max cover every bucket it overlaps, so
+   * the band holds the exact envelope wherever every segment under a
+   * bucket has statistics for the column (see `gaps`). `segments_read` is
+   * 0; `rows_in_window` counts whole the segments overlapping the window.
+   * Counters read as rates are left out (a rate needs the rows).
+   */
+  preview?: true;
+  /** Preview only: segments whose footer gave no summary, adding nothing. */
+  segments_unsummarized?: number;
 }
 
 export interface LiveTail {
@@ -223,6 +241,13 @@ export interface RangeOptions {
   maxPoints?: number;
   /** Counter columns to read as per-second rates, computed before bucketing; a fall counts as a reset. */
   rates?: string[];
+  /**
+   * Called once, before the exact answer, with a preview from the
+   * segments' footer statistics (`RangeEnvelope.preview`), when the engine
+   * has one: with `maxPoints`, decoding in its decoder worker. The promise
+   * still resolves with the exact envelope.
+   */
+  onPreview?: (preview: RangeEnvelope) => void;
 }
 
 export interface CallerRow {

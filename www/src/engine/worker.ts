@@ -203,8 +203,8 @@ const noRanges = (self as { __dendroNoRanges?: boolean }).__dendroNoRanges === t
  * A failure here is not reported: the read itself reports it in its words.
  */
 async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["readRange"]["args"]): Promise<void> {
-  const [src, stream, from, to, columns, maxPoints, rates] = args;
-  const plan = a.footerPlan(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined);
+  const [src, stream, from, to, columns, maxPoints, rates, preview] = args;
+  const plan = a.footerPlan(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined, preview === true);
   if (plan.length === 0) return;
   await fillPlan(a, source, plan);
 }
@@ -351,8 +351,24 @@ interface Need {
   bytes: Uint8Array;
 }
 
-/** readRange, decoding in the decoder worker: see RangeJob in src/wasm/mod.rs. */
-async function readRangeVia(a: Archive, ...args: Calls["readRange"]["args"]): Promise<Calls["readRange"]["result"]> {
+/** The request running was cancelled: a readRange stops at its next batch. */
+let runningCancelled = false;
+
+function cancelledNow(): Error {
+  return Object.assign(new Error("The request was cancelled while it ran."), { kind: "Cancelled" });
+}
+
+/**
+ * readRange, decoding in the decoder worker: see RangeJob in src/wasm/mod.rs.
+ * With `onPreview`, the job's preview from footer statistics (listed once
+ * with the exact read) is handed over before any segment is decoded. A
+ * cancel of the running request stops it between batches.
+ */
+async function readRangeVia(
+  a: Archive,
+  args: Calls["readRange"]["args"],
+  onPreview?: (preview: Calls["readRange"]["result"]) => void,
+): Promise<Calls["readRange"]["result"]> {
   const [source, stream, from, to, columnsAsked, maxPoints, rates] = args;
   const job = a.beginRange(source, stream, from, to, columnsAsked ?? undefined, maxPoints ?? undefined, rates ?? undefined);
   try {
@@ -380,9 +396,18 @@ async function readRangeVia(a: Archive, ...args: Calls["readRange"]["args"]): Pr
         inflight.push({ needs, reply });
       }
     };
+    // Held in memory, segments are handed out at once and the preview's
+    // footers are read while the decoder works; read in place, handing a
+    // segment out reads it from the source, so the preview goes first.
+    if (a.mode === "memory") fill();
+    if (onPreview) {
+      const preview = job.preview() as Calls["readRange"]["result"] | undefined;
+      if (preview) onPreview(preview);
+    }
     fill();
     for (let head = inflight.shift(); head; head = inflight.shift()) {
       const reply = await head.reply;
+      if (runningCancelled) throw cancelledNow();
       if (!reply.ok) {
         const what = head.needs[reply.at ?? 0]?.what ?? "a segment";
         throw reply.trapped ? decoderCrash(what, reply.cause) : new Error(reply.cause);
@@ -428,12 +453,28 @@ async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unkno
 async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
   const source = inPlace.get(req.handle);
   if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
+  // A preview asked for is posted once, ahead of the answer, under the request's id.
+  let previewed = false;
+  const onPreview =
+    req.method === "readRange" && req.args[7] === true
+      ? (value: Calls["readRange"]["result"]) => {
+          previewed = true;
+          reply({ id: req.id, ok: true, value, partial: true });
+        }
+      : undefined;
   if (useDecoder && (req.method === "readRange" || req.method === "readSegment")) {
     try {
-      return await (req.method === "readRange" ? readRangeVia(a, ...req.args) : readSegmentVia(a, ...req.args));
+      return await (req.method === "readRange" ? readRangeVia(a, req.args, onPreview) : readSegmentVia(a, ...req.args));
     } catch (e) {
       if (!(e instanceof DecoderUnavailable)) throw e;
     }
+  }
+  if (req.method === "readRange" && onPreview && !previewed) {
+    const [src, stream, from, to, columns, maxPoints, rates] = req.args;
+    const preview = a.previewRange(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined) as
+      | Calls["readRange"]["result"]
+      | undefined;
+    if (preview) onPreview(preview);
   }
   return call(a, req.method, req.args);
 }
@@ -577,6 +618,7 @@ async function step(): Promise<void> {
   lastStarted = Math.max(lastStarted, req.id);
   running = true;
   mark(`start ${req.op === "call" ? req.method : req.op}`);
+  runningCancelled = false;
   if (cancelled.delete(req.id)) {
     reply({ id: req.id, ok: false, error: engineError("Cancelled", "The request was cancelled before it ran.") });
   } else {
@@ -615,7 +657,10 @@ async function handle(req: Request): Promise<void> {
 scope.onmessage = (e: MessageEvent<ToWorker>) => {
   const msg = e.data;
   if (msg.op === "cancel") {
-    for (const id of msg.ids) if (id > lastStarted) cancelled.add(id);
+    for (const id of msg.ids) {
+      if (id > lastStarted) cancelled.add(id);
+      else if (id === lastStarted && running) runningCancelled = true;
+    }
     return;
   }
   if (msg.op === "release") {

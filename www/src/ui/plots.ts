@@ -6,10 +6,17 @@
 // and a narrow window arrives row by row. Zooming (drag across a plot, or
 // the timeline) asks the engine again for the new window.
 //
+// A window whose exact answer needs segments decoded is first drawn from
+// the segments' footer statistics (a band that holds the exact envelope,
+// see RangeEnvelope.preview), then redrawn exact in place: the plots keep
+// their drawing until each answer is drawn, never going blank between.
+//
 // The group says where it is in `data-state` ("reading", "drawing",
-// "drawn", "failed", "empty"): "drawn" once uPlot has drawn the answer to
-// the latest request into every plot, with `data-drawn` counting the
-// answers drawn. Tests and embedders wait for that, not for time.
+// "preview", "drawn", "failed", "empty"): "preview" once the preview is
+// drawn while the exact answer is read, "drawn" once uPlot has drawn the
+// exact answer to the latest request into every plot, with `data-drawn`
+// counting the exact answers drawn. Tests and embedders wait for that,
+// not for time.
 
 import uPlot from "uplot";
 import type { ArchiveHandle, ColumnSchema, RangeEnvelope } from "../engine/types";
@@ -56,6 +63,8 @@ interface ColumnPlot {
   expected: boolean;
   /** The answer (counted by `PlotGroup.gen`) this plot last drew. */
   drawnGen: number;
+  /** The answer this plot shows (a preview may leave some plots as they were). */
+  env: RangeEnvelope | null;
 }
 
 let syncCounter = 0;
@@ -84,6 +93,8 @@ export class PlotGroup {
   private data: RangeEnvelope | null = null;
   /** The columns the answer being drawn holds as rates. */
   private drawnRates = new Set<string>();
+  /** Whether the answer being drawn is a preview from footer statistics. */
+  private drawingPreview = false;
   /** The request last sent, so an identical one (a resize, a repeated window) is not sent again. */
   private lastKey = "";
   private firstDrawn: () => void = () => {};
@@ -187,7 +198,7 @@ export class PlotGroup {
         ),
       );
       this.list.appendChild(box);
-      const p: ColumnPlot = { name, box, readout, rateBtn, plot: null, color: PALETTE[i % PALETTE.length]!, expected: false, drawnGen: 0 };
+      const p: ColumnPlot = { name, box, readout, rateBtn, plot: null, color: PALETTE[i % PALETTE.length]!, expected: false, drawnGen: 0, env: null };
       this.paintRate(p);
       this.plots.push(p);
     });
@@ -256,6 +267,8 @@ export class PlotGroup {
         maxPoints,
         rates,
         signal: inflight.signal,
+        // A followed archive's refresh keeps its drawing until the exact answer.
+        ...(quiet ? {} : { onPreview: (preview: RangeEnvelope) => token === this.token && this.showPreview(preview, rates) }),
       });
     } catch (e) {
       if (token !== this.token) return;
@@ -283,26 +296,50 @@ export class PlotGroup {
     );
     this.el.dataset["approximate"] = String(env.segments_left_out > 0);
     this.drawnRates = new Set(rates);
-    this.draw(env);
+    this.draw(env, false);
     this.firstDrawn();
   }
 
-  private draw(env: RangeEnvelope): void {
+  /**
+   * Draws a preview from footer statistics while the exact answer is read:
+   * only the plots it has values for (a counter read as a rate has none
+   * until its rows are decoded), the others keep what they show.
+   */
+  private showPreview(env: RangeEnvelope, rates: string[]): void {
+    const drawable = env.columns.filter((c) => !rates.includes(c.name) && c.max.some((v) => !Number.isNaN(v)));
+    if (drawable.length === 0) return;
+    const gaps = env.columns.reduce((n, c) => n + (c.gaps ?? 0), 0) + (env.segments_unsummarized ?? 0);
+    setText(
+      this.status,
+      `${count(env.rows_in_window + env.rows_left_out)} rows in this window · ` +
+        `from segment statistics (${count(env.segments_from_stats)} segment${env.segments_from_stats === 1 ? "" : "s"}), refining…` +
+        (gaps > 0 ? ` · ${count(gaps)} without statistics` : ""),
+    );
+    this.drawnRates = new Set(rates);
+    this.draw({ ...env, columns: drawable }, true);
+    this.firstDrawn();
+  }
+
+  private draw(env: RangeEnvelope, preview: boolean): void {
     const n = env.ts.length;
     const xs = new Float64Array(n);
     for (let i = 0; i < n; i++) xs[i] = this.toX(env.ts[i]!);
     const w = this.width();
     this.gen++;
+    this.drawingPreview = preview;
     this.el.dataset["state"] = "drawing";
     for (const p of this.plots) p.expected = env.columns.some((c) => c.name === p.name);
     if (!this.plots.some((p) => p.expected)) {
-      this.el.dataset["state"] = "drawn";
-      this.el.dataset["drawn"] = String(this.gen);
+      this.el.dataset["state"] = preview ? "preview" : "drawn";
+      if (!preview) this.el.dataset["drawn"] = String(this.gen);
     }
     for (const p of this.plots) {
       const col = env.columns.find((c) => c.name === p.name);
+      // A preview leaves the plots it has nothing for as they are.
+      if (!col && preview) continue;
       const note = p.box.querySelector(".dv-plot-note");
       note?.remove();
+      p.env = env;
       if (!col) {
         p.plot?.destroy();
         p.plot = null;
@@ -325,12 +362,12 @@ export class PlotGroup {
   private drawn(p: ColumnPlot): void {
     const state = this.el.dataset["state"];
     // A redraw of the previous answer while a new one is read says nothing.
-    if (state !== "drawing" && state !== "drawn") return;
+    if (state !== "drawing" && state !== "drawn" && state !== "preview") return;
     p.drawnGen = this.gen;
     p.box.dataset["drawn"] = String(this.gen);
     if (this.plots.every((q) => !q.expected || q.drawnGen === this.gen)) {
-      this.el.dataset["state"] = "drawn";
-      this.el.dataset["drawn"] = String(this.gen);
+      this.el.dataset["state"] = this.drawingPreview ? "preview" : "drawn";
+      if (!this.drawingPreview) this.el.dataset["drawn"] = String(this.gen);
     }
   }
 
@@ -338,7 +375,7 @@ export class PlotGroup {
     const tz = () => this.host.tz();
     const fill = p.color + "2e";
     // Dots on the rows themselves when every row is shown and they are far apart.
-    const sparse = (u: uPlot, _s: number, i0: number, i1: number) => !this.data?.reduced && i1 - i0 < u.bbox.width / devicePixelRatio / 10;
+    const sparse = (u: uPlot, _s: number, i0: number, i1: number) => p.env?.reduced === false && i1 - i0 < u.bbox.width / devicePixelRatio / 10;
     return {
       width,
       height: plotHeight(this.plots.length),
@@ -420,11 +457,12 @@ export class PlotGroup {
         setCursor: [
           (u) => {
             const i = u.cursor.idx;
-            if (i === null || i === undefined || !this.data) {
+            const d = p.env;
+            if (i === null || i === undefined || !d) {
               p.readout.textContent = "";
               return;
             }
-            const ts = this.data.ts[i];
+            const ts = d.ts[i];
             const mx = u.data[1]?.[i];
             const mn = u.data[2]?.[i];
             if (ts === undefined) return;
@@ -436,7 +474,6 @@ export class PlotGroup {
                   ? formatValue(mx) + unit
                   : `min ${formatValue(mn ?? NaN)} · max ${formatValue(mx)}${unit}`;
             // A bucket is labelled by its start, to the precision its width warrants.
-            const d = this.data;
             const bucket = d.reduced && d.ts.length > 1 ? (this.to - this.from) / BigInt(d.ts.length) : 0n;
             const digits = !d.reduced ? undefined : bucket >= 1_000_000_000n ? 0 : bucket >= 1_000_000n ? 3 : bucket >= 1_000n ? 6 : 9;
             p.readout.textContent = `${instant(ts, tz(), digits)}${d.reduced ? " bucket" : ""}  ${value}`;
