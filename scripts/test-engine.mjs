@@ -298,6 +298,25 @@ await test("a request cancelled before it starts is skipped by the worker", asyn
   engine.terminate();
 });
 
+await test("verify waits behind requests sent after it, while it has not started", async () => {
+  const check = (ok, what) => { if (!ok) throw new Error(what); };
+  const engine = window.createEngine();
+  const h = await engine.open(await (await fetch("/fixtures/b_multi_source.dendro")).arrayBuffer(), "b.dendro");
+  const [lo, hi] = [-(2n ** 63n), 2n ** 63n - 1n];
+  // The worker is held, as by a long read; verify is asked for first, then a plot's window and a segment's rows.
+  const hold = engine.holdForTests();
+  const order = [];
+  const verified = h.verify().then((r) => (order.push("verify"), r));
+  const plotted = h.readRange(2, "disk", lo, hi, { maxPoints: 50 }).then((r) => (order.push("readRange"), r));
+  const rows = h.readSegment(2, "disk", 0).then((r) => (order.push("readSegment"), r));
+  hold.release();
+  await hold.done;
+  const [report, env, batch] = await Promise.all([verified, plotted, rows]);
+  check(order.join(",") === "readRange,readSegment,verify", `answered in the order ${order.join(",")}`);
+  check(report.sound === true && env.rows_in_window > 0 && batch.rows > 0, "each answered in full");
+  engine.terminate();
+});
+
 await test("a trap in the decoder costs the decoder only: archives stay open", async () => {
   const check = (ok, what) => { if (!ok) throw new Error(what); };
   const engine = window.createEngine({ cacheBytes: 0 });

@@ -611,8 +611,23 @@ function schedule(): void {
 /** Whether a request is running (it may wait for the decoder). */
 let running = false;
 
+/**
+ * Calls that run only when no other request waits. verify reads every
+ * segment of an archive (seconds, for a large one) in one call the worker
+ * cannot interrupt; a plot, a zoom or a row table asked for meanwhile is
+ * what a person is waiting for, so it goes first whenever it was sent
+ * before verify started, whatever the order of sending.
+ */
+const BACKGROUND: ReadonlySet<string> = new Set(["verify"]);
+
+/** The next request to run: the oldest one not in the background, else the oldest. */
+function nextRequest(): Request | undefined {
+  const urgent = queue.findIndex((r) => !(r.op === "call" && BACKGROUND.has(r.method)));
+  return queue.splice(urgent >= 0 ? urgent : 0, 1)[0];
+}
+
 async function step(): Promise<void> {
-  const req = queue.shift();
+  const req = nextRequest();
   if (!req) return;
   // A test's hold may carry id 0; ids of the client's own requests only grow.
   lastStarted = Math.max(lastStarted, req.id);

@@ -313,8 +313,9 @@ export class ArchiveView {
     const pick = this.pending;
     this.pending = null;
     if (pick) this.select(pick.source, pick.stream, pick.seq, pick.columns, pick.notify ?? false);
-    // verify reads every segment; the worker answers in order, so it waits
-    // until the first plot is up (or a moment has passed) instead of
+    // verify reads every segment; the worker runs it only when no other
+    // request waits, but once started it holds the worker, so it is sent
+    // when the first plot is up (or a moment has passed) instead of
     // standing in front of it. The moment counts from the stream view's
     // start, when its plot's request is on its way: counted from here, a
     // slow schema let verify in ahead of the plot, which then waited for
