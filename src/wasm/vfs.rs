@@ -201,29 +201,61 @@ pub(crate) fn prefetch_roots(archive: &Archive) -> Vec<u32> {
         .unwrap_or_default()
 }
 
-/// How much of a payload's end a footer prefetch brings in: the 8-byte
-/// trailer and a footer of up to 2 KB (a segment of a few columns has a
-/// footer under 1 KB); a longer footer reads the rest when it is read.
+/// How much of a payload's end a footer prefetch brings in at least: the
+/// 8-byte trailer and a footer of up to 2 KB (a segment of a few columns
+/// has a footer under 1 KB).
 const FOOTER_TAIL: u64 = 2048;
+
+/// The most a prefetch brings in for one footer, however long the footer
+/// says it is (the plan as a whole is held to a quarter of the cache).
+const FOOTER_TAIL_MAX: u64 = 1 << 20;
+
+/// How much of each payload's end to fetch for the footers of one
+/// stream's segments, from the first one's footer length: segments of a
+/// stream share their columns, so their footers are about as long (a
+/// stream of 548 columns has footers of about 190 KB, where a fixed 2 KB
+/// left nearly all of each to a synchronous read). A quarter more covers
+/// statistics of other lengths; a footer longer still reads its rest when
+/// it is read, as before. The one read here is of a payload's last 8
+/// bytes: a block, or none when cached.
+fn footer_tail(payload: &crate::catalog::Payload<'_>) -> u64 {
+    let len = payload.len() as u64;
+    let mut trailer = [0u8; 8];
+    let read = len >= 8
+        && payload
+            .in_place()
+            .is_some_and(|direct| matches!(direct.read_at(len - 8, &mut trailer), Ok(true)));
+    if !read || &trailer[4..] != b"PAR1" {
+        return FOOTER_TAIL;
+    }
+    let footer = u64::from(u32::from_le_bytes([
+        trailer[0], trailer[1], trailer[2], trailer[3],
+    ]));
+    (footer + 8)
+        .saturating_add(footer / 4)
+        .clamp(FOOTER_TAIL, FOOTER_TAIL_MAX)
+        .min(len)
+}
 
 /// The byte ranges the footers of `records` lie in, for a prefetch: the
 /// last pages of each payload whose place in the file is known, and the
-/// pointer-map pages that prove them.
+/// pointer-map pages that prove them. How much of each end is fetched
+/// follows the first payload's footer length ([`footer_tail`]).
 pub(crate) fn footer_ranges(
     archive: &Archive,
     records: &[SegmentRecord],
 ) -> Result<Vec<(u64, u64)>> {
     archive.read_snapshot(|s| {
         let mut out = Vec::new();
+        let mut tail = None;
         for r in records {
             let payload = s.segment_payload(r.source_id, &r.stream, r.seq)?;
+            let tail = *tail.get_or_insert_with(|| footer_tail(&payload));
             if let Some(direct) = payload.in_place() {
-                let ranges = direct
-                    .tail_ranges(FOOTER_TAIL)
-                    .map_err(|cause| Error::Source {
-                        file: s.file().to_string(),
-                        cause,
-                    })?;
+                let ranges = direct.tail_ranges(tail).map_err(|cause| Error::Source {
+                    file: s.file().to_string(),
+                    cause,
+                })?;
                 out.extend(ranges);
             }
         }

@@ -20,6 +20,7 @@ import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { bundleEngine } from "../../scripts/lib/engine-page.mjs";
+import { dendro } from "./cli.mjs";
 import { FIXTURES, ROOT, launch, missingPrerequisite, newPage, serve, soundFixtures } from "./helpers.mjs";
 import { startServer } from "./server.mjs";
 
@@ -282,6 +283,46 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
       }
     }
     await page.evaluate(() => window.engine.terminate());
+    await page.close();
+  });
+
+  it("fetches a wide stream's long footers ahead with the rest, not one request each", T, async () => {
+    // The demo's cpu streams have hundreds of columns: footers of tens of KB.
+    // Copied, so that each payload's pages lie in one run (a writer that
+    // pruned reuses freed pages, and those chains are read through SQLite).
+    const wide = join(WORK, "wide-footers.dendro");
+    if (!existsSync(wide)) {
+      const demo = join(WORK, "wide-footers-demo.dendro");
+      await rm(demo, { force: true });
+      dendro("demo", "--size", "10", "--hosts", "1", demo);
+      dendro("copy", demo, wide);
+    }
+    const page = await enginePage();
+    const name = basename(wide);
+    await page.evaluate(async (name) => {
+      window.engine = window.createEngine();
+      const h = await window.engine.openUrl(`/multi/work/${name}`, name, { minLazyBytes: 0 });
+      const d = await h.describe();
+      const st = d.sources[0].streams.find((x) => x.name === "cpu");
+      const schema = await h.schema(d.sources[0].id, st.name);
+      const columns = schema.columns.filter((c) => c.name !== schema.ts_column && /^(Int|UInt|Float)/.test(c.type)).slice(0, 8).map((c) => c.name);
+      window.wide = { h, source: d.sources[0].id, st, columns };
+    }, name);
+    const before = server.requests.length;
+    const r = await page.evaluate(async () => {
+      const { h, source, st, columns } = window.wide;
+      const from = st.segments[0].first_ts;
+      const to = st.segments[st.segments.length - 1].last_ts;
+      // A few buckets, several segments each: most lie inside one and come from their footers.
+      const env = await h.readRange(source, st.name, from, to, { columns, maxPoints: 3 });
+      window.engine.terminate();
+      return { segments: st.segments.length, fromStats: env.segments_from_stats, decoded: env.segments_read, columns: columns.length };
+    });
+    const requests = server.requests.slice(before).filter((q) => q.path === `/work/${name}`);
+    assert.ok(r.columns > 0 && r.fromStats >= 6, `${r.fromStats} of ${r.segments} segments from footers (${r.columns} columns)`);
+    // The footers in one multi-range request, and one request a decoded segment.
+    assert.ok(requests.some((q) => q.range?.includes(",") && q.status === 206), "the footers came in a multi-range request");
+    assert.ok(requests.length <= r.decoded + 1, `${requests.length} requests for ${r.fromStats} footers and ${r.decoded} decoded segments: ${requests.map((q) => q.range).join(" ")}`);
     await page.close();
   });
 
