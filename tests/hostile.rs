@@ -161,6 +161,20 @@ fn a_dictionary_claiming_i32_max_entries_is_refused() {
     refused_everywhere(&plan.build(), "dictionary values", true);
 }
 
+/// A page whose type calls for a header it does not carry: here a v2 data
+/// page with a v1 page's header. The parquet crate unwraps the v2 header
+/// when it looks ahead to the next page (a panic; an abort in wasm32).
+/// The `segment` fuzz target found it; its input is kept in
+/// `tests/corpus/segment/v2_page_without_its_v2_header`.
+#[test]
+fn a_page_without_the_header_its_type_calls_for_is_refused() {
+    for codec in [UNCOMPRESSED, LZ4_RAW] {
+        let mut plan = Plan::honest(&ts(20), codec);
+        plan.pages[0].kind = 3;
+        refused_everywhere(&plan.build(), "without the header its type calls for", true);
+    }
+}
+
 #[test]
 fn a_schema_claiming_i32_max_children_is_refused() {
     let mut plan = Plan::honest(&ts(5), UNCOMPRESSED);

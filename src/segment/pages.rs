@@ -14,6 +14,8 @@
 use super::footer::{Chunk, Footer};
 use super::thrift::{wire, Compact, Result};
 
+/// The v1 data page.
+const DATA_PAGE: i32 = 0;
 const DICTIONARY_PAGE: i32 = 2;
 /// Parquet's deprecated `BIT_PACKED` encoding.
 const BIT_PACKED: i32 = 4;
@@ -41,6 +43,9 @@ struct Header {
     nulls: Option<i32>,
     /// A v2 page's `is_compressed` (absent: compressed).
     v2_compressed: Option<bool>,
+    /// The page types whose own header this page header carries (its
+    /// fields 5, 7 and 8).
+    carries: Vec<i32>,
 }
 
 /// The fewest bits one PLAIN value of physical type `physical` takes.
@@ -96,6 +101,16 @@ fn check_chunk(file: &[u8], chunk: &Chunk) -> Result<()> {
                 here(page)
             ));
         };
+        // The parquet crate unwraps the header a page's type calls for (a
+        // panic where it is missing, an abort in wasm32).
+        if matches!(kind, DATA_PAGE | DICTIONARY_PAGE | DATA_PAGE_V2)
+            && !header.carries.contains(&kind)
+        {
+            return Err(format!(
+                "{} is a page of type {kind} without the header its type calls for",
+                here(page)
+            ));
+        }
         let left = (bytes.len() - at) as u64;
         if compressed > left {
             return Err(format!(
@@ -339,6 +354,7 @@ fn read_header(c: &mut Compact) -> Result<Header> {
                     Ok(true)
                 })?;
                 h.level_encodings = Some((definition, repetition));
+                h.carries.push(DATA_PAGE);
             }
             7 => {
                 c.nested(kind, "a dictionary page header", |c, id, kind| {
@@ -348,6 +364,7 @@ fn read_header(c: &mut Compact) -> Result<Header> {
                     h.dictionary_values = Some(c.i32(kind, "num_values")?);
                     Ok(true)
                 })?;
+                h.carries.push(DICTIONARY_PAGE);
             }
             8 => {
                 let (mut definition, mut repetition) = (0, 0);
@@ -366,6 +383,7 @@ fn read_header(c: &mut Compact) -> Result<Header> {
                     Ok(true)
                 })?;
                 h.levels = Some((definition, repetition));
+                h.carries.push(DATA_PAGE_V2);
             }
             _ => return Ok(false),
         }
