@@ -78,6 +78,7 @@ impl Iterator for Chunks {
             definition: descriptor.max_def_level().max(0) as u16,
             repetition: descriptor.max_rep_level().max(0) as u16,
         };
+        let width = value_width(descriptor.physical_type(), descriptor.type_length());
         let pages = SerializedPageReader::new(
             Arc::clone(&self.data),
             chunk,
@@ -88,6 +89,7 @@ impl Iterator for Chunks {
             Box::new(Pages {
                 inner,
                 levels,
+                width,
                 group: self.group - 1,
                 column: self.column,
                 page: 0,
@@ -102,6 +104,8 @@ impl PageIterator for Chunks {}
 struct Pages {
     inner: SerializedPageReader<Bytes>,
     levels: Levels,
+    /// The bytes of one value, for a fixed-width physical type.
+    width: Option<usize>,
     group: usize,
     column: usize,
     page: usize,
@@ -109,7 +113,7 @@ struct Pages {
 
 impl Pages {
     fn check(&self, page: &Page) -> Result<()> {
-        check_page(page, self.levels).map_err(|cause| {
+        check_page(page, self.levels, self.width).map_err(|cause| {
             ParquetError::General(format!(
                 "page {} of column chunk {} of row group {}: {cause}",
                 self.page, self.column, self.group
@@ -159,8 +163,42 @@ impl PageReader for Pages {
     }
 }
 
-/// Checks one decompressed page for a column of maximum levels `max`.
-fn check_page(page: &Page, max: Levels) -> std::result::Result<(), String> {
+/// The bytes one value of a fixed-width physical type takes (what
+/// BYTE_STREAM_SPLIT splits into streams); `None` for the others.
+fn value_width(physical: parquet::basic::Type, type_length: i32) -> Option<usize> {
+    use parquet::basic::Type;
+    match physical {
+        Type::INT32 | Type::FLOAT => Some(4),
+        Type::INT64 | Type::DOUBLE => Some(8),
+        Type::INT96 => Some(12),
+        Type::FIXED_LEN_BYTE_ARRAY => usize::try_from(type_length).ok().filter(|&w| w > 0),
+        _ => None,
+    }
+}
+
+/// The parquet crate's BYTE_STREAM_SPLIT decoder reads each value's bytes
+/// a stream's length apart, the streams' length taken from the bytes it
+/// was given and the values' count from the page: a page counting more
+/// values than its bytes hold makes it index past them (a panic; an abort
+/// in wasm32).
+fn check_split_values(
+    values: &[u8],
+    present: u64,
+    width: usize,
+) -> std::result::Result<(), String> {
+    let needed = present.saturating_mul(width as u64);
+    if needed > values.len() as u64 {
+        return Err(format!(
+            "its {present} BYTE_STREAM_SPLIT values need {needed} bytes, {} are left",
+            values.len()
+        ));
+    }
+    Ok(())
+}
+
+/// Checks one decompressed page for a column of maximum levels `max`
+/// whose values are `width` bytes each (fixed-width types).
+fn check_page(page: &Page, max: Levels, width: Option<usize>) -> std::result::Result<(), String> {
     match page {
         Page::DataPage {
             buf,
@@ -175,15 +213,35 @@ fn check_page(page: &Page, max: Levels) -> std::result::Result<(), String> {
                 *rep_level_encoding == Encoding::RLE,
             );
             let delta = *encoding == Encoding::DELTA_BINARY_PACKED;
-            let count = delta.then_some(u64::from(*num_values));
+            let split = width.filter(|_| *encoding == Encoding::BYTE_STREAM_SPLIT);
+            let count = (delta || split.is_some()).then_some(u64::from(*num_values));
             let body = check_v1_levels(buf, rle, max, count)?;
-            if let (Some(at), true) = (body.values_at, delta) {
+            if let Some(at) = body.values_at {
                 let present = body.present.unwrap_or(u64::from(*num_values));
-                if present > 0 {
+                if delta && present > 0 {
                     check_delta_header(&buf[at..], present as i64)?;
+                }
+                if let Some(width) = split {
+                    check_split_values(&buf[at..], present, width)?;
                 }
             }
             Ok(())
+        }
+        Page::DataPageV2 {
+            buf,
+            num_values,
+            num_nulls,
+            encoding,
+            def_levels_byte_len,
+            rep_levels_byte_len,
+            ..
+        } if *encoding == Encoding::BYTE_STREAM_SPLIT && width.is_some() => {
+            let present = u64::from(num_values.saturating_sub(*num_nulls));
+            let at = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
+            match (buf.get(at..), width) {
+                (Some(values), Some(width)) => check_split_values(values, present, width),
+                _ => Ok(()),
+            }
         }
         Page::DataPageV2 {
             buf,
@@ -295,21 +353,21 @@ mod tests {
         // Header 0x05: bit-packed, 2 groups of 8 one-bit levels = 2 bytes;
         // only 1 follows.
         let page = v1(&[0x05, 0xff], &[0; 16], 16, Encoding::PLAIN);
-        let err = check_page(&page, NULLABLE).unwrap_err();
+        let err = check_page(&page, NULLABLE, None).unwrap_err();
         assert!(
             err.contains("definition levels needs 2 bytes, 1 are left"),
             "{err}"
         );
         // The same run with its bytes is sound.
         let page = v1(&[0x05, 0xff, 0xff], &[0; 128], 16, Encoding::PLAIN);
-        check_page(&page, NULLABLE).unwrap();
+        check_page(&page, NULLABLE, None).unwrap();
     }
 
     #[test]
     fn a_column_without_levels_has_no_sections_to_walk() {
         // Bytes that would be a bad run are values here.
         let page = v1(&[0x05, 0xff], &[0; 16], 2, Encoding::PLAIN);
-        check_page(&page, Levels::default()).unwrap();
+        check_page(&page, Levels::default(), None).unwrap();
     }
 
     /// A DELTA_BINARY_PACKED header: block 128, 4 miniblocks, `total`.
@@ -321,22 +379,22 @@ mod tests {
     fn a_delta_header_counting_none_is_refused_only_where_values_are_present() {
         // 8 levels in one RLE run of value 1: all present.
         let page = v1(&[0x10, 0x01], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
-        let err = check_page(&page, NULLABLE).unwrap_err();
+        let err = check_page(&page, NULLABLE, None).unwrap_err();
         assert!(err.contains("has 8 values"), "{err}");
         // All null (level 0): no values to decode, a count of 0 is honest.
         let page = v1(&[0x10, 0x00], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
-        check_page(&page, NULLABLE).unwrap();
+        check_page(&page, NULLABLE, None).unwrap();
         // Bit-packed 0b0000_0100: one present among 8; padding past the
         // page's 3 levels is not counted.
         let page = v1(&[0x03, 0x04], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
-        assert!(check_page(&page, NULLABLE)
+        assert!(check_page(&page, NULLABLE, None)
             .unwrap_err()
             .contains("has 1 values"));
         let page = v1(&[0x03, 0xf8], &delta(0), 3, Encoding::DELTA_BINARY_PACKED);
-        check_page(&page, NULLABLE).unwrap();
+        check_page(&page, NULLABLE, None).unwrap();
         // A count of values present is sound.
         let page = v1(&[0x10, 0x01], &delta(8), 8, Encoding::DELTA_BINARY_PACKED);
-        check_page(&page, NULLABLE).unwrap();
+        check_page(&page, NULLABLE, None).unwrap();
     }
 
     #[test]
@@ -352,7 +410,43 @@ mod tests {
             is_compressed: true,
             statistics: None,
         };
-        assert!(check_page(&page(0), NULLABLE).is_err());
-        check_page(&page(8), NULLABLE).unwrap();
+        assert!(check_page(&page(0), NULLABLE, None).is_err());
+        check_page(&page(8), NULLABLE, None).unwrap();
+    }
+
+    #[test]
+    fn byte_stream_split_values_must_fit_their_bytes() {
+        // Eight levels at the maximum (RLE run of 8 ones): eight values.
+        let levels = [0x10, 0x01];
+        let page = |bytes: usize| v1(&levels, &vec![0; bytes], 8, Encoding::BYTE_STREAM_SPLIT);
+        let err = check_page(&page(63), NULLABLE, Some(8)).unwrap_err();
+        assert!(
+            err.contains("8 BYTE_STREAM_SPLIT values need 64 bytes, 63 are left"),
+            "{err}"
+        );
+        check_page(&page(64), NULLABLE, Some(8)).unwrap();
+        // Half of them null: four values, 32 bytes.
+        let half = [0x08, 0x01, 0x08, 0x00];
+        check_page(
+            &v1(&half, &[0; 32], 8, Encoding::BYTE_STREAM_SPLIT),
+            NULLABLE,
+            Some(8),
+        )
+        .unwrap();
+        // The same in a v2 page, whose header counts its nulls.
+        let v2 = |nulls: u32, bytes: usize| Page::DataPageV2 {
+            buf: Bytes::from([levels.as_slice(), &vec![0; bytes]].concat()),
+            num_values: 8,
+            encoding: Encoding::BYTE_STREAM_SPLIT,
+            num_nulls: nulls,
+            num_rows: 8,
+            def_levels_byte_len: 2,
+            rep_levels_byte_len: 0,
+            is_compressed: true,
+            statistics: None,
+        };
+        assert!(check_page(&v2(0, 31), NULLABLE, Some(4)).is_err());
+        check_page(&v2(0, 32), NULLABLE, Some(4)).unwrap();
+        check_page(&v2(4, 16), NULLABLE, Some(4)).unwrap();
     }
 }
