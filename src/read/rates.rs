@@ -130,7 +130,10 @@ fn rates_of(
         let rate = match last {
             Some((t0, v0)) if t > t0 => {
                 let increase = if v >= v0 { v - v0 } else { v };
-                Some(increase / ((t - t0) as f64 / 1e9))
+                // Widened: two hostile timestamps can lie further apart
+                // than an i64 holds.
+                let seconds = (i128::from(t) - i128::from(t0)) as f64 / 1e9;
+                Some(increase / seconds)
             }
             _ => None,
         };
@@ -208,6 +211,21 @@ mod tests {
             &[0; 3],
         ));
         assert_eq!(rates(&a), [None, Some(30.0), Some(60.0)]);
+    }
+
+    /// The envelope fuzz target found it: two timestamps further apart
+    /// than an i64 holds overflowed the subtraction (a panic where
+    /// overflow is checked, a wrong sign where it is not).
+    #[test]
+    fn timestamps_at_the_ends_of_i64_give_a_tiny_positive_rate() {
+        let mut r = Rates::new(&["bytes".to_string()]);
+        let a = r.apply(&batch(
+            &[i64::MIN + 1, i64::MAX],
+            &[Some(0), Some(1_000_000)],
+            &[0; 2],
+        ));
+        let rate = rates(&a)[1].expect("a rate");
+        assert!(rate > 0.0 && rate < 1e-4, "{rate}");
     }
 
     #[test]
