@@ -376,6 +376,27 @@ mod tests {
     }
 
     #[test]
+    fn a_delta_block_that_leaves_a_miniblock_no_values_is_refused() {
+        // Block of 128 values in 200 miniblocks; then 4 in 0 miniblocks.
+        for header in [
+            [0x80, 0x01, 0xc8, 0x01, 0x08],
+            [0x04, 0x00, 0x08, 0x00, 0x00],
+        ] {
+            let page = v1(&[0x10, 0x01], &header, 8, Encoding::DELTA_BINARY_PACKED);
+            let err = check_page(&page, NULLABLE, None).unwrap_err();
+            assert!(err.contains("leaves a miniblock no values"), "{err}");
+        }
+        // 128 values in 4 miniblocks of 32, as writers make them.
+        let page = v1(
+            &[0x10, 0x01],
+            &[0x80, 0x01, 0x04, 0x08, 0x00],
+            8,
+            Encoding::DELTA_BINARY_PACKED,
+        );
+        check_page(&page, NULLABLE, None).unwrap();
+    }
+
+    #[test]
     fn a_delta_header_counting_none_is_refused_only_where_values_are_present() {
         // 8 levels in one RLE run of value 1: all present.
         let page = v1(&[0x10, 0x01], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);

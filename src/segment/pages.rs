@@ -231,11 +231,21 @@ pub(super) fn check_delta_header(values: &[u8], present: i64) -> Result<()> {
         }
         None
     };
-    let (_, _, total) = (uleb(), uleb(), uleb());
+    let (block, miniblocks, total) = (uleb(), uleb(), uleb());
     if total == Some(0) {
         return Err(format!(
             "has {present} values but its DELTA_BINARY_PACKED header counts none"
         ));
+    }
+    // A miniblock of no values: the crate's decoder then reads nothing in
+    // a loop that expects progress (an index below zero, or no end).
+    if let (Some(block), Some(miniblocks)) = (block, miniblocks) {
+        if miniblocks == 0 || block / miniblocks == 0 {
+            return Err(format!(
+                "has a DELTA_BINARY_PACKED block of {block} values in {miniblocks} miniblocks, \
+                 which leaves a miniblock no values"
+            ));
+        }
     }
     Ok(())
 }
