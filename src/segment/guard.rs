@@ -235,28 +235,20 @@ fn check_page(page: &Page, max: Levels, width: Option<usize>) -> std::result::Re
             def_levels_byte_len,
             rep_levels_byte_len,
             ..
-        } if *encoding == Encoding::BYTE_STREAM_SPLIT && width.is_some() => {
-            let present = u64::from(num_values.saturating_sub(*num_nulls));
-            let at = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
-            match (buf.get(at..), width) {
-                (Some(values), Some(width)) => check_split_values(values, present, width),
-                _ => Ok(()),
-            }
-        }
-        Page::DataPageV2 {
-            buf,
-            num_values,
-            num_nulls,
-            encoding,
-            def_levels_byte_len,
-            rep_levels_byte_len,
-            ..
-        } if *encoding == Encoding::DELTA_BINARY_PACKED => {
+        } => {
             // Its levels were walked in the file ([`super::pages`]).
-            let present = i64::from(*num_values) - i64::from(*num_nulls);
+            let present = num_values.saturating_sub(*num_nulls);
             let at = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
-            match buf.get(at..) {
-                Some(values) if present > 0 => check_delta_header(values, present),
+            let Some(values) = buf.get(at..) else {
+                return Ok(());
+            };
+            match (*encoding, width) {
+                (Encoding::DELTA_BINARY_PACKED, _) if present > 0 => {
+                    check_delta_header(values, i64::from(present))
+                }
+                (Encoding::BYTE_STREAM_SPLIT, Some(width)) => {
+                    check_split_values(values, u64::from(present), width)
+                }
                 _ => Ok(()),
             }
         }
