@@ -9,7 +9,7 @@
 //! Natively SQLite reads the file on disk itself, so every read the lazy
 //! file counts is a read by range.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
 use dendro::container::lazy::{
@@ -17,23 +17,17 @@ use dendro::container::lazy::{
 };
 use dendro::Archive;
 
-struct Image {
-    bytes: Vec<u8>,
-    reads: Rc<Cell<u64>>,
-    read_bytes: Rc<Cell<u64>>,
-}
+/// The archive's bytes as the lazy file's source (the file counts reads).
+struct Image(Vec<u8>);
 
 impl ByteSource for Image {
     fn len(&self) -> u64 {
-        self.bytes.len() as u64
+        self.0.len() as u64
     }
 
     fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), SourceFailure> {
         let at = offset as usize;
-        buf.copy_from_slice(&self.bytes[at..at + buf.len()]);
-        self.reads.set(self.reads.get() + 1);
-        self.read_bytes
-            .set(self.read_bytes.get() + buf.len() as u64);
+        buf.copy_from_slice(&self.0[at..at + buf.len()]);
         Ok(())
     }
 }
@@ -47,13 +41,7 @@ struct Tally {
 fn main() -> dendro::Result<()> {
     let path = std::env::args().nth(1).expect("usage: chain_reads ARCHIVE");
     let archive = Archive::open(&path)?;
-    let reads = Rc::new(Cell::new(0));
-    let read_bytes = Rc::new(Cell::new(0));
-    let image = Image {
-        bytes: std::fs::read(&path).expect("readable archive"),
-        reads: Rc::clone(&reads),
-        read_bytes: Rc::clone(&read_bytes),
-    };
+    let image = Image(std::fs::read(&path).expect("readable archive"));
     let file = Rc::new(RefCell::new(LazyFile::new(image, LazyConfig::LOCAL_FILE)));
     let weak: Weak<dyn InPlace> = Rc::downgrade(&file) as _;
     assert!(
@@ -62,7 +50,7 @@ fn main() -> dendro::Result<()> {
     );
     let records = archive.read_snapshot(|s| s.all_segments())?;
     for whole in [false, true] {
-        let (r0, b0) = (reads.get(), read_bytes.get());
+        let before = file.borrow().stats();
         let mut tally = Tally::default();
         let started = std::time::Instant::now();
         archive.read_snapshot(|s| {
@@ -102,8 +90,8 @@ fn main() -> dendro::Result<()> {
             if whole { "whole payloads" } else { "footers" },
             tally.by_range,
             tally.via_sqlite,
-            reads.get() - r0,
-            (read_bytes.get() - b0) as f64 / 1e6,
+            file.borrow().stats().fetches - before.fetches,
+            (file.borrow().stats().fetched_bytes - before.fetched_bytes) as f64 / 1e6,
             started.elapsed()
         );
     }

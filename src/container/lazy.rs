@@ -357,6 +357,27 @@ impl<S: ByteSource> LazyFile<S> {
         let data = &data[..data.len().min((self.len - offset) as usize)];
         self.stats.fetches += 1;
         self.stats.fetched_bytes += data.len() as u64;
+        self.keep(offset, data);
+    }
+
+    /// Fetches `len` bytes at `offset` (a block boundary) in one source
+    /// read and keeps them, for a reader that knows which pages it will
+    /// read next and where they lie. `false` past the file's end. A
+    /// failure stops the file, as in [`LazyFile::read`].
+    pub(crate) fn read_ahead(&mut self, offset: u64, len: u64) -> Result<bool, SourceFailure> {
+        let mut data = vec![0u8; len as usize];
+        if !offset.is_multiple_of(self.cache.block_bytes())
+            || !self.read_direct(offset, &mut data)?
+        {
+            return Ok(false);
+        }
+        self.keep(offset, &data);
+        Ok(true)
+    }
+
+    /// Keeps whole blocks of `data`, the file's bytes from `offset` on.
+    fn keep(&mut self, offset: u64, data: &[u8]) {
+        let block_bytes = self.cache.block_bytes();
         let first = offset / block_bytes;
         for (i, block) in data.chunks(block_bytes as usize).enumerate() {
             let at = offset + (i as u64) * block_bytes;

@@ -628,10 +628,7 @@ fn prime_breaks<S: ByteSource>(
         .map(|&(first, n)| (g.offset(first), u64::from(n) * u64::from(g.page_bytes)))
         .collect();
     for (offset, len) in file.uncached(&ranges) {
-        let mut data = vec![0u8; len as usize];
-        if file.read_direct(offset, &mut data)? {
-            file.prime(offset, &data);
-        }
+        file.read_ahead(offset, len)?;
     }
     Ok(())
 }
