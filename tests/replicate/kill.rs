@@ -124,16 +124,7 @@ fn killed_publishers_and_subscribers_restart_into_an_equal_replica() {
     source.finalize(ClockOffset { ts, offset_ns: 1 }).unwrap();
     writer.join().unwrap();
     // What the kills left behind arrives in one last catch-up, by file.
-    let stream = dir.path().join("catch-up.bin");
-    let status = dendro()
-        .arg("publish")
-        .arg(&origin)
-        .arg("--to")
-        .arg(&stream)
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let stream = publish_to_file(&origin, &dir.path().join("catch-up.bin"));
     let status = dendro()
         .arg("subscribe")
         .arg(&replica)
@@ -145,6 +136,21 @@ fn killed_publishers_and_subscribers_restart_into_an_equal_replica() {
     assert!(status.success());
     assert_replica(&origin, &replica);
     assert!(Archive::open(&replica).unwrap().verify().unwrap().sound);
+}
+
+/// Runs `dendro publish ORIGIN --to STREAM` to the end: a whole catch-up
+/// by file. Returns `stream`.
+fn publish_to_file(origin: &Path, stream: &Path) -> std::path::PathBuf {
+    let status = dendro()
+        .arg("publish")
+        .arg(origin)
+        .arg("--to")
+        .arg(stream)
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    assert!(status.success(), "dendro publish --to {}", stream.display());
+    stream.to_path_buf()
 }
 
 /// Starts `dendro subscribe OUT --from STREAM` and returns once it has
@@ -201,16 +207,7 @@ fn a_subscriber_killed_during_a_staged_catch_up_leaves_no_replica_or_a_whole_one
     writer.join().unwrap();
     let segments = segment_count(&origin);
     assert!(segments >= 150, "{segments}");
-    let stream = dir.path().join("catch-up.bin");
-    let status = dendro()
-        .arg("publish")
-        .arg(&origin)
-        .arg("--to")
-        .arg(&stream)
-        .stderr(Stdio::null())
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let stream = publish_to_file(&origin, &dir.path().join("catch-up.bin"));
     let remove_replica = || {
         for suffix in ["", "-wal", "-shm"] {
             let _ = std::fs::remove_file(with_suffix(&replica, suffix));
