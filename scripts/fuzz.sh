@@ -15,7 +15,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$PWD
 
-targets=(open_bytes verify segment describe envelope frames)
+targets=(open_bytes verify segment describe envelope frames in_place)
 if [[ $# -ge 1 ]]; then targets=("$1"); fi
 seconds=${2:-${FUZZ_SECONDS:-180}}
 fixtures=${DENDRO_FIXTURES:-$root/../shared/fixtures}
@@ -40,7 +40,7 @@ seed() {
     return
   fi
   case $target in
-    open_bytes | verify)
+    open_bytes | verify | in_place)
       for f in "$fixtures"/*.dendro "$fixtures"/*.sqlite "$fixtures"/*.txt; do
         [[ -s $f ]] && cp "$f" "$dir/fixture_$(basename "$f")"
       done

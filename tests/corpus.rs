@@ -91,6 +91,7 @@ target!(segment);
 target!(describe);
 target!(envelope);
 target!(frames);
+target!(in_place);
 
 /// Every directory under `tests/corpus/` is a target the replay knows, and
 /// the corpus stays small.
@@ -135,6 +136,16 @@ fn write_seeds() {
             "frames",
             "seed_one_of_each_kind",
             fuzz_entry::sample_frames(),
+        ),
+        (
+            "in_place",
+            "seed_fragmented_chains",
+            fuzz_entry::fragmented_archive(),
+        ),
+        (
+            "in_place",
+            "seed_sample_archive",
+            fuzz_entry::sample_archive(),
         ),
     ] {
         let dir = corpus_dir().join(target);

@@ -38,6 +38,7 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("describe", describe),
     ("envelope", envelope),
     ("frames", frames),
+    ("in_place", in_place),
 ];
 
 /// An archive-level error must name the file it is about.
@@ -59,6 +60,102 @@ pub fn open_bytes(data: &[u8]) {
             }
         }
         Err(e) => named("open", &e),
+    }
+}
+
+/// The archive's bytes as a lazy file's source.
+struct Image(Vec<u8>);
+
+impl dendro::container::lazy::ByteSource for Image {
+    fn len(&self) -> u64 {
+        self.0.len() as u64
+    }
+
+    fn read_exact_at(
+        &mut self,
+        offset: u64,
+        buf: &mut [u8],
+    ) -> Result<(), dendro::container::lazy::SourceFailure> {
+        let at = usize::try_from(offset).expect("offsets within the image");
+        buf.copy_from_slice(&self.0[at..at + buf.len()]);
+        Ok(())
+    }
+}
+
+/// Payloads read in place (by range, outside SQLite, from the b-tree
+/// cell, the overflow chain and the pointer map, as the browser reads a
+/// dropped file) against the same reads through SQLite, on an archive
+/// given whole: the same bytes, or an error from both. SQLite reads a
+/// file natively, so the input is written to a scratch file first.
+pub fn in_place(data: &[u8]) {
+    use dendro::container::lazy::{
+        serve_payloads, set_in_place_payloads, InPlace, LazyConfig, LazyFile,
+    };
+    use std::cell::RefCell;
+    use std::rc::{Rc, Weak};
+
+    let path = std::env::temp_dir().join(format!("dendro-in-place-{}.dendro", std::process::id()));
+    for suffix in ["-wal", "-shm"] {
+        let mut side = path.clone().into_os_string();
+        side.push(suffix);
+        let _ = std::fs::remove_file(side);
+    }
+    if std::fs::write(&path, data).is_err() {
+        return;
+    }
+    let Ok(archive) = Archive::open(&path) else {
+        return;
+    };
+    let file = Rc::new(RefCell::new(LazyFile::new(
+        Image(data.to_vec()),
+        LazyConfig::LOCAL_FILE,
+    )));
+    let weak: Weak<dyn InPlace> = Rc::downgrade(&file) as _;
+    if !serve_payloads(&archive, weak) {
+        return;
+    }
+    let Ok(records) = archive.read_snapshot(|s| s.all_segments()) else {
+        return;
+    };
+    let read = |r: &SegmentRecord, by_range: bool, at: Option<(usize, usize)>| {
+        set_in_place_payloads(by_range);
+        let out = archive.read_snapshot(|s| {
+            let payload = s.segment_payload(r.source_id, &r.stream, r.seq)?;
+            let (offset, n) = at.unwrap_or((0, payload.len()));
+            let mut buf = vec![0u8; n];
+            payload.read_at(offset, &mut buf)?;
+            Ok(buf)
+        });
+        set_in_place_payloads(true);
+        out
+    };
+    for r in records.iter().take(16) {
+        let Ok(whole) = read(r, false, None) else {
+            continue;
+        };
+        let len = whole.len();
+        let footer = len.min(3000);
+        for at in [
+            None,
+            Some((len - footer, footer)),
+            Some((len.saturating_sub(8), len.min(8))),
+            Some((len / 3, len / 3)),
+        ] {
+            let (direct, sqlite) = (read(r, true, at), read(r, false, at));
+            match (&direct, &sqlite) {
+                (Ok(a), Ok(b)) => {
+                    assert!(a == b, "{} {} at {at:?}: by range differs", r.stream, r.seq)
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!(
+                    "{} {} at {at:?}: by range {:?}, SQLite {:?}",
+                    r.stream,
+                    r.seq,
+                    direct.map(|b| b.len()),
+                    sqlite.map(|b| b.len())
+                ),
+            }
+        }
     }
 }
 
@@ -279,8 +376,11 @@ fn schema_sql(flags: u8) -> String {
 /// An empty archive in memory with the catalog `flags` choose.
 fn new_catalog(flags: u8) -> rusqlite::Connection {
     let conn = rusqlite::Connection::open_in_memory().unwrap();
-    conn.execute_batch(&format!("PRAGMA page_size = {PAGE_SIZE};"))
-        .unwrap();
+    // As the writer lays a file out: pointer-map pages and all.
+    conn.execute_batch(&format!(
+        "PRAGMA page_size = {PAGE_SIZE}; PRAGMA auto_vacuum = INCREMENTAL;"
+    ))
+    .unwrap();
     conn.execute_batch(&schema_sql(flags)).unwrap();
     let version = if flags & 0xC0 == 0xC0 {
         SCHEMA_VERSION + 1
@@ -815,6 +915,43 @@ pub fn sample_archive() -> Vec<u8> {
     let bytes = conn.serialize(rusqlite::MAIN_DB).unwrap().to_vec();
     assert!(open_catalog(&mut conn).is_some());
     bytes
+}
+
+/// An archive whose later payloads reuse pages earlier ones freed, so
+/// their overflow chains break (the `in_place` target's seed): payloads of
+/// a few pages, every other one deleted, then larger ones.
+pub fn fragmented_archive() -> Vec<u8> {
+    use rusqlite::types::Value as V;
+    let mut conn = new_catalog(0);
+    insert_source(&conn, "{}", &Labels::new(), 0, None);
+    let blob = |seq: i64, len: usize| -> Vec<u8> {
+        (0..len).map(|i| (i as i64 * 31 + seq * 7) as u8).collect()
+    };
+    let put = |seq: i64, len: usize| {
+        insert(
+            &conn,
+            "segments",
+            vec![
+                V::Integer(1),
+                V::Text("m".into()),
+                V::Integer(seq),
+                V::Integer(1),
+                V::Integer(seq),
+                V::Integer(seq),
+                V::Blob(blob(seq, len)),
+                V::Null,
+            ],
+        );
+    };
+    for seq in 0..12 {
+        put(seq, 9_000);
+    }
+    conn.execute_batch("DELETE FROM segments WHERE seq % 2 = 1")
+        .unwrap();
+    for seq in 20..23 {
+        put(seq, 30_000);
+    }
+    conn.serialize(rusqlite::MAIN_DB).unwrap().to_vec()
 }
 
 /// A replication stream made with the crate's own encoder: the preamble,
