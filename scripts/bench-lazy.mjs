@@ -64,6 +64,7 @@ const extraFiles = (opt("--files") ?? "").split(",").filter(Boolean);
 // --steps: print each open's steps (the engine worker's trace) as it runs.
 const showSteps = args.includes("--steps");
 const log = (...m) => console.error("bench-lazy:", ...m);
+const log_ = log;
 
 const DIST = join(root, "www/dist");
 const PKG = join(root, "www/pkg");
@@ -275,6 +276,12 @@ async function openSteps(page, t0, seen) {
     }
   }
   steps["overview on screen"] = Math.round((seen.overview.t - t0) * 10) / 10;
+  // Every mark of the first range read, repeated ones too (--steps).
+  if (showSteps) {
+    const from = log.findIndex((e) => e.what === "start readRange");
+    const to = log.findIndex((e) => e.what === "range finished");
+    if (from >= 0) log_(`first readRange, ms after the drop: ${log.slice(from, to + 1).map((e) => JSON.stringify({ ...e, at: Math.round((e.at - drop) * 10) / 10 })).join(" ")}`);
+  }
   return steps;
 }
 

@@ -281,6 +281,20 @@ impl<S: ByteSource> LazyFile<S> {
     /// not the cache's block size. It may add up to half the cache's
     /// budget, so what it brings in is not pushed out by itself.
     pub fn tree_walk(&self, roots: &[u32]) -> Option<TreeWalk> {
+        let (page_bytes, pages, budget) = self.walk_shape()?;
+        Some(TreeWalk::new(roots, page_bytes, pages, budget))
+    }
+
+    /// [`Self::tree_walk`] of the table b-tree at `root` toward the leaves
+    /// holding `rows` alone ([`TreeWalk::toward_rows`]).
+    pub fn row_walk(&self, root: u32, rows: Vec<i64>) -> Option<TreeWalk> {
+        let (page_bytes, pages, budget) = self.walk_shape()?;
+        Some(TreeWalk::toward_rows(root, rows, page_bytes, pages, budget))
+    }
+
+    /// A walk's page size, page count and budget in pages (half the
+    /// cache's): `None` as for [`Self::tree_walk`].
+    fn walk_shape(&self) -> Option<(usize, u32, usize)> {
         let block_bytes = self.cache.block_bytes();
         let head = self.cache.peek(0)?;
         let page_bytes = match u16::from_be_bytes([*head.get(16)?, *head.get(17)?]) {
@@ -292,7 +306,7 @@ impl<S: ByteSource> LazyFile<S> {
         }
         let pages = u32::try_from(self.len.div_ceil(page_bytes)).ok()?;
         let budget = self.cache.budget() / 2 / block_bytes as usize;
-        Some(TreeWalk::new(roots, page_bytes as usize, pages, budget))
+        Some((page_bytes as usize, pages, budget))
     }
 
     /// The next byte ranges `walk` needs, `(offset, length)` in file order

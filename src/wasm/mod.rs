@@ -257,8 +257,12 @@ impl JsArchive {
     /// them); empty for an archive held in memory. With `preview`, also
     /// the footers a preview of the window reads (`previewRange`, or
     /// `RangeJob.preview`): every segment's the read covers. The caller
-    /// fetches them its own way, all at once, and hands each to
-    /// `prefetchFill`: the footers then cost no read each.
+    /// fetches them its own way, all at once, hands each to
+    /// `prefetchFill`, and asks again until the plan is empty: the footers
+    /// then cost no read each. Where the rows of those segments are not
+    /// cached, the first rounds are the table's pages that lead to them
+    /// and hold them (small payloads lie in those leaves whole): looking
+    /// each row up would read its leaf alone, one read per footer.
     #[wasm_bindgen(js_name = footerPlan)]
     #[allow(clippy::too_many_arguments)]
     pub fn footer_plan(
@@ -305,6 +309,26 @@ impl JsArchive {
         }
         if asked.is_empty() {
             return Ok(Vec::new());
+        }
+        let listing = self.listing()?;
+        let rows: Vec<i64> = asked.iter().filter_map(|r| listing.rowid(r)).collect();
+        // First the leaves holding those rows and the primary key's index
+        // each lookup of a row goes through, found from the trees' pages.
+        let (table, index) = vfs::lookup_roots(&self.archive);
+        let walks: Vec<_> = {
+            let file = file.borrow();
+            let toward = table.and_then(|root| file.row_walk(root, rows));
+            toward
+                .into_iter()
+                .chain(index.and_then(|root| file.tree_walk(&[root])))
+                .collect()
+        };
+        let mut pages = Vec::new();
+        for mut walk in walks {
+            pages.extend(file.borrow_mut().walk_step(&mut walk));
+        }
+        if !pages.is_empty() {
+            return Ok(flat(pages));
         }
         let ranges = vfs::footer_ranges(&self.archive, &asked).map_err(fail)?;
         Ok(flat(file.borrow().uncached(&ranges)))
@@ -740,14 +764,17 @@ impl JsArchive {
     /// Refuses a stream the source does not have (neither segments nor
     /// live rows), so a typo is not mistaken for an empty stream.
     fn require_stream(&self, source: i64, stream: &str) -> JsResult<()> {
+        // A stream with segments is in the listing; only one without is
+        // looked for among the catalog's streams (a scan of the index).
+        let listed = !self.listing()?.stream(source, stream).is_empty();
         let known = self
             .archive
             .read_snapshot(|s| {
                 s.source(source)?;
-                s.streams(source)
+                Ok(listed || s.streams(source)?.iter().any(|s| s == stream))
             })
             .map_err(fail)?;
-        if known.iter().any(|s| s == stream) {
+        if known {
             Ok(())
         } else {
             Err(js::error(

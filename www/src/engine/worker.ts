@@ -199,17 +199,26 @@ const noRanges = (self as { __dendroNoRanges?: boolean }).__dendroNoRanges === t
 /**
  * Before a readRange of an archive read in place, the footers it will read
  * (the last pages of those segments, and the pointer-map pages proving
- * them) are fetched in one batch, so that each costs no read of its own.
- * A failure here is not reported: the read itself reports it in its words.
+ * them) are fetched in a few batches, so that each costs no read of its
+ * own: first the table's pages leading to those segments' rows, where they
+ * are not cached, then the footers (see footerPlan in src/wasm/mod.rs). A
+ * failure here is not reported: the read itself reports it in its words.
  */
 async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["readRange"]["args"]): Promise<void> {
   const [src, stream, from, to, columns, maxPoints, rates, preview] = args;
-  const plan = a.footerPlan(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined, preview === true);
-  markRead("footer plan", a, { ranges: plan.length / 2, bytes: planBytes(plan) });
-  if (plan.length === 0) return;
-  await fillPlan(a, source, plan);
-  markRead("footers fetched", a);
+  // A round per level of the table's b-tree, then one for the footers; the
+  // bound only guards against a plan that does not shrink.
+  for (let round = 0; round < FOOTER_ROUNDS; round++) {
+    const plan = a.footerPlan(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined, preview === true);
+    markRead("footer plan", a, { ranges: plan.length / 2, bytes: planBytes(plan) });
+    if (plan.length === 0) return;
+    if ((await fillPlan(a, source, plan)) === null) return;
+    markRead("footers fetched", a);
+  }
 }
+
+/** The most rounds a footer prefetch takes (a b-tree of the catalog is a few levels deep). */
+const FOOTER_ROUNDS = 8;
 
 /** The bytes a plan of `[offset, length, ...]` asks for. */
 function planBytes(plan: ArrayLike<number>): number {
