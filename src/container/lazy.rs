@@ -319,8 +319,14 @@ impl<S: ByteSource> LazyFile<S> {
         let block_bytes = self.cache.block_bytes();
         let len = self.len;
         let cache = &self.cache;
-        walk.step(|page| cache.peek(u64::from(page) - 1))
-            .into_iter()
+        let runs = walk.step(|page| cache.peek(u64::from(page) - 1));
+        // The cached pages the walk went through are in use: what this
+        // round fetches must not push them out before the reads they lead
+        // to (a walk made afresh next round would fetch them again).
+        for page in walk.take_parsed() {
+            self.cache.get(u64::from(page) - 1);
+        }
+        runs.into_iter()
             .map(|run| {
                 let start = u64::from(run.first - 1) * block_bytes;
                 let end = (start + u64::from(run.pages) * block_bytes).min(len);

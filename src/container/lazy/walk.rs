@@ -57,6 +57,8 @@ pub struct TreeWalk {
     only_fetched: bool,
     /// Interior and leaf pages parsed so far.
     parsed: u64,
+    /// The pages parsed since [`TreeWalk::take_parsed`] last took them.
+    parsed_pages: Vec<u32>,
 }
 
 impl TreeWalk {
@@ -73,6 +75,7 @@ impl TreeWalk {
             budget: max_pages,
             only_fetched: false,
             parsed: 0,
+            parsed_pages: Vec::new(),
         };
         for &root in roots {
             walk.add(root, 0..0);
@@ -107,6 +110,12 @@ impl TreeWalk {
     /// Pages parsed so far.
     pub fn parsed(&self) -> u64 {
         self.parsed
+    }
+
+    /// The pages parsed since the last call: the cached pages the walk
+    /// used, for the cache to count as used.
+    pub fn take_parsed(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.parsed_pages)
     }
 
     /// Whether nothing is left to parse.
@@ -179,6 +188,7 @@ impl TreeWalk {
                     Some(bytes) => {
                         progressed = true;
                         self.parsed += 1;
+                        self.parsed_pages.push(page);
                         self.add_children(bytes, page, rows, &mut cached);
                     }
                     None => missing.push((page, rows)),
