@@ -44,7 +44,7 @@ const args = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
 const runs = Number(opt("--runs")) || 3;
 const skip = new Set((opt("--skip") ?? "").split(",").filter(Boolean));
-const sizes = (opt("--sizes") ?? "100,1024,5120").split(",").map(Number);
+const sizes = (opt("--sizes") ?? "100,1024,5120").split(",").filter(Boolean).map(Number);
 const jsonOut = opt("--json-out");
 // --baseline: the in-place reader without the catalog prefetch and the walk
 // hints (as before them), through the same build, for before/after figures.
@@ -64,6 +64,7 @@ const extraFiles = (opt("--files") ?? "").split(",").filter(Boolean);
 // --steps: print each open's steps (the engine worker's trace) as it runs.
 const showSteps = args.includes("--steps");
 const log = (...m) => console.error("bench-lazy:", ...m);
+const log_ = log;
 
 const DIST = join(root, "www/dist");
 const PKG = join(root, "www/pkg");
@@ -84,7 +85,7 @@ const BIG_ARCHIVE = join(targetDir, "release/examples/big_archive");
   if (newest(join(root, "www/src")) > statSync(join(DIST, "main.js")).mtimeMs) log("note: www/src is newer than www/dist; the viewer figures are for the last build");
 }
 {
-  const want = [...(existsSync(BIG_ARCHIVE) ? [] : ["--example", "big_archive"]), ...(skip.has("http") || existsSync(DENDRO) ? [] : ["--bin", "dendro"])];
+  const want = [...(sizes.length === 0 || existsSync(BIG_ARCHIVE) ? [] : ["--example", "big_archive"]), ...(skip.has("http") || existsSync(DENDRO) ? [] : ["--bin", "dendro"])];
   if (want.length) {
     log(`building ${want.join(" ")} (release)`);
     execFileSync("cargo", ["build", "--release", "--quiet", ...want], { cwd: root, stdio: "inherit" });
@@ -268,9 +269,19 @@ async function openSteps(page, t0, seen) {
   for (const e of log) {
     const at = Math.round((e.at - drop) * 10) / 10;
     if (e.what === "prefetch") steps[`prefetch ${++prefetch} (${e.ranges} reads, ${Math.round(e.bytes / 1024)} KiB)`] = at;
-    else if (!(e.what in steps)) steps[e.what] = at;
+    else if (!(e.what in steps)) {
+      steps[e.what] = at;
+      // The in-place reader's reads so far, where the mark counts them.
+      if (typeof e.fetches === "number") steps[`${e.what}: reads so far`] = e.fetches;
+    }
   }
   steps["overview on screen"] = Math.round((seen.overview.t - t0) * 10) / 10;
+  // Every mark of the first range read, repeated ones too (--steps).
+  if (showSteps) {
+    const from = log.findIndex((e) => e.what === "start readRange");
+    const to = log.findIndex((e) => e.what === "range finished");
+    if (from >= 0) log_(`first readRange, ms after the drop: ${log.slice(from, to + 1).map((e) => JSON.stringify({ ...e, at: Math.round((e.at - drop) * 10) / 10 })).join(" ")}`);
+  }
   return steps;
 }
 

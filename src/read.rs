@@ -163,9 +163,18 @@ impl Snapshot<'_> {
     /// `(source, stream)`, so the cost grows with the catalog's size, not
     /// with its square.
     pub fn describe(&self) -> Result<Vec<SourceDescription>> {
+        self.describe_listed(&crate::catalog::Listing::read(self)?)
+    }
+
+    /// [`Self::describe`] with the segments already listed (from this
+    /// snapshot's image; see [`crate::catalog::Listing`]).
+    pub fn describe_listed(
+        &self,
+        listing: &crate::catalog::Listing,
+    ) -> Result<Vec<SourceDescription>> {
         let sources = self.sources()?;
         let mut streams: BTreeMap<(i64, String), StreamDescription> = BTreeMap::new();
-        for s in self.all_segments()? {
+        for s in listing.all() {
             let stream = streams
                 .entry((s.source_id, s.stream.clone()))
                 .or_insert_with(|| StreamDescription::empty(&s.stream));
@@ -228,8 +237,22 @@ impl Snapshot<'_> {
 /// Describes the archive: per source and per stream, counts, spans, bytes,
 /// and the file's own size, in one snapshot without reading a segment.
 pub fn describe(archive: &Archive) -> Result<Description> {
-    let (schema_version, sources) =
-        archive.read_snapshot(|s| Ok((s.schema_version()?, s.describe()?)))?;
+    describe_with(archive, None)
+}
+
+/// [`describe`], from `listing` when given (the segments of this same
+/// image, listed once by a holder of an image that cannot change).
+pub fn describe_with(
+    archive: &Archive,
+    listing: Option<&crate::catalog::Listing>,
+) -> Result<Description> {
+    let (schema_version, sources) = archive.read_snapshot(|s| {
+        let sources = match listing {
+            Some(listing) => s.describe_listed(listing)?,
+            None => s.describe()?,
+        };
+        Ok((s.schema_version()?, sources))
+    })?;
     Ok(Description {
         file_bytes: archive.file_bytes()?,
         schema_version,

@@ -7,6 +7,9 @@
 
 use std::collections::BTreeMap;
 
+mod listing;
+pub use listing::Listing;
+
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
 

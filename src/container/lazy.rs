@@ -281,6 +281,20 @@ impl<S: ByteSource> LazyFile<S> {
     /// not the cache's block size. It may add up to half the cache's
     /// budget, so what it brings in is not pushed out by itself.
     pub fn tree_walk(&self, roots: &[u32]) -> Option<TreeWalk> {
+        let (page_bytes, pages, budget) = self.walk_shape()?;
+        Some(TreeWalk::new(roots, page_bytes, pages, budget))
+    }
+
+    /// [`Self::tree_walk`] of the table b-tree at `root` toward the leaves
+    /// holding `rows` alone ([`TreeWalk::toward_rows`]).
+    pub fn row_walk(&self, root: u32, rows: Vec<i64>) -> Option<TreeWalk> {
+        let (page_bytes, pages, budget) = self.walk_shape()?;
+        Some(TreeWalk::toward_rows(root, rows, page_bytes, pages, budget))
+    }
+
+    /// A walk's page size, page count and budget in pages (half the
+    /// cache's): `None` as for [`Self::tree_walk`].
+    fn walk_shape(&self) -> Option<(usize, u32, usize)> {
         let block_bytes = self.cache.block_bytes();
         let head = self.cache.peek(0)?;
         let page_bytes = match u16::from_be_bytes([*head.get(16)?, *head.get(17)?]) {
@@ -292,7 +306,7 @@ impl<S: ByteSource> LazyFile<S> {
         }
         let pages = u32::try_from(self.len.div_ceil(page_bytes)).ok()?;
         let budget = self.cache.budget() / 2 / block_bytes as usize;
-        Some(TreeWalk::new(roots, page_bytes as usize, pages, budget))
+        Some((page_bytes as usize, pages, budget))
     }
 
     /// The next byte ranges `walk` needs, `(offset, length)` in file order
@@ -305,8 +319,14 @@ impl<S: ByteSource> LazyFile<S> {
         let block_bytes = self.cache.block_bytes();
         let len = self.len;
         let cache = &self.cache;
-        walk.step(|page| cache.peek(u64::from(page) - 1))
-            .into_iter()
+        let runs = walk.step(|page| cache.peek(u64::from(page) - 1));
+        // The cached pages the walk went through are in use: what this
+        // round fetches must not push them out before the reads they lead
+        // to (a walk made afresh next round would fetch them again).
+        for page in walk.take_parsed() {
+            self.cache.get(u64::from(page) - 1);
+        }
+        runs.into_iter()
             .map(|run| {
                 let start = u64::from(run.first - 1) * block_bytes;
                 let end = (start + u64::from(run.pages) * block_bytes).min(len);

@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use arrow_array::{Array, RecordBatch};
 
-use crate::catalog::SegmentRecord;
+use crate::catalog::{Listing, SegmentRecord};
 use crate::container::Archive;
 use crate::error::Result;
 use crate::read::columns::{fold_extremes, is_numeric, numbers, time_values, ts_column};
@@ -614,14 +614,9 @@ pub fn read_range_bounded(
     request: &RangeRequest<'_>,
     budget: Option<usize>,
     stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
-    mut decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
+    decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
 ) -> Result<Envelope> {
-    let mut reader = RangeReader::bounded(archive, request, budget, stats)?;
-    while let Some((index, record)) = reader.next_to_decode() {
-        let rows = decode(&record, request.columns)?;
-        reader.supply(index, rows);
-    }
-    Ok(reader.finish())
+    RangeReader::bounded(archive, request, budget, stats)?.decode_all(request.columns, decode)
 }
 
 /// A window's envelope from footer statistics alone: what the viewer
@@ -755,16 +750,30 @@ impl RangeReader {
         archive: &Archive,
         request: &RangeRequest<'_>,
         budget: Option<usize>,
+        stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+    ) -> Result<RangeReader> {
+        RangeReader::listed(archive, request, budget, None, stats)
+    }
+
+    /// [`Self::bounded`], taking the window's segments from `listing` when
+    /// given instead of asking the catalog: the same records for an
+    /// archive that has not changed since `listing` was read from it
+    /// ([`Listing`] says who may hold one).
+    pub fn listed(
+        archive: &Archive,
+        request: &RangeRequest<'_>,
+        budget: Option<usize>,
+        listing: Option<&Listing>,
         mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
     ) -> Result<RangeReader> {
         let (mut segments, tail) = archive.read_snapshot(|s| {
             let source = s.source(request.source_id)?;
-            let segments = s.segments_overlapping(
-                request.source_id,
-                request.stream,
-                request.from,
-                request.to,
-            )?;
+            let (id, stream, from, to) =
+                (request.source_id, request.stream, request.from, request.to);
+            let segments = match listing {
+                Some(listing) => listing.overlapping(id, stream, from, to),
+                None => s.segments_overlapping(id, stream, from, to)?,
+            };
             let tail =
                 crate::read::typed_tail(s, &source, request.stream, request.from, request.to)?;
             Ok((segments, tail))
@@ -976,6 +985,20 @@ impl RangeReader {
                 _ => {}
             }
         }
+    }
+
+    /// Decodes every segment the envelope needs with `decode` (given the
+    /// columns to keep), in order, and finishes.
+    pub fn decode_all(
+        mut self,
+        columns: Option<&[String]>,
+        mut decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
+    ) -> Result<Envelope> {
+        while let Some((index, record)) = self.next_to_decode() {
+            let rows = decode(&record, columns)?;
+            self.supply(index, rows);
+        }
+        Ok(self.finish())
     }
 
     /// The envelope. Every segment handed out must have been supplied.

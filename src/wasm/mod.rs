@@ -23,13 +23,12 @@ use std::sync::Arc;
 use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
 
-use crate::catalog::SegmentRecord;
+use crate::catalog::{Listing, SegmentRecord};
 use crate::container::Archive;
 use crate::error::Error;
 use crate::read::cache::{identity_of, Batches, DecodeKey, ReaderCache, SegmentKey};
 use crate::read::envelope::{
-    decode_for_range, preview_range, read_range_bounded, RangeReader, RangeRequest, Stats,
-    VIEWER_SEGMENT_BUDGET,
+    decode_for_range, RangeReader, RangeRequest, Stats, VIEWER_SEGMENT_BUDGET,
 };
 
 thread_local! {
@@ -147,6 +146,15 @@ pub struct JsArchive {
     lazy: Option<vfs::SharedFile>,
     /// The catalog prefetch under way (`prefetchPlan`), once started.
     walk: RefCell<Option<crate::container::lazy::TreeWalk>>,
+    /// Every segment of this image, once listed: describe, the footer
+    /// plan and every range read take their segments from it instead of
+    /// listing the catalog again. An image held here never changes (a
+    /// buffer, a dropped file, one image of a URL, whose source refuses
+    /// reads once the file is another), and a followed archive's newer
+    /// image is another `JsArchive` with its own listing, so this is
+    /// never stale. It is per image, never per `cache_id`, which images
+    /// of one followed archive share.
+    listing: RefCell<Option<Rc<Listing>>>,
 }
 
 #[wasm_bindgen(js_class = Archive)]
@@ -167,6 +175,7 @@ impl JsArchive {
             archive: Rc::new(archive),
             lazy: None,
             walk: RefCell::new(None),
+            listing: RefCell::new(None),
         })
     }
 
@@ -201,6 +210,7 @@ impl JsArchive {
             archive: Rc::new(archive),
             lazy: Some(file),
             walk: RefCell::new(None),
+            listing: RefCell::new(None),
         })
     }
 
@@ -238,11 +248,7 @@ impl JsArchive {
         let Some(walk) = walk.as_mut() else {
             return Vec::new();
         };
-        file.borrow_mut()
-            .walk_step(walk)
-            .into_iter()
-            .flat_map(|(offset, len)| [offset as f64, len as f64])
-            .collect()
+        flat(file.borrow_mut().walk_step(walk))
     }
 
     /// The byte ranges the footers a `readRange` with these arguments
@@ -251,8 +257,12 @@ impl JsArchive {
     /// them); empty for an archive held in memory. With `preview`, also
     /// the footers a preview of the window reads (`previewRange`, or
     /// `RangeJob.preview`): every segment's the read covers. The caller
-    /// fetches them its own way, all at once, and hands each to
-    /// `prefetchFill`: the footers then cost no read each.
+    /// fetches them its own way, all at once, hands each to
+    /// `prefetchFill`, and asks again until the plan is empty: the footers
+    /// then cost no read each. Where the rows of those segments are not
+    /// cached, the first rounds are the table's pages that lead to them
+    /// and hold them (small payloads lie in those leaves whole): looking
+    /// each row up would read its leaf alone, one read per footer.
     #[wasm_bindgen(js_name = footerPlan)]
     #[allow(clippy::too_many_arguments)]
     pub fn footer_plan(
@@ -283,14 +293,12 @@ impl JsArchive {
             let key = stats_key(self.cache_id, record);
             CACHE.with(|c| c.borrow().stats(&key)).is_none()
         };
-        let budget = Some(VIEWER_SEGMENT_BUDGET);
-        let reader = RangeReader::bounded(&self.archive, &request, budget, |record| {
+        let reader = self.range_reader(&request, |record| {
             if uncached(record) {
                 asked.push(record.clone());
             }
             Ok(None)
-        })
-        .map_err(fail)?;
+        })?;
         if preview == Some(true) && request.max_points.is_some() {
             asked = reader
                 .segments()
@@ -302,13 +310,28 @@ impl JsArchive {
         if asked.is_empty() {
             return Ok(Vec::new());
         }
+        let listing = self.listing()?;
+        let rows: Vec<i64> = asked.iter().filter_map(|r| listing.rowid(r)).collect();
+        // First the leaves holding those rows and the primary key's index
+        // each lookup of a row goes through, found from the trees' pages.
+        let (table, index) = vfs::lookup_roots(&self.archive);
+        let walks: Vec<_> = {
+            let file = file.borrow();
+            let toward = table.and_then(|root| file.row_walk(root, rows));
+            toward
+                .into_iter()
+                .chain(index.and_then(|root| file.tree_walk(&[root])))
+                .collect()
+        };
+        let mut pages = Vec::new();
+        for mut walk in walks {
+            pages.extend(file.borrow_mut().walk_step(&mut walk));
+        }
+        if !pages.is_empty() {
+            return Ok(flat(pages));
+        }
         let ranges = vfs::footer_ranges(&self.archive, &asked).map_err(fail)?;
-        Ok(file
-            .borrow()
-            .uncached(&ranges)
-            .into_iter()
-            .flat_map(|(offset, len)| [offset as f64, len as f64])
-            .collect())
+        Ok(flat(file.borrow().uncached(&ranges)))
     }
 
     /// Keeps `bytes`, fetched from `offset` for `prefetchPlan`, in the
@@ -363,7 +386,8 @@ impl JsArchive {
     /// `dendro describe --json` plus `caller_row_names` and
     /// `caller_row_counts`.
     pub fn describe(&self) -> JsResult<JsValue> {
-        let d = crate::read::describe(&self.archive).map_err(fail)?;
+        let listing = self.listing()?;
+        let d = crate::read::describe_with(&self.archive, Some(&listing)).map_err(fail)?;
         Ok(convert::description(&d))
     }
 
@@ -373,7 +397,8 @@ impl JsArchive {
     /// instead of as one object per segment first.
     #[wasm_bindgen(js_name = describePacked)]
     pub fn describe_packed(&self) -> JsResult<JsValue> {
-        let d = crate::read::describe(&self.archive).map_err(fail)?;
+        let listing = self.listing()?;
+        let d = crate::read::describe_with(&self.archive, Some(&listing)).map_err(fail)?;
         Ok(convert::packed_description(&d))
     }
 
@@ -384,7 +409,18 @@ impl JsArchive {
         let file = self.archive.file();
         let source = whole("source", file, source)?;
         self.require_stream(source, stream)?;
-        match crate::read::probe(&self.archive, source, stream).map_err(fail)? {
+        // The stream's first segment, from the listing (a probe of the
+        // catalog would list every segment of the stream to take one).
+        let first = self.listing()?.stream(source, stream).first().cloned();
+        let probed = match first {
+            Some(record) => {
+                let bytes = crate::read::segment_bytes(&self.archive, source, stream, record.seq)
+                    .map_err(fail)?;
+                Some((record, bytes))
+            }
+            None => None,
+        };
+        match probed {
             None => {
                 let metadata = self
                     .archive
@@ -501,9 +537,9 @@ impl JsArchive {
             max_points,
         )?;
         let stats = |record: &SegmentRecord| cached_stats(self.cache_id, &self.archive, record);
-        let budget = Some(VIEWER_SEGMENT_BUDGET);
-        let envelope =
-            read_range_bounded(&self.archive, &request, budget, stats, |record, columns| {
+        let envelope = self
+            .range_reader(&request, stats)?
+            .decode_all(request.columns, |record, columns| {
                 cached(range_key(self.cache_id, record, columns), || {
                     noting(
                         || {
@@ -548,9 +584,9 @@ impl JsArchive {
             (from, to),
             max_points,
         )?;
-        let stats = |record: &SegmentRecord| cached_stats(self.cache_id, &self.archive, record);
-        let budget = Some(VIEWER_SEGMENT_BUDGET);
-        let preview = preview_range(&self.archive, &request, budget, stats).map_err(fail)?;
+        let mut stats = |record: &SegmentRecord| cached_stats(self.cache_id, &self.archive, record);
+        let reader = self.range_reader(&request, &mut stats)?;
+        let preview = reader.preview(stats).map_err(fail)?;
         Ok(preview.map_or(JsValue::UNDEFINED, |p| convert::preview(&p)))
     }
 
@@ -578,11 +614,9 @@ impl JsArchive {
             (from, to),
             max_points,
         )?;
-        let budget = Some(VIEWER_SEGMENT_BUDGET);
-        let reader = RangeReader::bounded(&self.archive, &request, budget, |record| {
+        let reader = self.range_reader(&request, |record| {
             cached_stats(self.cache_id, &self.archive, record)
-        })
-        .map_err(fail)?;
+        })?;
         Ok(RangeJob {
             archive_id: self.cache_id,
             archive: Rc::clone(&self.archive),
@@ -703,17 +737,44 @@ impl JsArchive {
         &self.archive
     }
 
+    /// Every segment of this image, listed on first use and kept (see the
+    /// `listing` field). A failed listing is not kept: the next call
+    /// tries again.
+    pub fn listing(&self) -> JsResult<Rc<Listing>> {
+        if let Some(listing) = self.listing.borrow().as_ref() {
+            return Ok(Rc::clone(listing));
+        }
+        let listing = Rc::new(self.archive.read_snapshot(Listing::read).map_err(fail)?);
+        *self.listing.borrow_mut() = Some(Rc::clone(&listing));
+        Ok(listing)
+    }
+
+    /// The viewer's range reader over a window: its segments from this
+    /// image's listing, within the viewer's segment budget.
+    fn range_reader(
+        &self,
+        request: &RangeRequest<'_>,
+        stats: impl FnMut(&SegmentRecord) -> crate::error::Result<Option<Stats>>,
+    ) -> JsResult<RangeReader> {
+        let listing = self.listing()?;
+        let budget = Some(VIEWER_SEGMENT_BUDGET);
+        RangeReader::listed(&self.archive, request, budget, Some(&listing), stats).map_err(fail)
+    }
+
     /// Refuses a stream the source does not have (neither segments nor
     /// live rows), so a typo is not mistaken for an empty stream.
     fn require_stream(&self, source: i64, stream: &str) -> JsResult<()> {
+        // A stream with segments is in the listing; only one without is
+        // looked for among the catalog's streams (a scan of the index).
+        let listed = !self.listing()?.stream(source, stream).is_empty();
         let known = self
             .archive
             .read_snapshot(|s| {
                 s.source(source)?;
-                s.streams(source)
+                Ok(listed || s.streams(source)?.iter().any(|s| s == stream))
             })
             .map_err(fail)?;
-        if known.iter().any(|s| s == stream) {
+        if known {
             Ok(())
         } else {
             Err(js::error(
@@ -737,6 +798,14 @@ impl Drop for JsArchive {
             }
         });
     }
+}
+
+/// Byte ranges as JS gets them: `[offset, length, ...]`.
+fn flat(ranges: Vec<(u64, u64)>) -> Vec<f64> {
+    ranges
+        .into_iter()
+        .flat_map(|(offset, len)| [offset as f64, len as f64])
+        .collect()
 }
 
 /// The cache key of a segment decoded for an envelope.

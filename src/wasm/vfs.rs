@@ -174,6 +174,23 @@ const PREFETCHED_TREES: [&str; 3] = ["segments", "sqlite_autoindex_segments_1", 
 /// at open (already cached). Empty if the query fails: the prefetch is an
 /// optimisation, and SQLite reports a bad schema itself.
 pub(crate) fn prefetch_roots(archive: &Archive) -> Vec<u32> {
+    roots_of(archive, &PREFETCHED_TREES)
+}
+
+/// The root pages of the `segments` table, whose leaves hold the rows a
+/// footer prefetch looks up (and small payloads whole), and of its primary
+/// key's index, through which a lookup by key finds a row.
+pub(crate) fn lookup_roots(archive: &Archive) -> (Option<u32>, Option<u32>) {
+    let [table, index] = LOOKUP_TREES.map(|t| roots_of(archive, &[t]).first().copied());
+    (table, index)
+}
+
+/// The trees of [`lookup_roots`].
+const LOOKUP_TREES: [&str; 2] = ["segments", "sqlite_autoindex_segments_1"];
+
+/// The root pages of the named tables and indexes that the schema lists,
+/// in the order named; empty if the query fails.
+fn roots_of(archive: &Archive, trees: &[&str]) -> Vec<u32> {
     archive
         .read_snapshot(|s| {
             let mut stmt = s
@@ -192,7 +209,7 @@ pub(crate) fn prefetch_roots(archive: &Archive) -> Vec<u32> {
                     file: s.file.to_string(),
                     message: e.to_string(),
                 })?;
-            Ok(PREFETCHED_TREES
+            Ok(trees
                 .iter()
                 .filter_map(|t| rows.iter().find(|(name, _)| name == t))
                 .filter_map(|(_, root)| u32::try_from(*root).ok())

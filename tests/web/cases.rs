@@ -1128,3 +1128,69 @@ fn preview_range_answers_from_footers_what_the_native_preview_does() {
     assert_eq!(get(&stepped, "preview"), JsValue::TRUE);
     assert_eq!(bigints(&get(&stepped, "ts")), native.envelope.ts);
 }
+
+/// Each image keeps its own listing of the catalog (describe, schemas and
+/// range reads answer from it), while images of one followed archive share
+/// decoded segments (`shareCache`): a newer image that shares an earlier
+/// one's cache must still answer from its own catalog, as a fresh open of
+/// it does, and the earlier one from its own. Every pair of sound fixtures
+/// stands in for an earlier and a newer image.
+#[wasm_bindgen_test]
+fn a_newer_image_sharing_the_cache_answers_from_its_own_listing() {
+    let streams = |d: &Value| -> Vec<(f64, String)> {
+        let mut out = Vec::new();
+        for s in d["sources"].as_array().unwrap() {
+            for st in s["streams"].as_array().unwrap() {
+                out.push((
+                    s["id"].as_i64().unwrap() as f64,
+                    st["name"].as_str().unwrap().to_string(),
+                ));
+            }
+        }
+        out
+    };
+    // Every window read of an image, as JSON: the whole span at 50 points
+    // and every row, and the stream's schema.
+    // A refusal (a live stream no encoder here reads) is an answer too.
+    let answer = |r: Result<JsValue, JsValue>| match r {
+        Ok(v) => to_json(&v),
+        Err(e) => Value::String(format!("{}: {}", kind(&e), message(&e))),
+    };
+    let answers = |a: &JsArchive, of: &[(f64, String)]| -> Vec<Value> {
+        let mut out = Vec::new();
+        for (source, stream) in of {
+            for points in [Some(50), None] {
+                let env = a.read_range(*source, stream, i64::MIN, i64::MAX, None, points, None);
+                out.push(answer(env));
+            }
+            out.push(answer(a.schema(*source, stream)));
+        }
+        out
+    };
+    let fixtures = sound();
+    let mut pairs = 0;
+    for (earlier, _) in &fixtures {
+        for (later, _) in &fixtures {
+            if earlier.file == later.file {
+                continue;
+            }
+            let a = open(earlier);
+            let a_described = to_json(&a.describe().unwrap());
+            let a_streams = streams(&a_described);
+            let a_answers = answers(&a, &a_streams);
+            let mut b = open(later);
+            b.share_cache(&a);
+            let fresh = open(later);
+            let here = format!("{} after {}", later.file, earlier.file);
+            let described = to_json(&b.describe().unwrap());
+            assert_eq!(described, to_json(&fresh.describe().unwrap()), "{here}");
+            let of = streams(&described);
+            assert_eq!(answers(&b, &of), answers(&fresh, &of), "{here}");
+            // The earlier image still answers from its own listing.
+            assert_eq!(to_json(&a.describe().unwrap()), a_described, "{here}");
+            assert_eq!(answers(&a, &a_streams), a_answers, "{here}");
+            pairs += 1;
+        }
+    }
+    assert!(pairs >= 12, "only {pairs} pairs of images");
+}

@@ -453,3 +453,42 @@ fn with_the_roots_in_the_head_a_walk_starts_a_level_down() {
     assert!(want.iter().all(|&(offset, _)| offset > GIB));
     assert_eq!(file.source.reads, 1);
 }
+
+#[test]
+fn the_cached_pages_a_walk_goes_through_outlast_older_ones() {
+    // A cache of eight pages: the header, a root, then six other pages,
+    // the root now older than all six.
+    let config = LazyConfig {
+        block_bytes: PAGE,
+        cache_bytes: 8 * PAGE as usize,
+        heads: 1,
+        min_read_bytes: PAGE,
+        max_read_bytes: PAGE,
+    };
+    let mut first = vec![0u8; PAGE as usize];
+    first[..16].copy_from_slice(b"SQLite format 3\0");
+    first[16..18].copy_from_slice(&(PAGE as u16).to_be_bytes());
+    first[100] = 0x0d;
+    let root = 10u32;
+    let mut pages = std::collections::HashMap::new();
+    pages.insert(1, first);
+    pages.insert(u64::from(root), interior_page(&[20, 21]));
+    let mut file = LazyFile::new(TreeSource { pages, reads: 0 }, config);
+    read_tree(&mut file, 0, 100);
+    read_tree(&mut file, u64::from(root - 1) * PAGE, PAGE as usize);
+    for page in 50..56u64 {
+        read_tree(&mut file, (page - 1) * PAGE, PAGE as usize);
+    }
+    let mut walk = file.tree_walk(&[root]).expect("4 KiB pages");
+    let want = file.walk_step(&mut walk);
+    assert_eq!(want, vec![(19 * PAGE, 2 * PAGE)], "the two leaves");
+    for (offset, len) in want {
+        file.prime(offset, &vec![0x0d; len as usize]);
+    }
+    // The two leaves pushed out the two pages used longest ago: the
+    // header and the first of the six, no longer the root the walk went
+    // through.
+    assert!(file.cache.contains(u64::from(root - 1)), "the root is kept");
+    assert!(!file.cache.contains(0) && !file.cache.contains(49));
+    assert!(file.cache.contains(50));
+}

@@ -41,13 +41,24 @@ pub struct PageRun {
 pub struct TreeWalk {
     page_bytes: usize,
     page_count: u32,
-    /// Pages to parse (or fetch, then parse) on the next step.
-    frontier: Vec<u32>,
+    /// Pages to parse (or fetch, then parse) on the next step, each with
+    /// the part of `rows` that lies under it.
+    frontier: Vec<(u32, std::ops::Range<usize>)>,
+    /// For a walk toward some rows of one table ([`TreeWalk::toward_rows`]):
+    /// their rowids, ascending. Empty: every page of the trees.
+    rows: Vec<i64>,
     seen: HashSet<u32>,
     /// Pages this walk may still add (the byte budget, in pages).
     budget: usize,
+    /// Whether only pages not cached count against `budget`: a walk
+    /// toward rows is made afresh for each round of a footer plan, and the
+    /// pages earlier rounds brought in must not use up what the next one
+    /// may fetch.
+    only_fetched: bool,
     /// Interior and leaf pages parsed so far.
     parsed: u64,
+    /// The pages parsed since [`TreeWalk::take_parsed`] last took them.
+    parsed_pages: Vec<u32>,
 }
 
 impl TreeWalk {
@@ -59,12 +70,39 @@ impl TreeWalk {
             page_bytes,
             page_count,
             frontier: Vec::new(),
+            rows: Vec::new(),
             seen: HashSet::new(),
             budget: max_pages,
+            only_fetched: false,
             parsed: 0,
+            parsed_pages: Vec::new(),
         };
         for &root in roots {
-            walk.add(root);
+            walk.add(root, 0..0);
+        }
+        walk
+    }
+
+    /// A walk of the table b-tree rooted at `root` toward the leaves that
+    /// hold `rows` (rowids) only: an interior page's child is followed when
+    /// a wanted rowid falls in its key range. The leaves of a few thousand
+    /// scattered rows of a large table are then fetched in one batch,
+    /// where looking each row up would read its leaf alone.
+    pub fn toward_rows(
+        root: u32,
+        mut rows: Vec<i64>,
+        page_bytes: usize,
+        page_count: u32,
+        max_pages: usize,
+    ) -> TreeWalk {
+        rows.sort_unstable();
+        rows.dedup();
+        let mut walk = TreeWalk::new(&[], page_bytes, page_count, max_pages);
+        walk.only_fetched = true;
+        if !rows.is_empty() {
+            // The root is one page, cached after the first round: free.
+            walk.add_costing(root, 0..rows.len(), false);
+            walk.rows = rows;
         }
         walk
     }
@@ -74,17 +112,66 @@ impl TreeWalk {
         self.parsed
     }
 
+    /// The pages parsed since the last call: the cached pages the walk
+    /// used, for the cache to count as used.
+    pub fn take_parsed(&mut self) -> Vec<u32> {
+        std::mem::take(&mut self.parsed_pages)
+    }
+
     /// Whether nothing is left to parse.
     pub fn is_done(&self) -> bool {
         self.frontier.is_empty()
     }
 
-    fn add(&mut self, page: u32) {
-        if page == 0 || page > self.page_count || self.budget == 0 || !self.seen.insert(page) {
+    fn add(&mut self, page: u32, rows: std::ops::Range<usize>) {
+        self.add_costing(page, rows, true);
+    }
+
+    /// Queues `page`, counting it against the budget when `costs`.
+    fn add_costing(&mut self, page: u32, rows: std::ops::Range<usize>, costs: bool) {
+        if page == 0 || page > self.page_count || (costs && self.budget == 0) {
             return;
         }
-        self.budget -= 1;
-        self.frontier.push(page);
+        if !self.seen.insert(page) {
+            return;
+        }
+        if costs {
+            self.budget -= 1;
+        }
+        self.frontier.push((page, rows));
+    }
+
+    /// Queues the children of the parsed page `page`: all of them, or in a
+    /// walk toward rows those whose key range holds one of `rows`.
+    fn add_children<'c>(
+        &mut self,
+        bytes: &[u8],
+        page: u32,
+        rows: std::ops::Range<usize>,
+        cached: &mut impl FnMut(u32) -> Option<&'c [u8]>,
+    ) {
+        if self.rows.is_empty() {
+            for child in children(bytes, page, self.page_bytes) {
+                self.add(child, 0..0);
+            }
+            return;
+        }
+        // A table interior cell's key is the largest rowid under its left
+        // child; the right-most child holds the rest. Keys out of order
+        // (a damaged page) only send rows to the wrong child: SQLite then
+        // reads what the walk did not fetch.
+        let mut from = rows.start;
+        for (child, key) in keyed_children(bytes, page, self.page_bytes) {
+            let end = match key {
+                Some(key) => from + self.rows[from..rows.end].partition_point(|&r| r <= key),
+                None => rows.end,
+            };
+            if end > from {
+                let costs = !(self.only_fetched && cached(child).is_some());
+                self.add_costing(child, from..end, costs);
+            }
+            from = end;
+        }
     }
 
     /// One step: parses every frontier page `cached` returns, queueing
@@ -96,16 +183,15 @@ impl TreeWalk {
             let mut missing = Vec::new();
             let mut progressed = false;
             // Children are queued into the (emptied) frontier as pages parse.
-            for page in std::mem::take(&mut self.frontier) {
+            for (page, rows) in std::mem::take(&mut self.frontier) {
                 match cached(page) {
                     Some(bytes) => {
                         progressed = true;
                         self.parsed += 1;
-                        for child in children(bytes, page, self.page_bytes) {
-                            self.add(child);
-                        }
+                        self.parsed_pages.push(page);
+                        self.add_children(bytes, page, rows, &mut cached);
                     }
-                    None => missing.push(page),
+                    None => missing.push((page, rows)),
                 }
             }
             self.frontier.extend(missing);
@@ -116,40 +202,78 @@ impl TreeWalk {
                 break;
             }
         }
-        runs(&self.frontier)
+        let pages: Vec<u32> = self.frontier.iter().map(|(page, _)| *page).collect();
+        runs(&pages)
     }
 }
 
-/// The child page numbers of an interior b-tree page (none for a leaf or
-/// for bytes that are not a b-tree page). `page` is 1-based: page 1 holds
-/// the 100-byte file header before its b-tree header.
-fn children(bytes: &[u8], page: u32, page_bytes: usize) -> Vec<u32> {
+/// An interior b-tree page taken apart: its type, each cell's left child
+/// with the cell's bytes after it, and the right-most child.
+struct Interior<'a> {
+    kind: u8,
+    cells: Vec<(u32, &'a [u8])>,
+    right: u32,
+}
+
+/// `bytes` as an [`Interior`] page; `None` for a leaf or for bytes that
+/// are not a b-tree page. `page` is 1-based: page 1 holds the 100-byte
+/// file header before its b-tree header.
+fn interior_cells(bytes: &[u8], page: u32, page_bytes: usize) -> Option<Interior<'_>> {
     let bytes = &bytes[..bytes.len().min(page_bytes)];
     let at = if page == 1 { 100 } else { 0 };
-    let Some(header) = bytes.get(at..at + 12) else {
-        return Vec::new();
-    };
+    let header = bytes.get(at..at + 12)?;
     if !matches!(header[0], INTERIOR_INDEX | INTERIOR_TABLE) {
         // Leaves (0x0a, 0x0d) have no children; anything
         // else is not a b-tree page and not ours to judge.
-        return Vec::new();
+        return None;
     }
-    let cells = u16::from_be_bytes([header[3], header[4]]) as usize;
+    let count = u16::from_be_bytes([header[3], header[4]]) as usize;
     let right = u32::from_be_bytes([header[8], header[9], header[10], header[11]]);
     let pointers = at + 12;
-    let mut out = Vec::with_capacity(cells + 1);
-    for i in 0..cells {
+    let mut cells = Vec::with_capacity(count);
+    for i in 0..count {
         let Some(p) = bytes.get(pointers + 2 * i..pointers + 2 * i + 2) else {
             break;
         };
         let cell = u16::from_be_bytes([p[0], p[1]]) as usize;
         // Every interior cell starts with its left child's page number.
         if let Some(c) = bytes.get(cell..cell + 4) {
-            out.push(u32::from_be_bytes([c[0], c[1], c[2], c[3]]));
+            let child = u32::from_be_bytes([c[0], c[1], c[2], c[3]]);
+            cells.push((child, &bytes[cell + 4..]));
         }
     }
-    out.push(right);
-    out
+    Some(Interior {
+        kind: header[0],
+        cells,
+        right,
+    })
+}
+
+/// The child page numbers of an interior b-tree page (none for a leaf or
+/// for bytes that are not a b-tree page).
+fn children(bytes: &[u8], page: u32, page_bytes: usize) -> Vec<u32> {
+    let Some(page) = interior_cells(bytes, page, page_bytes) else {
+        return Vec::new();
+    };
+    let lefts = page.cells.iter().map(|(child, _)| *child);
+    lefts.chain([page.right]).collect()
+}
+
+/// The children of a table interior page with each one's key (the largest
+/// rowid under it; `None` for the right-most child, which has none). None
+/// for any other page, and a cell whose key does not parse is skipped.
+fn keyed_children(bytes: &[u8], page: u32, page_bytes: usize) -> Vec<(u32, Option<i64>)> {
+    let page = interior_cells(bytes, page, page_bytes);
+    let Some(page) = page.filter(|p| p.kind == INTERIOR_TABLE) else {
+        return Vec::new();
+    };
+    // A table interior cell: the left child, then the key as a varint.
+    let key = |rest: &[u8]| Some(super::payload::varint(rest)?.0 as i64);
+    let lefts = page
+        .cells
+        .iter()
+        .filter_map(|(child, rest)| Some((*child, Some(key(rest)?))));
+    lefts.chain([(page.right, None)]).collect()
 }
 
 /// `pages` as runs of adjacent page numbers, in file order.
@@ -272,6 +396,93 @@ mod tests {
         let rounds = walk_all(&mut walk, &pages);
         let fetched: u32 = rounds.iter().flatten().map(|r| r.pages).sum();
         assert_eq!(fetched, 3, "the root and two children, as the budget says");
+    }
+
+    /// A table interior page whose cells point at `kids` under keys
+    /// `keys` (one fewer: the last kid is the right-most pointer).
+    fn keyed(kids: &[u32], keys: &[u8]) -> Vec<u8> {
+        let mut page = interior(kids, false);
+        for (i, key) in keys.iter().enumerate() {
+            let cell = u16::from_be_bytes([page[12 + 2 * i], page[13 + 2 * i]]) as usize;
+            page[cell + 4] = *key;
+        }
+        page
+    }
+
+    #[test]
+    fn a_walk_toward_rows_fetches_only_the_leaves_that_hold_them() {
+        // Root 2: rowids <= 40 under 3, <= 80 under 9, the rest under 30.
+        // 3: <= 10 in leaf 4, <= 20 in 5, the rest in 6; 9: <= 60 in 10,
+        // the rest in 11; 30: <= 100 in 31, the rest in 32.
+        let mut pages = HashMap::new();
+        pages.insert(2, keyed(&[3, 9, 30], &[40, 80]));
+        pages.insert(3, keyed(&[4, 5, 6], &[10, 20]));
+        pages.insert(9, keyed(&[10, 11], &[60]));
+        pages.insert(30, keyed(&[31, 32], &[100]));
+        for p in [4, 5, 6, 10, 11, 31, 32] {
+            pages.insert(p, leaf());
+        }
+        let run = |first, pages| PageRun { first, pages };
+        // Rows at the keys' edges, out of order and repeated.
+        let rows = vec![127, 20, 11, 10, 20, 41];
+        let mut walk = TreeWalk::toward_rows(2, rows, PAGE, 100, 1000);
+        assert_eq!(
+            walk_all(&mut walk, &pages),
+            vec![
+                vec![run(2, 1)],
+                vec![run(3, 1), run(9, 1), run(30, 1)],
+                vec![run(4, 2), run(10, 1), run(32, 1)]
+            ]
+        );
+        // A row past every key goes right at each level; no rows, no walk.
+        let mut walk = TreeWalk::toward_rows(2, vec![i64::MAX], PAGE, 100, 1000);
+        let rounds = walk_all(&mut walk, &pages);
+        assert_eq!(rounds.last(), Some(&vec![run(32, 1)]));
+        let mut walk = TreeWalk::toward_rows(2, Vec::new(), PAGE, 100, 1000);
+        assert!(walk_all(&mut walk, &pages).is_empty());
+        // Garbage where an interior page should be: the walk stops there.
+        let mut junk = vec![0xffu8; PAGE];
+        junk[0] = INTERIOR_TABLE;
+        pages.insert(2, junk);
+        let mut walk = TreeWalk::toward_rows(2, vec![5, 50], PAGE, 100, 1000);
+        walk_all(&mut walk, &pages);
+        assert!(walk.is_done());
+    }
+
+    #[test]
+    fn a_walk_toward_rows_spends_its_budget_on_what_it_fetches_alone() {
+        let mut pages = HashMap::new();
+        pages.insert(2, keyed(&[3, 9, 30], &[40, 80]));
+        pages.insert(3, keyed(&[4, 5, 6], &[10, 20]));
+        pages.insert(9, keyed(&[10, 11], &[60]));
+        pages.insert(30, keyed(&[31, 32], &[100]));
+        for p in [4, 5, 6, 10, 11, 31, 32] {
+            pages.insert(p, leaf());
+        }
+        // The interior pages are cached; rows in leaves 4, 5, 10 and 32.
+        let mut cache: HashMap<u32, Vec<u8>> = [2, 3, 9, 30]
+            .into_iter()
+            .map(|p| (p, pages[&p].clone()))
+            .collect();
+        let rows = vec![5, 15, 41, 127];
+        let mut fetched = Vec::new();
+        // A fresh walk each round, as the footer plan makes: two pages a
+        // round, and the pages of earlier rounds cost nothing.
+        for _ in 0..3 {
+            let mut walk = TreeWalk::toward_rows(2, rows.clone(), PAGE, 100, 2);
+            let want = walk.step(|p| cache.get(&p).map(|v| v.as_slice()));
+            let got: Vec<u32> = want
+                .iter()
+                .flat_map(|r| r.first..r.first + r.pages)
+                .collect();
+            assert!(got.len() <= 2, "{got:?}");
+            for p in &got {
+                cache.insert(*p, pages[p].clone());
+            }
+            fetched.extend(got);
+        }
+        fetched.sort_unstable();
+        assert_eq!(fetched, [4, 5, 10, 32]);
     }
 
     #[test]

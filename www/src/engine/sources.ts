@@ -139,14 +139,54 @@ export class BlobSource implements BatchSource {
     return new Uint8Array(buffer);
   }
 
-  /** Many ranges read in parallel (`Blob.arrayBuffer`, asynchronous), not one at a time. */
-  readMany(ranges: readonly Range[]): Promise<Uint8Array[]> {
-    return pooled(ranges, 64, async ([offset, length]) => {
-      const buffer = await this.blob.slice(offset, offset + length).arrayBuffer();
-      if (buffer.byteLength !== length) throw changed(`${this.name} is now shorter than when it was opened`);
+  /**
+   * Many ranges read in parallel (`Blob.arrayBuffer`, asynchronous), not
+   * one at a time; ranges close together are read as one and cut apart.
+   */
+  async readMany(ranges: readonly Range[]): Promise<Uint8Array[]> {
+    const spans = nearby(ranges);
+    const read = await pooled(spans, 16, async ({ start, end }) => {
+      const buffer = await this.blob.slice(start, end).arrayBuffer();
+      if (buffer.byteLength !== end - start) throw changed(`${this.name} is now shorter than when it was opened`);
       return new Uint8Array(buffer);
     });
+    const out = new Array<Uint8Array>(ranges.length);
+    spans.forEach(({ start, members }, s) => {
+      for (const i of members) {
+        const [offset, length] = ranges[i]!;
+        out[i] = read[s]!.subarray(offset - start, offset - start + length);
+      }
+    });
+    return out;
   }
+}
+
+/**
+ * A read of a local file costs about a millisecond whatever its size, up to
+ * a few MiB (DESIGN.md, "The open, step by step"), so ranges this close are
+ * read as one, reading the bytes between them too, up to `NEARBY_MAX_BYTES`
+ * a read: a footer prefetch's thousands of scattered leaves become tens of
+ * reads.
+ */
+const NEARBY_GAP_BYTES = 64 << 10;
+const NEARBY_MAX_BYTES = 1 << 20;
+
+/** `ranges` grouped into spans read at once: each span's extent and the indexes of its ranges. */
+export function nearby(ranges: readonly Range[]): { start: number; end: number; members: number[] }[] {
+  const order = ranges.map((_, i) => i).sort((a, b) => ranges[a]![0] - ranges[b]![0]);
+  const spans: { start: number; end: number; members: number[] }[] = [];
+  for (const i of order) {
+    const [offset, length] = ranges[i]!;
+    const last = spans.at(-1);
+    const end = offset + length;
+    if (last && offset - last.end <= NEARBY_GAP_BYTES && Math.max(end, last.end) - last.start <= NEARBY_MAX_BYTES) {
+      last.end = Math.max(last.end, end);
+      last.members.push(i);
+    } else {
+      spans.push({ start: offset, end, members: [i] });
+    }
+  }
+  return spans;
 }
 
 /** The answer to the first ranged request of a URL. */

@@ -199,14 +199,39 @@ const noRanges = (self as { __dendroNoRanges?: boolean }).__dendroNoRanges === t
 /**
  * Before a readRange of an archive read in place, the footers it will read
  * (the last pages of those segments, and the pointer-map pages proving
- * them) are fetched in one batch, so that each costs no read of its own.
- * A failure here is not reported: the read itself reports it in its words.
+ * them) are fetched in a few batches, so that each costs no read of its
+ * own: first the table's pages leading to those segments' rows, where they
+ * are not cached, then the footers (see footerPlan in src/wasm/mod.rs). A
+ * failure here is not reported: the read itself reports it in its words.
  */
 async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["readRange"]["args"]): Promise<void> {
   const [src, stream, from, to, columns, maxPoints, rates, preview] = args;
-  const plan = a.footerPlan(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined, preview === true);
-  if (plan.length === 0) return;
-  await fillPlan(a, source, plan);
+  // A round per level of the table's b-tree, then one for the footers; the
+  // bound only guards against a plan that does not shrink.
+  for (let round = 0; round < FOOTER_ROUNDS; round++) {
+    const plan = a.footerPlan(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined, preview === true);
+    markRead("footer plan", a, { ranges: plan.length / 2, bytes: planBytes(plan) });
+    if (plan.length === 0) return;
+    if ((await fillPlan(a, source, plan)) === null) return;
+    markRead("footers fetched", a);
+  }
+}
+
+/** The most rounds a footer prefetch takes (a b-tree of the catalog is a few levels deep). */
+const FOOTER_ROUNDS = 8;
+
+/** The bytes a plan of `[offset, length, ...]` asks for. */
+function planBytes(plan: ArrayLike<number>): number {
+  let bytes = 0;
+  for (let i = 1; i < plan.length; i += 2) bytes += plan[i]!;
+  return bytes;
+}
+
+/** A trace mark with the in-place reader's reads so far (fetches, misses). */
+function markRead(what: string, a: Archive, extra: Record<string, number | string> = {}): void {
+  if (!traceLog) return;
+  const s = a.lazyStats() as { fetches?: number; misses?: number } | null;
+  mark(what, { fetches: s?.fetches ?? 0, misses: s?.misses ?? 0, ...extra });
 }
 
 /** openUrl: in place when the server answers ranges and the file is large enough, else null. */
@@ -371,6 +396,7 @@ async function readRangeVia(
 ): Promise<Calls["readRange"]["result"]> {
   const [source, stream, from, to, columnsAsked, maxPoints, rates] = args;
   const job = a.beginRange(source, stream, from, to, columnsAsked ?? undefined, maxPoints ?? undefined, rates ?? undefined);
+  markRead("range begun", a);
   try {
     const columns = job.columns ?? null;
     const inflight: { needs: Need[]; reply: Promise<DecoderReply> }[] = [];
@@ -403,6 +429,7 @@ async function readRangeVia(
     if (onPreview) {
       const preview = job.preview() as Calls["readRange"]["result"] | undefined;
       if (preview) onPreview(preview);
+      markRead("preview", a);
     }
     fill();
     for (let head = inflight.shift(); head; head = inflight.shift()) {
@@ -421,7 +448,9 @@ async function readRangeVia(
       });
       fill();
     }
-    return job.finish();
+    const envelope = job.finish();
+    markRead("range finished", a);
+    return envelope;
   } finally {
     job.free();
   }
