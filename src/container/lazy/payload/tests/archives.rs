@@ -384,6 +384,11 @@ fn damaged_chains_and_lying_pointer_maps_read_as_sqlite_reads_them() {
         "a skip the map does not prove reads the page before, as SQLite does"
     );
     same_as_sqlite(dir.path(), wrong_type, &sizes);
+    // An entry of no type at all is damage SQLite reports when it looks.
+    let mut no_type = clean.clone();
+    no_type[ptrmap_entry(&g, page(k)) as usize] = 0;
+    assert_eq!(tail(&no_type), Some((false, true)), "SQLite's to report");
+    same_as_sqlite(dir.path(), no_type, &sizes);
     let mut wrong_parent = clean.clone();
     put32(
         &mut wrong_parent,
