@@ -237,19 +237,39 @@ pub fn describe(archive: &Archive) -> Result<Description> {
     })
 }
 
-/// The first sealed segment of a stream: enough to learn its schema
-/// without reading the rest. `None` when the stream has no segment.
+/// The first sealed segment of a stream and its Arrow schema, read from
+/// its footer alone (a whole segment of a wide stream is a megabyte or
+/// more to fetch in place; its footer a fifth of that). `None` when the
+/// stream has no segment; the inner `Err` says what is wrong with the
+/// footer, an outer one that the archive could not be read.
 pub fn probe(
     archive: &Archive,
     source_id: i64,
     stream: &str,
-) -> Result<Option<(SegmentRecord, Vec<u8>)>> {
+) -> Result<
+    Option<(
+        SegmentRecord,
+        std::result::Result<arrow_schema::SchemaRef, String>,
+    )>,
+> {
     archive.read_snapshot(|s| {
         let Some(first) = s.segments(source_id, stream)?.into_iter().next() else {
             return Ok(None);
         };
-        let bytes = s.segment_bytes(source_id, stream, first.seq)?;
-        Ok(Some((first, bytes)))
+        let payload = s.segment_payload(source_id, stream, first.seq)?;
+        // The archive's own failure is kept to be reported as such.
+        let mut failed = None;
+        let schema = crate::segment::footer_schema(payload.len(), |at, buf| {
+            payload.read_at(at, buf).map_err(|e| {
+                let text = e.to_string();
+                failed = Some(e);
+                text
+            })
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(Some((first, schema))),
+        }
     })
 }
 

@@ -12,10 +12,7 @@
 //! unsigned type without the type-defined order is [`Extremes::Unknown`],
 //! and the envelope then decodes the segment as before.
 
-use std::sync::Arc;
-
 use arrow_schema::{DataType, TimeUnit};
-use parquet::arrow::parquet_to_arrow_schema;
 use parquet::basic::{
     ColumnOrder, ConvertedType, IntType, LogicalType, TimeUnit as ParquetTimeUnit, TimestampType,
     Type as PhysicalType,
@@ -171,64 +168,13 @@ struct LaidOut {
     leaf: Option<usize>,
 }
 
-/// What a layout depends on: the Parquet schema, the Arrow schema the
-/// writer embedded (every value under its key, as written) and the
-/// columns' sort orders. Two footers equal in these have one layout.
-#[derive(PartialEq)]
-struct LayoutKey {
-    root: parquet::schema::types::Type,
-    arrow: Vec<Option<String>>,
-    orders: Option<Vec<ColumnOrder>>,
-}
-
-impl LayoutKey {
-    fn of(metadata: &ParquetMetaData) -> LayoutKey {
-        let file = metadata.file_metadata();
-        LayoutKey {
-            root: file.schema_descr().root_schema().clone(),
-            arrow: file
-                .key_value_metadata()
-                .into_iter()
-                .flatten()
-                .filter(|kv| kv.key == parquet::arrow::ARROW_SCHEMA_META_KEY)
-                .map(|kv| kv.value.clone())
-                .collect(),
-            orders: file.column_orders().cloned(),
-        }
-    }
-}
-
-thread_local! {
-    /// The last layout worked out, with what it was worked out from: a
-    /// stream's segments nearly always share one schema, and converting
-    /// it (decoding the embedded Arrow schema above all) cost more than
-    /// the rest of a summary (about 1 ms of 1.4 natively for the demo's
-    /// 548 columns).
-    static LAST_LAYOUT: std::cell::RefCell<Option<(LayoutKey, Option<Arc<Layout>>)>> =
-        const { std::cell::RefCell::new(None) };
-}
-
 /// The footer's [`Layout`], or `None` when its time axis cannot be read
-/// exactly: worked out again only when the schema differs from the last.
-fn layout_of(metadata: &ParquetMetaData) -> Option<Arc<Layout>> {
-    let key = LayoutKey::of(metadata);
-    LAST_LAYOUT.with(|last| {
-        let mut last = last.borrow_mut();
-        if let Some((known, layout)) = last.as_ref() {
-            if *known == key {
-                return layout.clone();
-            }
-        }
-        let layout = work_out_layout(metadata).map(Arc::new);
-        *last = Some((key, layout.clone()));
-        layout
-    })
-}
-
-fn work_out_layout(metadata: &ParquetMetaData) -> Option<Layout> {
+/// exactly. The Arrow schema comes from [`crate::segment::arrow_schema`],
+/// which converts a stream's shared schema once rather than per footer.
+fn layout_of(metadata: &ParquetMetaData) -> Option<Layout> {
     let file = metadata.file_metadata();
     let descr = file.schema_descr();
-    let schema = parquet_to_arrow_schema(descr, file.key_value_metadata()).ok()?;
+    let schema = crate::segment::arrow_schema(metadata).ok()?;
     let ts = ts_column(&schema)?;
     // The one leaf of each root field, where it has exactly one and that
     // leaf is the field itself (neither nested nor repeated).

@@ -384,7 +384,15 @@ impl JsArchive {
         let file = self.archive.file();
         let source = whole("source", file, source)?;
         self.require_stream(source, stream)?;
-        match crate::read::probe(&self.archive, source, stream).map_err(fail)? {
+        // The footer is parsed inside: a trap there names the stream's
+        // first segment.
+        let what = || {
+            format!(
+                "the footer of the first segment of stream {stream:?} (source {source}) of {file}"
+            )
+        };
+        let probed = noting(what, || crate::read::probe(&self.archive, source, stream));
+        match probed.map_err(fail)? {
             None => {
                 let metadata = self
                     .archive
@@ -400,23 +408,16 @@ impl JsArchive {
                 })?;
                 Ok(convert::schema(typed.as_ref()))
             }
-            Some((record, bytes)) => {
-                let what = || {
-                    format!(
-                        "the footer of {}",
-                        describe_segment(file, source, stream, record.seq)
-                    )
-                };
-                let schema =
-                    noting(what, || crate::segment::segment_schema(&bytes)).map_err(|cause| {
-                        fail(Error::Segment {
-                            file: file.to_string(),
-                            source_id: source,
-                            stream: stream.to_string(),
-                            seq: record.seq,
-                            cause,
-                        })
-                    })?;
+            Some((record, schema)) => {
+                let schema = schema.map_err(|cause| {
+                    fail(Error::Segment {
+                        file: file.to_string(),
+                        source_id: source,
+                        stream: stream.to_string(),
+                        seq: record.seq,
+                        cause,
+                    })
+                })?;
                 Ok(convert::schema(Some(&schema)))
             }
         }
@@ -816,11 +817,11 @@ impl RangeJob {
                 reader.supply(index, hit);
                 continue;
             }
-            let bytes = crate::read::segment_bytes(
+            // Only the chunks the decoder will read are fetched.
+            let bytes = crate::read::envelope::range_segment_bytes(
                 &self.archive,
-                record.source_id,
-                &record.stream,
-                record.seq,
+                &record,
+                self.columns.as_deref(),
             )
             .map_err(fail)?;
             let what = describe_segment(
