@@ -119,7 +119,7 @@ fn main() {
                 .map(|f| {
                     ParquetMetaDataReader::decode_metadata_with_options(f, Some(&lean)).unwrap()
                 })
-                .count()
+                .collect::<Vec<_>>()
         });
         let keep: Vec<usize> = (0..10).collect();
         let few = lean
@@ -131,7 +131,7 @@ fn main() {
                 .map(|f| {
                     ParquetMetaDataReader::decode_metadata_with_options(f, Some(&few)).unwrap()
                 })
-                .count()
+                .collect::<Vec<_>>()
         });
         let schema = metas[0].file_metadata().schema_descr_ptr();
         let known = few.clone().with_schema(schema);
@@ -141,7 +141,7 @@ fn main() {
                 .map(|f| {
                     ParquetMetaDataReader::decode_metadata_with_options(f, Some(&known)).unwrap()
                 })
-                .count()
+                .collect::<Vec<_>>()
         });
         println!(
             "parse per segment: all {:.0} us, without encoding and size stats {:.0} us, and statistics of 10 columns {:.0} us, and the schema given {:.0} us",
@@ -156,7 +156,7 @@ fn main() {
         records
             .iter()
             .map(|r| segment_stats(&archive, r).unwrap())
-            .count()
+            .collect::<Vec<_>>()
     });
     println!(
         "per segment: read+check+parse footer {:.0} us (parse alone {:.0} us), summarize {:.0} us, segment_stats {:.0} us",
@@ -186,6 +186,34 @@ fn main() {
             .collect::<Vec<_>>()
     });
     let payload_bytes: usize = payloads.iter().map(Vec::len).sum();
+    let mut with_ts = picked.clone();
+    with_ts.push("ts".into());
+    let mut fetched = 0usize;
+    let (sparse, _) = time(reps, || {
+        fetched = 0;
+        for r in &records {
+            archive
+                .read_snapshot(|s| {
+                    let p = s.segment_payload(r.source_id, &r.stream, r.seq)?;
+                    let bytes = dendro::segment::read_columns(
+                        p.len(),
+                        |at, buf| {
+                            fetched += buf.len();
+                            p.read_at(at, buf).map_err(|e| e.to_string())
+                        },
+                        |_| Some(with_ts.clone()),
+                    );
+                    Ok(bytes.unwrap().expect("some columns"))
+                })
+                .unwrap();
+        }
+    });
+    println!(
+        "per segment: fetch the footer and {} columns' chunks {:.0} us ({} KB)",
+        with_ts.len(),
+        sparse / n * 1e3,
+        fetched / records.len() / 1024
+    );
     let (decode, _) = time(reps, || {
         for p in &payloads {
             dendro::read::envelope::decode_range_bytes(p.clone(), Some(&picked)).unwrap();

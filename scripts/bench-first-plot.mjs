@@ -4,7 +4,8 @@
 // whole-span readRange of the first PLOTS numeric columns with a preview,
 // as the page asks for it. Prints per-run times and medians (ms).
 //
-//   node scripts/bench-first-plot.mjs [--runs N] [--mode lazy|memory] [--wasm PATH] [--archive FILE] [--stream NAME]
+//   node scripts/bench-first-plot.mjs [--runs N] [--mode lazy|memory] [--wasm PATH] [--archive FILE]
+//                                     [--stream NAME] [--plots N] [--trace]
 //
 // Builds nothing: www/pkg must hold the module (scripts/build-wasm.sh).
 import { readFileSync } from "node:fs";
@@ -24,6 +25,13 @@ const wasm = opt("--wasm");
 
 const out = join(tmpdir(), `dendro-first-plot-${process.pid}`);
 await bundleEngine(out, wasm ? { wasm } : {});
+// --trace: the worker's own marks (mark() in worker.ts) from the readRange on.
+const trace = args.includes("--trace");
+if (trace) {
+  const { readFile, writeFile } = await import("node:fs/promises");
+  const w = join(out, "worker.js");
+  await writeFile(w, "self.__dendroTrace = true;\n" + (await readFile(w, "utf8")));
+}
 const server = await serve({ "/engine/": out, "/data/": dirname(archive) });
 const browser = await launch();
 const rows = [];
@@ -66,12 +74,18 @@ for (let i = 0; i < runs; i++) {
       t.read = env.segments_read;
       t.cols = columns.length;
       t.rates = rates.length;
-      engine.terminate();
+      window.__engine = engine;
       return t;
     },
     { file: basename(archive), mode, stream, plots },
   );
   if (problems.length) console.error(problems);
+  if (trace) {
+    const worker = page.workers().find((w) => /\/worker\.js/.test(w.url()));
+    const log = worker ? await worker.evaluate(() => self.__dendroTraceLog ?? []).catch(() => []) : [];
+    const start = log.find((e) => e.what === "start readRange")?.at;
+    if (start) console.error(log.filter((e) => e.at >= start).map((e) => `${e.what}${e.n ? ` ${e.n}` : ""} +${Math.round(e.at - start)}`).join(", "));
+  }
   console.error(JSON.stringify(r));
   rows.push(r);
   await page.close();
