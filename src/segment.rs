@@ -346,9 +346,10 @@ pub fn arrow_schema(metadata: &ParquetMetaData) -> std::result::Result<SchemaRef
 /// every other chunk, which that decode never reads. A plot of 8 of 548
 /// columns so fetches a few percent of each segment read in place.
 ///
-/// `None` when `choose` keeps every column, or when the footer cannot be
-/// read or checked: fetch the whole segment then, and let its decode say
-/// what is wrong in its own words.
+/// `None` when `choose` keeps every column, or chunks over half the
+/// segment, or when the footer cannot be read or checked: fetch the whole
+/// segment then (one read), and let its decode say what is wrong in its
+/// own words.
 pub fn read_columns(
     len: usize,
     mut read_at: impl FnMut(usize, &mut [u8]) -> std::result::Result<(), String>,
@@ -374,6 +375,28 @@ pub fn read_columns(
         .map(|(i, _)| i)
         .collect();
     let mask = ProjectionMask::roots(metadata.file_metadata().schema_descr(), roots);
+    let mut kept: Vec<(usize, usize)> = footer
+        .chunks
+        .iter()
+        .filter(|c| mask.leaf_included(c.column))
+        // footer::check placed every chunk between the magic and the footer.
+        .map(|c| (c.start as usize, (c.start + c.compressed) as usize))
+        .collect();
+    kept.sort_unstable();
+    // Chunks next to each other (columns side by side in the file) are one
+    // read: each read in place has a cost of its own, so a plot of every
+    // column read chunk by chunk took longer than the whole segment.
+    let mut reads: Vec<(usize, usize)> = Vec::new();
+    for (start, end) in kept {
+        match reads.last_mut() {
+            Some(last) if start <= last.1 + MERGE_GAP => last.1 = last.1.max(end),
+            _ => reads.push((start, end)),
+        }
+    }
+    let span: usize = reads.iter().map(|(start, end)| end - start).sum();
+    if span > len / 2 {
+        return Ok(None);
+    }
     let mut bytes = vec![0u8; len];
     bytes[..4].copy_from_slice(PARQUET_MAGIC);
     // fetch_footer checked that the footer fits between the two magics.
@@ -381,20 +404,15 @@ pub fn read_columns(
     bytes[at..len - 8].copy_from_slice(&meta);
     bytes[len - 8..len - 4].copy_from_slice(&(meta.len() as u32).to_le_bytes());
     bytes[len - 4..].copy_from_slice(PARQUET_MAGIC);
-    for chunk in footer
-        .chunks
-        .iter()
-        .filter(|c| mask.leaf_included(c.column))
-    {
-        // footer::check placed every chunk between the magic and the footer.
-        let (start, end) = (
-            chunk.start as usize,
-            (chunk.start + chunk.compressed) as usize,
-        );
+    for (start, end) in reads {
         read_at(start, &mut bytes[start..end])?;
     }
     Ok(Some(bytes))
 }
+
+/// Chunks this close are fetched in one read, the bytes between them
+/// with them.
+const MERGE_GAP: usize = 16 << 10;
 
 /// Parses a checked footer's Thrift bytes for its schema and layout: no
 /// statistics of any kind.
@@ -666,12 +684,19 @@ mod tests {
             Field::new("b", DataType::Int64, true),
             Field::new("s", DataType::Utf8, true),
         ]));
-        let a: ArrayRef = Arc::new(Int64Array::from_iter_values(0..3000));
+        // Column a is noise, most of the segment; b and s compress well.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let a: ArrayRef = Arc::new(Int64Array::from_iter_values((0..20_000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as i64
+        })));
         let b: ArrayRef = Arc::new(Int64Array::from_iter(
-            (0..3000).map(|i| (i % 7 != 0).then_some(i * 3)),
+            (0..20_000).map(|i| (i % 7 != 0).then_some(i % 5)),
         ));
         let s: ArrayRef = Arc::new(StringArray::from_iter(
-            (0..3000).map(|i| (i % 5 != 0).then(|| format!("v{i}"))),
+            (0..20_000).map(|i| (i % 5 != 0).then(|| ["x", "y"][i % 2])),
         ));
         let whole = encode_batch(&RecordBatch::try_new(schema, vec![a, b, s]).unwrap()).unwrap();
         let metadata = ParquetMetaDataReader::new()
@@ -697,6 +722,11 @@ mod tests {
             "a is never fetched"
         );
         assert!(!fetched.iter().any(|&(at, _)| range(0).contains(&at)));
+        let chunk_reads = fetched
+            .iter()
+            .filter(|&&(at, _)| at >= range(1).start && at < range(2).end)
+            .count();
+        assert_eq!(chunk_reads, 1, "b and s, side by side, are one read");
         assert_eq!(sparse[range(1)], whole[range(1)]);
         assert_eq!(sparse[range(2)], whole[range(2)]);
         assert_eq!(
@@ -709,6 +739,12 @@ mod tests {
             Ok(())
         };
         assert_eq!(read_columns(whole.len(), &mut read, |_| None), Ok(None));
+        let all = vec!["a".to_string(), "b".to_string(), "s".to_string()];
+        assert_eq!(
+            read_columns(whole.len(), &mut read, |_| Some(all.clone())),
+            Ok(None),
+            "most of the segment is read whole, in one read"
+        );
         let mut cut = |at: usize, buf: &mut [u8]| {
             buf.copy_from_slice(&whole[at..at + buf.len()]);
             buf.fill(0);
