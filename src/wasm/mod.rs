@@ -590,6 +590,7 @@ impl JsArchive {
             reader: Some(reader),
             columns: ask.columns,
             waiting: Vec::new(),
+            in_place: self.lazy.is_some(),
         })
     }
 
@@ -798,6 +799,8 @@ pub struct RangeJob {
     columns: Option<Vec<String>>,
     /// Segments handed out and not yet supplied, by index.
     waiting: Vec<(usize, SegmentRecord)>,
+    /// Read in place: only there do the bytes not fetched save anything.
+    in_place: bool,
 }
 
 #[wasm_bindgen]
@@ -817,11 +820,12 @@ impl RangeJob {
                 reader.supply(index, hit);
                 continue;
             }
-            // Only the chunks the decoder will read are fetched.
+            // Read in place, only the chunks the decoder will read are
+            // fetched; held in memory, a whole segment is one copy.
             let bytes = crate::read::envelope::range_segment_bytes(
                 &self.archive,
                 &record,
-                self.columns.as_deref(),
+                self.columns.as_deref().filter(|_| self.in_place),
             )
             .map_err(fail)?;
             let what = describe_segment(
