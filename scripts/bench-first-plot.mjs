@@ -42,7 +42,7 @@ for (let i = 0; i < runs; i++) {
       const blob = await (await fetch(`/data/${file}`)).blob();
       const t0 = performance.now();
       const engine = window.createEngine();
-      const a = mode === "lazy" ? await engine.openFile(blob, file) : await engine.open(new Uint8Array(await blob.arrayBuffer()), file);
+      const a = mode === "lazy" ? await engine.openFile(blob, file) : await engine.open(await blob.arrayBuffer(), file);
       const t = { open: performance.now() - t0 };
       let m = performance.now();
       const d = await a.describe();
