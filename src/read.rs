@@ -260,19 +260,53 @@ pub fn describe_with(
     })
 }
 
-/// The first sealed segment of a stream: enough to learn its schema
-/// without reading the rest. `None` when the stream has no segment.
-pub fn probe(
+/// The first sealed segment of a stream and its Arrow schema, read from
+/// its footer alone (a whole segment of a wide stream is a megabyte or
+/// more to fetch in place; its footer a fifth of that). `None` when the
+/// stream has no segment; the inner `Err` says what is wrong with the
+/// footer, an outer one that the archive could not be read.
+pub fn probe(archive: &Archive, source_id: i64, stream: &str) -> Result<Probed> {
+    probe_listed(archive, source_id, stream, None)
+}
+
+/// What [`probe`] finds: the stream's first segment and its schema (or
+/// what is wrong with its footer), if it has a segment.
+pub type Probed = Option<(
+    SegmentRecord,
+    std::result::Result<arrow_schema::SchemaRef, String>,
+)>;
+
+/// [`probe`], taking the first segment from `listing` when given (the
+/// segments of this same image; see [`crate::catalog::Listing`]) rather
+/// than listing the stream.
+pub fn probe_listed(
     archive: &Archive,
     source_id: i64,
     stream: &str,
-) -> Result<Option<(SegmentRecord, Vec<u8>)>> {
+    listing: Option<&crate::catalog::Listing>,
+) -> Result<Probed> {
     archive.read_snapshot(|s| {
-        let Some(first) = s.segments(source_id, stream)?.into_iter().next() else {
+        let first = match listing {
+            Some(listing) => listing.stream(source_id, stream).first().cloned(),
+            None => s.segments(source_id, stream)?.into_iter().next(),
+        };
+        let Some(first) = first else {
             return Ok(None);
         };
-        let bytes = s.segment_bytes(source_id, stream, first.seq)?;
-        Ok(Some((first, bytes)))
+        let payload = s.segment_payload(source_id, stream, first.seq)?;
+        // The archive's own failure is kept to be reported as such.
+        let mut failed = None;
+        let schema = crate::segment::footer_schema(payload.len(), |at, buf| {
+            payload.read_at(at, buf).map_err(|e| {
+                let text = e.to_string();
+                failed = Some(e);
+                text
+            })
+        });
+        match failed {
+            Some(e) => Err(e),
+            None => Ok(Some((first, schema))),
+        }
     })
 }
 

@@ -7,10 +7,14 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 use arrow_schema::SchemaRef;
-use parquet::arrow::arrow_reader::{ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder};
+use parquet::arrow::arrow_reader::{
+    ArrowReaderOptions, ParquetRecordBatchReader, ParquetRecordBatchReaderBuilder,
+};
 use parquet::arrow::{parquet_to_arrow_field_levels, ArrowWriter, ProjectionMask};
 use parquet::basic::Compression;
-use parquet::file::metadata::{ParquetMetaData, ParquetMetaDataReader};
+use parquet::file::metadata::{
+    ParquetMetaData, ParquetMetaDataOptions, ParquetMetaDataReader, ParquetStatisticsPolicy,
+};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use crate::catalog::{Labels, WalRow};
@@ -185,19 +189,20 @@ pub fn has_parquet_magic(bytes: &[u8]) -> bool {
 /// may act on it: the magic at both ends, a declared length that fits, and
 /// the footer's own numbers ([`footer::check`]).
 fn checked_footer(bytes: &[u8]) -> std::result::Result<footer::Footer, String> {
-    if !has_parquet_magic(bytes) {
-        return Err("not a Parquet file (magic missing)".into());
+    fetch_footer(bytes.len(), copy_from(bytes)).map(|(_, footer)| footer)
+}
+
+/// A `read_at` over bytes in memory. Offsets past the end are an error,
+/// though the footer reads ask for none.
+fn copy_from(bytes: &[u8]) -> impl FnMut(usize, &mut [u8]) -> std::result::Result<(), String> + '_ {
+    |at, buf| {
+        let part = at
+            .checked_add(buf.len())
+            .and_then(|end| bytes.get(at..end))
+            .ok_or_else(|| format!("a read at {at} past the end of {} bytes", bytes.len()))?;
+        buf.copy_from_slice(part);
+        Ok(())
     }
-    let at = bytes.len() - 8;
-    let length =
-        u32::from_le_bytes([bytes[at], bytes[at + 1], bytes[at + 2], bytes[at + 3]]) as usize;
-    if length > bytes.len() - 12 {
-        return Err(format!(
-            "footer claims {length} bytes but the file holds {}",
-            bytes.len()
-        ));
-    }
-    footer::check(&bytes[at - length..at], bytes.len() as u64)
 }
 
 /// Runs a decoder over untrusted bytes, turning a panic inside the Parquet
@@ -223,8 +228,26 @@ fn guarded<T>(
 /// payload, its numbers sane) before anyone acts on it.
 pub fn read_footer(
     len: usize,
-    mut read_at: impl FnMut(usize, &mut [u8]) -> std::result::Result<(), String>,
+    read_at: impl FnMut(usize, &mut [u8]) -> std::result::Result<(), String>,
 ) -> std::result::Result<ParquetMetaData, String> {
+    let (bytes, _) = fetch_footer(len, read_at)?;
+    // The column statistics are kept; the encoding and size statistics,
+    // which no reader here uses, are left out of the parse.
+    let options = ParquetMetaDataOptions::new()
+        .with_encoding_stats_policy(ParquetStatisticsPolicy::SkipAll)
+        .with_size_stats_policy(ParquetStatisticsPolicy::SkipAll);
+    guarded(|| {
+        ParquetMetaDataReader::decode_metadata_with_options(&bytes, Some(&options))
+            .map_err(|e| e.to_string())
+    })
+}
+
+/// The footer's Thrift bytes of a payload of `len` bytes, read through
+/// `read_at`, and what [`footer::check`] found in them.
+fn fetch_footer(
+    len: usize,
+    mut read_at: impl FnMut(usize, &mut [u8]) -> std::result::Result<(), String>,
+) -> std::result::Result<(Vec<u8>, footer::Footer), String> {
     if len < 12 {
         return Err("not a Parquet file (magic missing)".into());
     }
@@ -243,18 +266,181 @@ pub fn read_footer(
     }
     let mut bytes = vec![0u8; length];
     read_at(len - 8 - length, &mut bytes)?;
-    footer::check(&bytes, len as u64)?;
-    guarded(|| ParquetMetaDataReader::decode_metadata(&bytes).map_err(|e| e.to_string()))
+    let footer = footer::check(&bytes, len as u64)?;
+    Ok((bytes, footer))
+}
+
+/// What a read that needs no statistics asks the footer's parse for: a
+/// decode, or a schema, reads none.
+fn without_statistics() -> ArrowReaderOptions {
+    let skip = ParquetStatisticsPolicy::SkipAll;
+    ArrowReaderOptions::new()
+        .with_column_stats_policy(skip.clone())
+        .with_encoding_stats_policy(skip.clone())
+        .with_size_stats_policy(skip)
+}
+
+/// What a footer's Arrow schema depends on: its Parquet schema and the
+/// Arrow schema its writer embedded (every value under that key, as
+/// written). Two footers equal in these convert to the same Arrow schema.
+#[derive(PartialEq)]
+pub struct SchemaKey {
+    root: parquet::schema::types::Type,
+    arrow: Vec<Option<String>>,
+}
+
+impl SchemaKey {
+    /// The key of `metadata`'s schema.
+    pub fn of(metadata: &ParquetMetaData) -> SchemaKey {
+        let file = metadata.file_metadata();
+        SchemaKey {
+            root: file.schema_descr().root_schema().clone(),
+            arrow: file
+                .key_value_metadata()
+                .into_iter()
+                .flatten()
+                .filter(|kv| kv.key == parquet::arrow::ARROW_SCHEMA_META_KEY)
+                .map(|kv| kv.value.clone())
+                .collect(),
+        }
+    }
+}
+
+type Converted = Option<(SchemaKey, std::result::Result<SchemaRef, String>)>;
+
+thread_local! {
+    /// The last footer's Arrow schema: a stream's segments nearly always
+    /// share one, and converting it (decoding the embedded Arrow schema
+    /// above all) took about 1 ms of the demo's 548 columns natively.
+    static LAST_SCHEMA: std::cell::RefCell<Converted> = const { std::cell::RefCell::new(None) };
+}
+
+/// The Arrow schema a decode of a segment with this footer gives (the
+/// parquet crate's conversion, the embedded Arrow schema applied),
+/// converted again only when the schema differs from the last one's
+/// ([`SchemaKey`]).
+pub fn arrow_schema(metadata: &ParquetMetaData) -> std::result::Result<SchemaRef, String> {
+    let key = SchemaKey::of(metadata);
+    LAST_SCHEMA.with(|last| {
+        let mut last = last.borrow_mut();
+        if let Some((known, schema)) = last.as_ref() {
+            if *known == key {
+                return schema.clone();
+            }
+        }
+        let file = metadata.file_metadata();
+        let schema = guarded(|| {
+            parquet::arrow::parquet_to_arrow_schema(file.schema_descr(), file.key_value_metadata())
+                .map_err(|e| e.to_string())
+        })
+        .map(Arc::new);
+        *last = Some((key, schema.clone()));
+        schema
+    })
+}
+
+/// A segment as a decode of some of its columns reads it, fetched through
+/// `read_at` from a payload of `len` bytes: its magic, its footer and the
+/// column chunks of the columns `choose` keeps (given the Arrow schema, as
+/// for [`decode_segment_with`]) at their offsets, and zeros in place of
+/// every other chunk, which that decode never reads. A plot of 8 of 548
+/// columns so fetches a few percent of each segment read in place.
+///
+/// `None` when `choose` keeps every column, or chunks over half the
+/// segment, or when the footer cannot be read or checked: fetch the whole
+/// segment then (one read), and let its decode say what is wrong in its
+/// own words.
+pub fn read_columns(
+    len: usize,
+    mut read_at: impl FnMut(usize, &mut [u8]) -> std::result::Result<(), String>,
+    choose: impl FnOnce(&SchemaRef) -> Option<Vec<String>>,
+) -> std::result::Result<Option<Vec<u8>>, String> {
+    let Ok((meta, footer)) = fetch_footer(len, &mut read_at) else {
+        return Ok(None);
+    };
+    let Ok(metadata) = parse_schema_only(&meta) else {
+        return Ok(None);
+    };
+    let Ok(schema) = arrow_schema(&metadata) else {
+        return Ok(None);
+    };
+    let Some(wanted) = choose(&schema) else {
+        return Ok(None);
+    };
+    let roots: Vec<usize> = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| wanted.iter().any(|w| w == f.name()))
+        .map(|(i, _)| i)
+        .collect();
+    let mask = ProjectionMask::roots(metadata.file_metadata().schema_descr(), roots);
+    let mut kept: Vec<(usize, usize)> = footer
+        .chunks
+        .iter()
+        .filter(|c| mask.leaf_included(c.column))
+        // footer::check placed every chunk between the magic and the footer.
+        .map(|c| (c.start as usize, (c.start + c.compressed) as usize))
+        .collect();
+    kept.sort_unstable();
+    // Chunks next to each other (columns side by side in the file) are one
+    // read: each read in place has a cost of its own, so a plot of every
+    // column read chunk by chunk took longer than the whole segment.
+    let mut reads: Vec<(usize, usize)> = Vec::new();
+    for (start, end) in kept {
+        match reads.last_mut() {
+            Some(last) if start <= last.1 + MERGE_GAP => last.1 = last.1.max(end),
+            _ => reads.push((start, end)),
+        }
+    }
+    let span: usize = reads.iter().map(|(start, end)| end - start).sum();
+    if span > len / 2 {
+        return Ok(None);
+    }
+    let mut bytes = vec![0u8; len];
+    bytes[..4].copy_from_slice(PARQUET_MAGIC);
+    // fetch_footer checked that the footer fits between the two magics.
+    let at = len - 8 - meta.len();
+    bytes[at..len - 8].copy_from_slice(&meta);
+    bytes[len - 8..len - 4].copy_from_slice(&(meta.len() as u32).to_le_bytes());
+    bytes[len - 4..].copy_from_slice(PARQUET_MAGIC);
+    for (start, end) in reads {
+        read_at(start, &mut bytes[start..end])?;
+    }
+    Ok(Some(bytes))
+}
+
+/// Chunks this close are fetched in one read, the bytes between them
+/// with them.
+const MERGE_GAP: usize = 16 << 10;
+
+/// Parses a checked footer's Thrift bytes for its schema and layout: no
+/// statistics of any kind.
+fn parse_schema_only(meta: &[u8]) -> std::result::Result<ParquetMetaData, String> {
+    let skip = ParquetStatisticsPolicy::SkipAll;
+    let options = ParquetMetaDataOptions::new()
+        .with_column_stats_policy(skip.clone())
+        .with_encoding_stats_policy(skip.clone())
+        .with_size_stats_policy(skip);
+    guarded(|| {
+        ParquetMetaDataReader::decode_metadata_with_options(meta, Some(&options))
+            .map_err(|e| e.to_string())
+    })
 }
 
 /// The Arrow schema of a segment, from its footer alone.
 pub fn segment_schema(bytes: &[u8]) -> std::result::Result<SchemaRef, String> {
-    checked_footer(bytes)?;
-    let data = bytes::Bytes::copy_from_slice(bytes);
-    guarded(|| {
-        let builder = ParquetRecordBatchReaderBuilder::try_new(data).map_err(|e| e.to_string())?;
-        Ok(builder.schema().clone())
-    })
+    footer_schema(bytes.len(), copy_from(bytes))
+}
+
+/// The Arrow schema of a segment of `len` bytes, read through `read_at`
+/// from its footer alone, checked as [`read_footer`] checks it.
+pub fn footer_schema(
+    len: usize,
+    read_at: impl FnMut(usize, &mut [u8]) -> std::result::Result<(), String>,
+) -> std::result::Result<SchemaRef, String> {
+    let (meta, _) = fetch_footer(len, read_at)?;
+    arrow_schema(&parse_schema_only(&meta)?)
 }
 
 /// Decodes a segment into record batches, keeping only `columns` when given
@@ -276,12 +462,12 @@ pub fn decode_segment_with(
 ) -> std::result::Result<Vec<RecordBatch>, String> {
     let data: bytes::Bytes = bytes.into();
     let footer = checked_footer(&data)?;
-    pages::check(&data, &footer)?;
     guarded(|| {
-        let builder =
-            ParquetRecordBatchReaderBuilder::try_new(data.clone()).map_err(|e| e.to_string())?;
-        #[cfg(target_pointer_width = "32")]
-        byte_arrays::check_lengths(&data)?;
+        let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(
+            data.clone(),
+            without_statistics(),
+        )
+        .map_err(|e| e.to_string())?;
         let mask = match choose(builder.schema()) {
             Some(wanted) => {
                 let roots: Vec<usize> = builder
@@ -296,6 +482,12 @@ pub fn decode_segment_with(
             }
             None => ProjectionMask::all(),
         };
+        // Only the chunks of the leaves kept are read, so only their pages
+        // need checking (a plot of 8 of 548 columns walked every page).
+        let read = |leaf: usize| mask.leaf_included(leaf);
+        pages::check(&data, &footer, read)?;
+        #[cfg(target_pointer_width = "32")]
+        byte_arrays::check_lengths(&data, builder.metadata(), read)?;
         let levels = parquet_to_arrow_field_levels(
             builder.parquet_schema(),
             mask,
@@ -457,6 +649,111 @@ mod tests {
         bytes.extend_from_slice(b"PAR1");
         assert!(decode_segment(bytes.clone(), None).is_err());
         assert!(segment_schema(&bytes).is_err());
+    }
+
+    #[test]
+    fn a_decode_checks_the_pages_of_the_columns_it_reads_and_no_others() {
+        use arrow_array::{ArrayRef, Int64Array};
+        use arrow_schema::{DataType, Field, Schema};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, false),
+            Field::new("b", DataType::Int64, false),
+        ]));
+        let a: ArrayRef = Arc::new(Int64Array::from_iter_values(0..1000));
+        let b: ArrayRef = Arc::new(Int64Array::from_iter_values((0..1000).map(|i| i * 3)));
+        let mut bytes = encode_batch(&RecordBatch::try_new(schema, vec![a, b]).unwrap()).unwrap();
+        let metadata = ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(bytes.clone()))
+            .unwrap();
+        // Column b's pages, headers and all, become noise.
+        let (start, len) = metadata.row_group(0).column(1).byte_range();
+        bytes[start as usize..(start + len) as usize].fill(0xff);
+        let err = decode_segment(bytes.clone(), None).unwrap_err();
+        assert!(err.contains("column chunk 1"), "{err}");
+        let only_a = decode_segment(bytes, Some(&["a".to_string()])).unwrap();
+        assert_eq!(only_a[0].num_columns(), 1);
+        assert_eq!(only_a[0].num_rows(), 1000);
+    }
+
+    #[test]
+    fn reading_some_columns_fetches_their_chunks_and_decodes_as_the_whole() {
+        use arrow_array::{ArrayRef, Int64Array, StringArray};
+        use arrow_schema::{DataType, Field, Schema};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("a", DataType::Int64, false),
+            Field::new("b", DataType::Int64, true),
+            Field::new("s", DataType::Utf8, true),
+        ]));
+        // Column a is noise, most of the segment; b and s compress well.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let a: ArrayRef = Arc::new(Int64Array::from_iter_values((0..20_000).map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as i64
+        })));
+        let b: ArrayRef = Arc::new(Int64Array::from_iter(
+            (0..20_000).map(|i| (i % 7 != 0).then_some(i % 5)),
+        ));
+        let s: ArrayRef = Arc::new(StringArray::from_iter(
+            (0..20_000).map(|i| (i % 5 != 0).then(|| ["x", "y"][i % 2])),
+        ));
+        let whole = encode_batch(&RecordBatch::try_new(schema, vec![a, b, s]).unwrap()).unwrap();
+        let metadata = ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(whole.clone()))
+            .unwrap();
+        let mut fetched = Vec::new();
+        let mut read = |at: usize, buf: &mut [u8]| {
+            fetched.push((at, buf.len()));
+            buf.copy_from_slice(&whole[at..at + buf.len()]);
+            Ok(())
+        };
+        let keep = vec!["b".to_string(), "s".to_string()];
+        let sparse = read_columns(whole.len(), &mut read, |_| Some(keep.clone()))
+            .unwrap()
+            .expect("two of three columns");
+        assert_eq!(sparse.len(), whole.len());
+        let range = |c: usize| {
+            let (start, len) = metadata.row_group(0).column(c).byte_range();
+            start as usize..(start + len) as usize
+        };
+        assert!(
+            sparse[range(0)].iter().all(|&b| b == 0),
+            "a is never fetched"
+        );
+        assert!(!fetched.iter().any(|&(at, _)| range(0).contains(&at)));
+        let chunk_reads = fetched
+            .iter()
+            .filter(|&&(at, _)| at >= range(1).start && at < range(2).end)
+            .count();
+        assert_eq!(chunk_reads, 1, "b and s, side by side, are one read");
+        assert_eq!(sparse[range(1)], whole[range(1)]);
+        assert_eq!(sparse[range(2)], whole[range(2)]);
+        assert_eq!(
+            decode_segment(sparse, Some(&keep)).unwrap(),
+            decode_segment(whole.clone(), Some(&keep)).unwrap()
+        );
+        // Every column, or a footer that is not one: the whole segment.
+        let mut read = |at: usize, buf: &mut [u8]| {
+            buf.copy_from_slice(&whole[at..at + buf.len()]);
+            Ok(())
+        };
+        assert_eq!(read_columns(whole.len(), &mut read, |_| None), Ok(None));
+        let all = vec!["a".to_string(), "b".to_string(), "s".to_string()];
+        assert_eq!(
+            read_columns(whole.len(), &mut read, |_| Some(all.clone())),
+            Ok(None),
+            "most of the segment is read whole, in one read"
+        );
+        let mut cut = |at: usize, buf: &mut [u8]| {
+            buf.copy_from_slice(&whole[at..at + buf.len()]);
+            buf.fill(0);
+            Ok(())
+        };
+        assert_eq!(
+            read_columns(whole.len(), &mut cut, |_| Some(keep.clone())),
+            Ok(None)
+        );
     }
 
     #[test]

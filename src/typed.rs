@@ -437,39 +437,72 @@ impl TypedEncoder {
 
     /// Decodes `rows` into one record batch: `ts`, then the union of the
     /// columns of the schemas they use.
+    ///
+    /// Columns are placed once per schema, not once per row: a row of a
+    /// wide schema (hundreds of columns) looked every column up by name
+    /// among the union, and again to fetch its value, which made 51 rows
+    /// of 548 columns take 26 ms natively.
     pub fn decode_rows(&self, rows: &[WalRow]) -> Result<RecordBatch, String> {
         let mut columns: Vec<Column> = Vec::new();
-        let mut parsed: Vec<(i64, Arc<Schema>, Vec<Value>)> = Vec::with_capacity(rows.len());
+        let mut by_name: HashMap<String, usize> = HashMap::new();
+        // Per schema met (kept alive here, so its address names it): where
+        // each of its columns sits in `columns`.
+        let mut schemas: Vec<(Arc<Schema>, Vec<usize>)> = Vec::new();
+        let mut slot_of: HashMap<*const Schema, usize> = HashMap::new();
+        let mut parsed: Vec<(i64, usize, Vec<Value>)> = Vec::with_capacity(rows.len());
         for row in rows {
             let (schema, values) = self.parse(row)?;
-            for c in &schema.columns {
-                match columns.iter().find(|e| e.name == c.name) {
-                    Some(e) if e.ty != c.ty => {
-                        return Err(format!(
-                            "column {:?} is {:?} in one schema and {:?} in another",
-                            c.name, e.ty, c.ty
-                        ))
+            let slot = match slot_of.get(&Arc::as_ptr(&schema)) {
+                Some(&slot) => slot,
+                None => {
+                    let mut places = Vec::with_capacity(schema.columns.len());
+                    for c in &schema.columns {
+                        let at = match by_name.get(&c.name) {
+                            Some(&at) if columns[at].ty != c.ty => {
+                                return Err(format!(
+                                    "column {:?} is {:?} in one schema and {:?} in another",
+                                    c.name, columns[at].ty, c.ty
+                                ))
+                            }
+                            Some(&at) => at,
+                            None => {
+                                by_name.insert(c.name.clone(), columns.len());
+                                columns.push(c.clone());
+                                columns.len() - 1
+                            }
+                        };
+                        places.push(at);
                     }
-                    Some(_) => {}
-                    None => columns.push(c.clone()),
+                    slot_of.insert(Arc::as_ptr(&schema), schemas.len());
+                    schemas.push((schema, places));
+                    schemas.len() - 1
                 }
-            }
-            parsed.push((row.ts, schema, values));
+            };
+            parsed.push((row.ts, slot, values));
         }
+        // Per schema, per column of the union: which of its values holds
+        // it (the first of that name, should a schema repeat one).
+        let values_at: Vec<Vec<Option<usize>>> = schemas
+            .iter()
+            .map(|(_, places)| {
+                let mut at = vec![None; columns.len()];
+                for (i, &column) in places.iter().enumerate() {
+                    at[column].get_or_insert(i);
+                }
+                at
+            })
+            .collect();
         let mut fields = vec![Field::new("ts", DataType::Int64, false)];
         fields.extend(columns.iter().map(Column::field));
         let mut arrays: Vec<ArrayRef> = vec![Arc::new(Int64Array::from_iter_values(
             parsed.iter().map(|(ts, _, _)| *ts),
         ))];
-        for column in &columns {
-            let value_of = |schema: &Schema, values: &[Value]| -> Value {
-                schema
-                    .columns
-                    .iter()
-                    .position(|c| c.name == column.name)
-                    .map_or(Value::Null, |i| values[i].clone())
-            };
-            let each = parsed.iter().map(|(_, s, v)| value_of(s, v));
+        for (j, column) in columns.iter().enumerate() {
+            let each = parsed.iter_mut().map(|(_, slot, values)| {
+                values_at[*slot][j].map_or(Value::Null, |i| {
+                    std::mem::replace(&mut values[i], Value::Null)
+                })
+            });
             arrays.push(column_array(column.ty, each));
         }
         RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), arrays)
@@ -745,6 +778,56 @@ mod tests {
             .unwrap();
         assert_eq!(batch.num_columns(), 3);
         assert!(batch.column(2).is_null(0) && !batch.column(2).is_null(1));
+    }
+
+    #[test]
+    fn interleaved_schemas_put_each_value_under_its_own_name() {
+        let encoder = TypedEncoder::new();
+        let v1 = Schema::new(vec![
+            Column::new("a", ColumnType::I64),
+            Column::new("b", ColumnType::F64),
+        ]);
+        // The same names in another order, one dropped, one new.
+        let v2 = Schema::new(vec![
+            Column::new("c", ColumnType::Bool),
+            Column::new("b", ColumnType::F64),
+        ]);
+        let (id1, id2) = (
+            encoder.register(&v1).unwrap(),
+            encoder.register(&v2).unwrap(),
+        );
+        let batch = encoder
+            .decode_rows(&[
+                row(1, id1, &v1, &[Value::I64(1), Value::F64(1.5)]),
+                row(2, id2, &v2, &[Value::Bool(true), Value::F64(2.5)]),
+                row(3, id1, &v1, &[Value::I64(3), Value::Null]),
+                row(4, id2, &v2, &[Value::Null, Value::F64(4.5)]),
+            ])
+            .unwrap();
+        let schema = batch.schema();
+        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
+        assert_eq!(names, ["ts", "a", "b", "c"], "first seen, first placed");
+        use arrow_array::cast::AsArray;
+        use arrow_array::types::{Float64Type, Int64Type};
+        let a = batch.column(1).as_primitive::<Int64Type>();
+        let b = batch.column(2).as_primitive::<Float64Type>();
+        let c = batch.column(3).as_boolean();
+        let a: Vec<Option<i64>> = a.iter().collect();
+        let b: Vec<Option<f64>> = b.iter().collect();
+        let c: Vec<Option<bool>> = c.iter().collect();
+        assert_eq!(a, [Some(1), None, Some(3), None]);
+        assert_eq!(b, [Some(1.5), Some(2.5), None, Some(4.5)]);
+        assert_eq!(c, [None, Some(true), None, None]);
+
+        let retyped = Schema::new(vec![Column::new("b", ColumnType::I64)]);
+        let id3 = encoder.register(&retyped).unwrap();
+        let err = encoder
+            .decode_rows(&[
+                row(1, id1, &v1, &[Value::I64(1), Value::F64(1.5)]),
+                row(2, id3, &retyped, &[Value::I64(2)]),
+            ])
+            .unwrap_err();
+        assert!(err.contains("column \"b\" is"), "{err}");
     }
 
     #[test]

@@ -144,12 +144,16 @@ fn stream_range_returns_only_segments_reaching_into_the_window() {
         Tail::Materialized(seg) => assert_eq!((seg.rows, seg.first_ts), (1, 400)),
         other => panic!("{other:?}"),
     }
-    let (first, bytes) = read::probe(&archive, id, "sealed").unwrap().unwrap();
+    let (first, schema) = read::probe(&archive, id, "sealed").unwrap().unwrap();
     assert_eq!(first.seq, 0);
-    assert!(dendro::segment::segment_schema(&bytes)
-        .unwrap()
-        .field_with_name("label")
-        .is_ok());
+    let bytes = read::segment_bytes(&archive, id, "sealed", 0).unwrap();
+    let whole = dendro::segment::segment_schema(&bytes).unwrap();
+    assert!(whole.field_with_name("label").is_ok());
+    assert_eq!(
+        schema.unwrap(),
+        whole,
+        "the footer alone gives the whole segment's schema"
+    );
     assert!(read::probe(&archive, id, "live").unwrap().is_none());
 }
 

@@ -1024,7 +1024,7 @@ pub fn decode_for_range(
     record: &SegmentRecord,
     columns: Option<&[String]>,
 ) -> Result<Decoded> {
-    let bytes = crate::read::segment_bytes(archive, record.source_id, &record.stream, record.seq)?;
+    let bytes = range_segment_bytes(archive, record, columns)?;
     let batches =
         decode_range_bytes(bytes, columns).map_err(|cause| crate::error::Error::Segment {
             file: archive.file().to_string(),
@@ -1036,20 +1036,56 @@ pub fn decode_for_range(
     Ok(Arc::new(batches))
 }
 
+/// The bytes of a segment that [`decode_range_bytes`] of `columns` reads:
+/// with columns named, only the footer and those columns' chunks are
+/// fetched, zeros standing for the rest ([`crate::segment::read_columns`]);
+/// the whole payload otherwise, or when its footer cannot be read (the
+/// decode then says why).
+pub fn range_segment_bytes(
+    archive: &Archive,
+    record: &SegmentRecord,
+    columns: Option<&[String]>,
+) -> Result<Vec<u8>> {
+    archive.read_snapshot(|s| {
+        let (source, stream, seq) = (record.source_id, record.stream.as_str(), record.seq);
+        if columns.is_some() {
+            let payload = s.segment_payload(source, stream, seq)?;
+            let sparse = crate::segment::read_columns(
+                payload.len(),
+                |at, buf| payload.read_at(at, buf).map_err(|e| e.to_string()),
+                range_columns(columns),
+            );
+            // A failed read is the archive's to report, in its own words.
+            if let Ok(Some(bytes)) = sparse {
+                return Ok(bytes);
+            }
+        }
+        s.segment_bytes(source, stream, seq)
+    })
+}
+
 /// Decodes a segment's bytes for an envelope: `columns` plus the time axis
 /// (every column when `columns` is `None`).
 pub fn decode_range_bytes(
     bytes: Vec<u8>,
     columns: Option<&[String]>,
 ) -> std::result::Result<Vec<RecordBatch>, String> {
+    crate::segment::decode_segment_with(bytes, range_columns(columns))
+}
+
+/// Which columns a decode for an envelope keeps, given the segment's
+/// schema: `columns` and the time axis (`None`: every column).
+fn range_columns(
+    columns: Option<&[String]>,
+) -> impl FnOnce(&arrow_schema::SchemaRef) -> Option<Vec<String>> {
     let wanted = columns.map(<[String]>::to_vec);
-    crate::segment::decode_segment_with(bytes, move |schema| {
+    move |schema| {
         let mut wanted = wanted?;
         if let Some(ts) = ts_column(schema) {
             wanted.push(schema.field(ts).name().clone());
         }
         Some(wanted)
-    })
+    }
 }
 
 #[cfg(test)]

@@ -13,7 +13,6 @@
 //! and the envelope then decodes the segment as before.
 
 use arrow_schema::{DataType, TimeUnit};
-use parquet::arrow::parquet_to_arrow_schema;
 use parquet::basic::{
     ColumnOrder, ConvertedType, IntType, LogicalType, TimeUnit as ParquetTimeUnit, TimestampType,
     Type as PhysicalType,
@@ -85,25 +84,7 @@ pub fn segment_stats(archive: &Archive, record: &SegmentRecord) -> Result<Option
 /// (no time-axis column, statistics missing or inexact, a null time, a
 /// layout this reader does not map one to one) or it holds no rows.
 pub fn summarize(metadata: &ParquetMetaData) -> Option<SegmentStats> {
-    let file = metadata.file_metadata();
-    let descr = file.schema_descr();
-    let schema = parquet_to_arrow_schema(descr, file.key_value_metadata()).ok()?;
-    let ts = ts_column(&schema)?;
-    // The one leaf of each root field, where it has exactly one and that
-    // leaf is the field itself (neither nested nor repeated).
-    let mut leaf_of: Vec<Option<usize>> = vec![None; schema.fields().len()];
-    let mut leaves = vec![0usize; schema.fields().len()];
-    for leaf in 0..descr.num_columns() {
-        let root = descr.get_column_root_idx(leaf);
-        let slot = leaves.get_mut(root)?;
-        *slot += 1;
-        let column = descr.column(leaf);
-        if column.path().parts().len() == 1 && column.max_rep_level() == 0 {
-            leaf_of[root] = Some(leaf);
-        }
-    }
-    let single = |root: usize| leaf_of[root].filter(|_| leaves[root] == 1);
-
+    let layout = layout_of(metadata)?;
     let groups = metadata.row_groups();
     // Counts a footer claims: a negative one, or a sum past `u64::MAX`,
     // says nothing exact (and a plain sum would overflow).
@@ -116,15 +97,10 @@ pub fn summarize(metadata: &ParquetMetaData) -> Option<SegmentStats> {
         return None;
     }
 
-    let ts_leaf = single(ts)?;
-    let ts_type = schema.field(ts).data_type();
-    if !stored_as(ts_type, &descr.column(ts_leaf)) {
-        return None;
-    }
     let mut first_ts = i64::MAX;
     let mut last_ts = i64::MIN;
     for group in groups {
-        let stats = group.column(ts_leaf).statistics()?;
+        let stats = group.column(layout.ts_leaf).statistics()?;
         if stats.is_min_max_deprecated()
             || stats.null_count_opt() != Some(0)
             || !stats.min_is_exact()
@@ -142,33 +118,28 @@ pub fn summarize(metadata: &ParquetMetaData) -> Option<SegmentStats> {
         return None;
     }
 
-    let columns = schema
-        .fields()
+    let columns = layout
+        .columns
         .iter()
-        .enumerate()
-        .filter(|&(i, f)| i != ts && is_numeric(f.data_type()))
-        .map(|(i, field)| {
-            let extremes = match single(i) {
-                Some(leaf)
-                    if stored_as(field.data_type(), &descr.column(leaf))
-                        && ordered(field.data_type(), file.column_order(leaf)) =>
-                {
+        .map(|column| {
+            let extremes = match column.leaf {
+                Some(leaf) => {
                     let mut acc = Extremes::NoValues;
                     for group in groups {
                         let part = group
                             .column(leaf)
                             .statistics()
                             .map_or(Extremes::Unknown, |s| {
-                                extremes(field.data_type(), s, group.num_rows())
+                                extremes(&column.data_type, s, group.num_rows())
                             });
                         acc = merge(acc, part);
                     }
                     acc
                 }
-                _ => Extremes::Unknown,
+                None => Extremes::Unknown,
             };
             ColumnStats {
-                name: field.name().clone(),
+                name: column.name.clone(),
                 extremes,
             }
         })
@@ -179,6 +150,67 @@ pub fn summarize(metadata: &ParquetMetaData) -> Option<SegmentStats> {
         last_ts,
         columns,
     })
+}
+
+/// Where a footer's statistics are read from: the time axis's leaf, and
+/// each numeric column other than it with the leaf whose statistics are
+/// its values' own (`None`: none is).
+#[derive(Debug, PartialEq)]
+struct Layout {
+    ts_leaf: usize,
+    columns: Vec<LaidOut>,
+}
+
+#[derive(Debug, PartialEq)]
+struct LaidOut {
+    name: String,
+    data_type: DataType,
+    leaf: Option<usize>,
+}
+
+/// The footer's [`Layout`], or `None` when its time axis cannot be read
+/// exactly. The Arrow schema comes from [`crate::segment::arrow_schema`],
+/// which converts a stream's shared schema once rather than per footer.
+fn layout_of(metadata: &ParquetMetaData) -> Option<Layout> {
+    let file = metadata.file_metadata();
+    let descr = file.schema_descr();
+    let schema = crate::segment::arrow_schema(metadata).ok()?;
+    let ts = ts_column(&schema)?;
+    // The one leaf of each root field, where it has exactly one and that
+    // leaf is the field itself (neither nested nor repeated).
+    let mut leaf_of: Vec<Option<usize>> = vec![None; schema.fields().len()];
+    let mut leaves = vec![0usize; schema.fields().len()];
+    for leaf in 0..descr.num_columns() {
+        let root = descr.get_column_root_idx(leaf);
+        let slot = leaves.get_mut(root)?;
+        *slot += 1;
+        let column = descr.column(leaf);
+        if column.path().parts().len() == 1 && column.max_rep_level() == 0 {
+            leaf_of[root] = Some(leaf);
+        }
+    }
+    let single = |root: usize| leaf_of[root].filter(|_| leaves[root] == 1);
+
+    let ts_leaf = single(ts)?;
+    let ts_type = schema.field(ts).data_type();
+    if !stored_as(ts_type, &descr.column(ts_leaf)) {
+        return None;
+    }
+    let columns = schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|&(i, f)| i != ts && is_numeric(f.data_type()))
+        .map(|(i, field)| LaidOut {
+            name: field.name().clone(),
+            data_type: field.data_type().clone(),
+            leaf: single(i).filter(|&leaf| {
+                stored_as(field.data_type(), &descr.column(leaf))
+                    && ordered(field.data_type(), file.column_order(leaf))
+            }),
+        })
+        .collect();
+    Some(Layout { ts_leaf, columns })
 }
 
 fn merge(a: Extremes, b: Extremes) -> Extremes {
@@ -363,6 +395,54 @@ mod tests {
         ParquetMetaDataReader::new()
             .parse_and_finish(&bytes::Bytes::from(out))
             .unwrap()
+    }
+
+    /// The footer of a two-row segment whose time axis `ts` is of type
+    /// `ts_type` (Int64 or Timestamp(Second), both stored as plain INT64).
+    fn timed(ts_type: DataType) -> ParquetMetaData {
+        use arrow_array::{Float64Array, TimestampSecondArray};
+        let schema = Arc::new(Schema::new(vec![
+            Field::new("ts", ts_type.clone(), false),
+            Field::new("v", DataType::Float64, true),
+        ]));
+        let ts: arrow_array::ArrayRef = match ts_type {
+            DataType::Int64 => Arc::new(Int64Array::from(vec![1, 2])),
+            _ => Arc::new(TimestampSecondArray::from(vec![1, 2])),
+        };
+        let v = Arc::new(Float64Array::from(vec![0.5, 1.5]));
+        let batch = RecordBatch::try_new(schema.clone(), vec![ts, v]).unwrap();
+        let mut out = Vec::new();
+        let mut writer = ArrowWriter::try_new(&mut out, schema, None).unwrap();
+        writer.write(&batch).unwrap();
+        writer.close().unwrap();
+        ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes::Bytes::from(out))
+            .unwrap()
+    }
+
+    #[test]
+    fn a_layout_is_reused_only_for_the_same_parquet_and_arrow_schema() {
+        let plain = timed(DataType::Int64);
+        let seconds = timed(DataType::Timestamp(TimeUnit::Second, None));
+        // The Parquet schemas are the same; only the embedded Arrow schema
+        // says the second one's time axis is in seconds.
+        assert_eq!(
+            plain.file_metadata().schema_descr().root_schema(),
+            seconds.file_metadata().schema_descr().root_schema()
+        );
+        for _ in 0..2 {
+            let summary = summarize(&plain).expect("an Int64 time axis is read exactly");
+            assert_eq!((summary.first_ts, summary.last_ts), (1, 2));
+            assert_eq!(
+                summary.columns[0].extremes,
+                Extremes::Range { min: 0.5, max: 1.5 }
+            );
+            assert_eq!(
+                summarize(&seconds),
+                None,
+                "seconds are decoded, not summarized"
+            );
+        }
     }
 
     #[test]

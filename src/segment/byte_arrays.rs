@@ -7,10 +7,14 @@
 //! range: a panic, which aborts a wasm module. So on 32-bit targets the
 //! lengths are checked first, with 64-bit arithmetic, page by page.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use parquet::basic::{Encoding, Type as PhysicalType};
 use parquet::column::page::Page;
-use parquet::file::reader::{FileReader, SerializedFileReader};
+use parquet::column::page::PageReader;
+use parquet::file::metadata::ParquetMetaData;
+use parquet::file::serialized_reader::SerializedPageReader;
 
 fn text(e: parquet::errors::ParquetError) -> String {
     e.to_string()
@@ -47,21 +51,29 @@ fn skip_levels(buf: &[u8], at: usize, encoding: Encoding) -> Option<usize> {
     (end <= buf.len() as u64).then_some(end as usize)
 }
 
-/// Checks every PLAIN byte-array value of every page of `data`.
-pub(super) fn check_lengths(data: &Bytes) -> Result<(), String> {
-    let reader = SerializedFileReader::new(data.clone()).map_err(text)?;
-    let metadata = reader.metadata();
+/// Checks every PLAIN byte-array value of the pages of `data` whose leaf
+/// column `read` keeps (the ones a decode will read), through `metadata`,
+/// the footer already parsed for that decode.
+pub(super) fn check_lengths(
+    data: &Bytes,
+    metadata: &ParquetMetaData,
+    read: impl Fn(usize) -> bool,
+) -> Result<(), String> {
+    let data = Arc::new(data.clone());
     let schema = metadata.file_metadata().schema_descr();
-    for g in 0..metadata.num_row_groups() {
-        let group = reader.get_row_group(g).map_err(text)?;
-        for c in 0..schema.num_columns() {
+    for group in metadata.row_groups() {
+        for c in (0..schema.num_columns()).filter(|&c| read(c)) {
             let column = schema.column(c);
             if column.physical_type() != PhysicalType::BYTE_ARRAY {
                 continue;
             }
             let name = column.path().string();
             let (max_def, max_rep) = (column.max_def_level(), column.max_rep_level());
-            let mut pages = group.get_column_page_reader(c).map_err(text)?;
+            let rows = usize::try_from(group.num_rows())
+                .map_err(|_| format!("a row group claims {} rows", group.num_rows()))?;
+            let mut pages =
+                SerializedPageReader::new(Arc::clone(&data), group.column(c), rows, None)
+                    .map_err(text)?;
             while let Some(page) = pages.get_next_page().map_err(text)? {
                 match page {
                     Page::DictionaryPage {
@@ -132,6 +144,19 @@ mod tests {
         crate::segment::encode_batch(&RecordBatch::try_new(schema, vec![column]).unwrap()).unwrap()
     }
 
+    /// Checks every column of `bytes`, its footer parsed as a decode does.
+    fn check(bytes: Vec<u8>) -> Result<(), String> {
+        check_leaves(bytes, |_| true)
+    }
+
+    fn check_leaves(bytes: Vec<u8>, read: impl Fn(usize) -> bool) -> Result<(), String> {
+        let bytes = Bytes::from(bytes);
+        let metadata = parquet::file::metadata::ParquetMetaDataReader::new()
+            .parse_and_finish(&bytes)
+            .unwrap();
+        check_lengths(&bytes, &metadata, read)
+    }
+
     /// Where the first value's length prefix sits: 5 is the length of
     /// "value", and LZ4_RAW leaves a short run of literals readable.
     fn first_length(bytes: &[u8]) -> Option<usize> {
@@ -142,7 +167,7 @@ mod tests {
     fn honest_segments_pass_with_and_without_nulls() {
         for nullable in [false, true] {
             let bytes = segment(nullable);
-            check_lengths(&Bytes::from(bytes)).unwrap();
+            check(bytes).unwrap();
         }
     }
 
@@ -151,8 +176,10 @@ mod tests {
         let mut bytes = segment(false);
         let at = first_length(&bytes).expect("the first value is stored as a literal");
         bytes[at..at + 4].copy_from_slice(&u32::MAX.to_le_bytes());
-        let err = check_lengths(&Bytes::from(bytes)).unwrap_err();
+        let err = check(bytes.clone()).unwrap_err();
         assert!(err.contains("column \"s\""), "{err}");
+        // A decode that does not read the column leaves it alone.
+        assert_eq!(check_leaves(bytes, |_| false), Ok(()));
     }
 
     #[test]

@@ -60,11 +60,13 @@ fn min_value_bits(physical: i32) -> u64 {
     }
 }
 
-/// Checks every page of every chunk `footer` lists in the segment `file`.
-pub fn check(file: &[u8], footer: &Footer) -> Result<()> {
+/// Checks every page of the chunks `footer` lists in the segment `file`
+/// whose leaf column `read` keeps: the ones a decode will read.
+pub fn check(file: &[u8], footer: &Footer, read: impl Fn(usize) -> bool) -> Result<()> {
     footer
         .chunks
         .iter()
+        .filter(|chunk| read(chunk.column))
         .try_for_each(|chunk| check_chunk(file, chunk))
 }
 

@@ -409,18 +409,19 @@ impl JsArchive {
         let file = self.archive.file();
         let source = whole("source", file, source)?;
         self.require_stream(source, stream)?;
-        // The stream's first segment, from the listing (a probe of the
-        // catalog would list every segment of the stream to take one).
-        let first = self.listing()?.stream(source, stream).first().cloned();
-        let probed = match first {
-            Some(record) => {
-                let bytes = crate::read::segment_bytes(&self.archive, source, stream, record.seq)
-                    .map_err(fail)?;
-                Some((record, bytes))
-            }
-            None => None,
+        // The footer is parsed inside: a trap there names the stream's
+        // first segment, which the listing gives (a probe of the catalog
+        // would list every segment of the stream to take one).
+        let what = || {
+            format!(
+                "the footer of the first segment of stream {stream:?} (source {source}) of {file}"
+            )
         };
-        match probed {
+        let listing = self.listing()?;
+        let probed = noting(what, || {
+            crate::read::probe_listed(&self.archive, source, stream, Some(&listing))
+        });
+        match probed.map_err(fail)? {
             None => {
                 let metadata = self
                     .archive
@@ -436,23 +437,16 @@ impl JsArchive {
                 })?;
                 Ok(convert::schema(typed.as_ref()))
             }
-            Some((record, bytes)) => {
-                let what = || {
-                    format!(
-                        "the footer of {}",
-                        describe_segment(file, source, stream, record.seq)
-                    )
-                };
-                let schema =
-                    noting(what, || crate::segment::segment_schema(&bytes)).map_err(|cause| {
-                        fail(Error::Segment {
-                            file: file.to_string(),
-                            source_id: source,
-                            stream: stream.to_string(),
-                            seq: record.seq,
-                            cause,
-                        })
-                    })?;
+            Some((record, schema)) => {
+                let schema = schema.map_err(|cause| {
+                    fail(Error::Segment {
+                        file: file.to_string(),
+                        source_id: source,
+                        stream: stream.to_string(),
+                        seq: record.seq,
+                        cause,
+                    })
+                })?;
                 Ok(convert::schema(Some(&schema)))
             }
         }
@@ -623,6 +617,7 @@ impl JsArchive {
             reader: Some(reader),
             columns: ask.columns,
             waiting: Vec::new(),
+            in_place: self.lazy.is_some(),
         })
     }
 
@@ -866,6 +861,8 @@ pub struct RangeJob {
     columns: Option<Vec<String>>,
     /// Segments handed out and not yet supplied, by index.
     waiting: Vec<(usize, SegmentRecord)>,
+    /// Read in place: only there do the bytes not fetched save anything.
+    in_place: bool,
 }
 
 #[wasm_bindgen]
@@ -885,11 +882,12 @@ impl RangeJob {
                 reader.supply(index, hit);
                 continue;
             }
-            let bytes = crate::read::segment_bytes(
+            // Read in place, only the chunks the decoder will read are
+            // fetched; held in memory, a whole segment is one copy.
+            let bytes = crate::read::envelope::range_segment_bytes(
                 &self.archive,
-                record.source_id,
-                &record.stream,
-                record.seq,
+                &record,
+                self.columns.as_deref().filter(|_| self.in_place),
             )
             .map_err(fail)?;
             let what = describe_segment(
