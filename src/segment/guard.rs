@@ -79,6 +79,7 @@ impl Iterator for Chunks {
             repetition: descriptor.max_rep_level().max(0) as u16,
         };
         let width = value_width(descriptor.physical_type(), descriptor.type_length());
+        let byte_array = descriptor.physical_type() == parquet::basic::Type::BYTE_ARRAY;
         let pages = SerializedPageReader::new(
             Arc::clone(&self.data),
             chunk,
@@ -90,6 +91,7 @@ impl Iterator for Chunks {
                 inner,
                 levels,
                 width,
+                byte_array,
                 group: self.group - 1,
                 column: self.column,
                 page: 0,
@@ -106,6 +108,8 @@ struct Pages {
     levels: Levels,
     /// The bytes of one value, for a fixed-width physical type.
     width: Option<usize>,
+    /// Whether the column's values are BYTE_ARRAY.
+    byte_array: bool,
     group: usize,
     column: usize,
     page: usize,
@@ -113,7 +117,12 @@ struct Pages {
 
 impl Pages {
     fn check(&self, page: &Page) -> Result<()> {
-        check_page(page, self.levels, self.width).map_err(|cause| {
+        let shape = Shape {
+            max: self.levels,
+            width: self.width,
+            byte_array: self.byte_array,
+        };
+        check_page(page, shape).map_err(|cause| {
             ParquetError::General(format!(
                 "page {} of column chunk {} of row group {}: {cause}",
                 self.page, self.column, self.group
@@ -155,7 +164,11 @@ impl PageReader for Pages {
     }
 
     fn take_deferred_dictionary(&mut self) -> Result<Option<Page>> {
-        self.inner.take_deferred_dictionary()
+        let page = self.inner.take_deferred_dictionary()?;
+        if let Some(page) = &page {
+            self.check(page)?;
+        }
+        Ok(page)
     }
 
     fn at_record_boundary(&mut self) -> Result<bool> {
@@ -196,9 +209,38 @@ fn check_split_values(
     Ok(())
 }
 
-/// Checks one decompressed page for a column of maximum levels `max`
-/// whose values are `width` bytes each (fixed-width types).
-fn check_page(page: &Page, max: Levels, width: Option<usize>) -> std::result::Result<(), String> {
+/// The parquet crate's PLAIN byte-array decoder divides by the count of
+/// values it was told to expect (a dictionary page's entries, a v1 data
+/// page's levels, a v2 data page's non-null values) whenever bytes are
+/// left: a page that expects none but holds value bytes is a division by
+/// zero (a panic; an abort in wasm32). No writer puts bytes there.
+fn check_plain_byte_arrays(
+    values: &[u8],
+    expected: u64,
+    encoding: Encoding,
+    shape: Shape,
+) -> std::result::Result<(), String> {
+    if shape.byte_array && encoding == Encoding::PLAIN && expected == 0 && !values.is_empty() {
+        return Err(format!(
+            "it holds {} bytes of PLAIN byte-array values and counts none",
+            values.len()
+        ));
+    }
+    Ok(())
+}
+
+/// What a page is checked against: its column's maximum levels, the bytes
+/// of one value (fixed-width types), and whether values are byte arrays.
+#[derive(Debug, Clone, Copy)]
+struct Shape {
+    max: Levels,
+    width: Option<usize>,
+    byte_array: bool,
+}
+
+/// Checks one decompressed page of a column of `shape`.
+fn check_page(page: &Page, shape: Shape) -> std::result::Result<(), String> {
+    let (max, width) = (shape.max, shape.width);
     match page {
         Page::DataPage {
             buf,
@@ -224,6 +266,7 @@ fn check_page(page: &Page, max: Levels, width: Option<usize>) -> std::result::Re
                 if let Some(width) = split {
                     check_split_values(&buf[at..], present, width)?;
                 }
+                check_plain_byte_arrays(&buf[at..], u64::from(*num_values), *encoding, shape)?;
             }
             Ok(())
         }
@@ -242,6 +285,7 @@ fn check_page(page: &Page, max: Levels, width: Option<usize>) -> std::result::Re
             let Some(values) = buf.get(at..) else {
                 return Ok(());
             };
+            check_plain_byte_arrays(values, u64::from(present), *encoding, shape)?;
             match (*encoding, width) {
                 (Encoding::DELTA_BINARY_PACKED, _) if present > 0 => {
                     check_delta_header(values, i64::from(present))
@@ -252,7 +296,11 @@ fn check_page(page: &Page, max: Levels, width: Option<usize>) -> std::result::Re
                 _ => Ok(()),
             }
         }
-        _ => Ok(()),
+        // The crate reads a byte-array dictionary with the same PLAIN
+        // decoder, told to expect the page's count of entries.
+        Page::DictionaryPage {
+            buf, num_values, ..
+        } => check_plain_byte_arrays(buf, u64::from(*num_values), Encoding::PLAIN, shape),
     }
 }
 
@@ -319,6 +367,58 @@ fn check_v1_levels(
 mod tests {
     use super::*;
 
+    /// [`check_page`] for a column of fixed-width (`width`) or other
+    /// non-byte-array values.
+    fn check(page: &Page, max: Levels, width: Option<usize>) -> std::result::Result<(), String> {
+        check_page(
+            page,
+            Shape {
+                max,
+                width,
+                byte_array: false,
+            },
+        )
+    }
+
+    #[test]
+    fn plain_byte_array_values_on_a_page_or_dictionary_that_counts_none_are_refused() {
+        let byte_arrays = |max| Shape {
+            max,
+            width: None,
+            byte_array: true,
+        };
+        // A v1 page of no levels with value bytes after them.
+        let empty = v1(&[], &[3, 0, 0, 0, b'a', b'b', b'c'], 0, Encoding::PLAIN);
+        let err = check_page(&empty, byte_arrays(NULLABLE)).unwrap_err();
+        assert!(err.contains("counts none"), "{err}");
+        // The same bytes where the page counts a value: the decoder's to read.
+        let one = v1(&[2, 1], &[3, 0, 0, 0, b'a', b'b', b'c'], 1, Encoding::PLAIN);
+        check_page(&one, byte_arrays(NULLABLE)).unwrap();
+        // A v2 page whose every value is null, with value bytes.
+        let all_null = Page::DataPageV2 {
+            buf: Bytes::from(vec![1, 2, 3, 4]),
+            num_values: 2,
+            encoding: Encoding::PLAIN,
+            num_nulls: 2,
+            num_rows: 2,
+            def_levels_byte_len: 0,
+            rep_levels_byte_len: 0,
+            is_compressed: false,
+            statistics: None,
+        };
+        assert!(check_page(&all_null, byte_arrays(Levels::default())).is_err());
+        check(&all_null, Levels::default(), None).unwrap();
+        // A dictionary of no entries with bytes in it.
+        let dictionary = |entries| Page::DictionaryPage {
+            buf: Bytes::from(vec![1, 0, 0, 0, b'x']),
+            num_values: entries,
+            encoding: Encoding::PLAIN,
+            is_sorted: false,
+        };
+        assert!(check_page(&dictionary(0), byte_arrays(Levels::default())).is_err());
+        check_page(&dictionary(1), byte_arrays(Levels::default())).unwrap();
+    }
+
     /// A v1 page's body: definition levels (RLE, length-prefixed), then
     /// `values`.
     fn v1(levels: &[u8], values: &[u8], num_values: u32, encoding: Encoding) -> Page {
@@ -345,21 +445,21 @@ mod tests {
         // Header 0x05: bit-packed, 2 groups of 8 one-bit levels = 2 bytes;
         // only 1 follows.
         let page = v1(&[0x05, 0xff], &[0; 16], 16, Encoding::PLAIN);
-        let err = check_page(&page, NULLABLE, None).unwrap_err();
+        let err = check(&page, NULLABLE, None).unwrap_err();
         assert!(
             err.contains("definition levels needs 2 bytes, 1 are left"),
             "{err}"
         );
         // The same run with its bytes is sound.
         let page = v1(&[0x05, 0xff, 0xff], &[0; 128], 16, Encoding::PLAIN);
-        check_page(&page, NULLABLE, None).unwrap();
+        check(&page, NULLABLE, None).unwrap();
     }
 
     #[test]
     fn a_column_without_levels_has_no_sections_to_walk() {
         // Bytes that would be a bad run are values here.
         let page = v1(&[0x05, 0xff], &[0; 16], 2, Encoding::PLAIN);
-        check_page(&page, Levels::default(), None).unwrap();
+        check(&page, Levels::default(), None).unwrap();
     }
 
     /// A DELTA_BINARY_PACKED header: block 128, 4 miniblocks, `total`.
@@ -375,7 +475,7 @@ mod tests {
             [0x04, 0x00, 0x08, 0x00, 0x00],
         ] {
             let page = v1(&[0x10, 0x01], &header, 8, Encoding::DELTA_BINARY_PACKED);
-            let err = check_page(&page, NULLABLE, None).unwrap_err();
+            let err = check(&page, NULLABLE, None).unwrap_err();
             assert!(err.contains("leaves a miniblock no values"), "{err}");
         }
         // 128 values in 4 miniblocks of 32, as writers make them.
@@ -385,29 +485,29 @@ mod tests {
             8,
             Encoding::DELTA_BINARY_PACKED,
         );
-        check_page(&page, NULLABLE, None).unwrap();
+        check(&page, NULLABLE, None).unwrap();
     }
 
     #[test]
     fn a_delta_header_counting_none_is_refused_only_where_values_are_present() {
         // 8 levels in one RLE run of value 1: all present.
         let page = v1(&[0x10, 0x01], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
-        let err = check_page(&page, NULLABLE, None).unwrap_err();
+        let err = check(&page, NULLABLE, None).unwrap_err();
         assert!(err.contains("has 8 values"), "{err}");
         // All null (level 0): no values to decode, a count of 0 is honest.
         let page = v1(&[0x10, 0x00], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
-        check_page(&page, NULLABLE, None).unwrap();
+        check(&page, NULLABLE, None).unwrap();
         // Bit-packed 0b0000_0100: one present among 8; padding past the
         // page's 3 levels is not counted.
         let page = v1(&[0x03, 0x04], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
-        assert!(check_page(&page, NULLABLE, None)
+        assert!(check(&page, NULLABLE, None)
             .unwrap_err()
             .contains("has 1 values"));
         let page = v1(&[0x03, 0xf8], &delta(0), 3, Encoding::DELTA_BINARY_PACKED);
-        check_page(&page, NULLABLE, None).unwrap();
+        check(&page, NULLABLE, None).unwrap();
         // A count of values present is sound.
         let page = v1(&[0x10, 0x01], &delta(8), 8, Encoding::DELTA_BINARY_PACKED);
-        check_page(&page, NULLABLE, None).unwrap();
+        check(&page, NULLABLE, None).unwrap();
     }
 
     #[test]
@@ -423,8 +523,8 @@ mod tests {
             is_compressed: true,
             statistics: None,
         };
-        assert!(check_page(&page(0), NULLABLE, None).is_err());
-        check_page(&page(8), NULLABLE, None).unwrap();
+        assert!(check(&page(0), NULLABLE, None).is_err());
+        check(&page(8), NULLABLE, None).unwrap();
     }
 
     #[test]
@@ -432,15 +532,15 @@ mod tests {
         // Eight levels at the maximum (RLE run of 8 ones): eight values.
         let levels = [0x10, 0x01];
         let page = |bytes: usize| v1(&levels, &vec![0; bytes], 8, Encoding::BYTE_STREAM_SPLIT);
-        let err = check_page(&page(63), NULLABLE, Some(8)).unwrap_err();
+        let err = check(&page(63), NULLABLE, Some(8)).unwrap_err();
         assert!(
             err.contains("8 BYTE_STREAM_SPLIT values need 64 bytes, 63 are left"),
             "{err}"
         );
-        check_page(&page(64), NULLABLE, Some(8)).unwrap();
+        check(&page(64), NULLABLE, Some(8)).unwrap();
         // Half of them null: four values, 32 bytes.
         let half = [0x08, 0x01, 0x08, 0x00];
-        check_page(
+        check(
             &v1(&half, &[0; 32], 8, Encoding::BYTE_STREAM_SPLIT),
             NULLABLE,
             Some(8),
@@ -458,8 +558,8 @@ mod tests {
             is_compressed: true,
             statistics: None,
         };
-        assert!(check_page(&v2(0, 31), NULLABLE, Some(4)).is_err());
-        check_page(&v2(0, 32), NULLABLE, Some(4)).unwrap();
-        check_page(&v2(4, 16), NULLABLE, Some(4)).unwrap();
+        assert!(check(&v2(0, 31), NULLABLE, Some(4)).is_err());
+        check(&v2(0, 32), NULLABLE, Some(4)).unwrap();
+        check(&v2(4, 16), NULLABLE, Some(4)).unwrap();
     }
 }

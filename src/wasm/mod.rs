@@ -144,6 +144,12 @@ pub struct JsArchive {
     archive: Rc<Archive>,
     /// The file read in place, for an archive opened with `openLazy`.
     lazy: Option<vfs::SharedFile>,
+    /// Whether a decode fetches only the chunks of the columns it keeps:
+    /// for a local file read in place, where a read costs about the same
+    /// whatever its size. Over HTTP each read is a round trip, and a
+    /// segment's chunks spread over it cost several where the whole
+    /// segment is one; held in memory, nothing is fetched at all.
+    sparse_reads: bool,
     /// The catalog prefetch under way (`prefetchPlan`), once started.
     walk: RefCell<Option<crate::container::lazy::TreeWalk>>,
     /// Every segment of this image, once listed: describe, the footer
@@ -174,6 +180,7 @@ impl JsArchive {
             cache_id: id,
             archive: Rc::new(archive),
             lazy: None,
+            sparse_reads: false,
             walk: RefCell::new(None),
             listing: RefCell::new(None),
         })
@@ -209,6 +216,7 @@ impl JsArchive {
             cache_id: id,
             archive: Rc::new(archive),
             lazy: Some(file),
+            sparse_reads: !http,
             walk: RefCell::new(None),
             listing: RefCell::new(None),
         })
@@ -617,7 +625,7 @@ impl JsArchive {
             reader: Some(reader),
             columns: ask.columns,
             waiting: Vec::new(),
-            in_place: self.lazy.is_some(),
+            sparse_reads: self.sparse_reads,
         })
     }
 
@@ -861,8 +869,8 @@ pub struct RangeJob {
     columns: Option<Vec<String>>,
     /// Segments handed out and not yet supplied, by index.
     waiting: Vec<(usize, SegmentRecord)>,
-    /// Read in place: only there do the bytes not fetched save anything.
-    in_place: bool,
+    /// Fetch only the kept columns' chunks ([`JsArchive`]'s `sparse_reads`).
+    sparse_reads: bool,
 }
 
 #[wasm_bindgen]
@@ -887,7 +895,7 @@ impl RangeJob {
             let bytes = crate::read::envelope::range_segment_bytes(
                 &self.archive,
                 &record,
-                self.columns.as_deref().filter(|_| self.in_place),
+                self.columns.as_deref().filter(|_| self.sparse_reads),
             )
             .map_err(fail)?;
             let what = describe_segment(
