@@ -489,6 +489,23 @@ mod tests {
     }
 
     #[test]
+    fn a_delta_header_integer_longer_than_ten_bytes_is_refused() {
+        // A first value of eleven bytes, each saying another follows.
+        let mut header = vec![0x80, 0x01, 0x04, 0x08];
+        header.extend([0xff; 10]);
+        header.push(0x01);
+        let page = v1(&[0x10, 0x01], &header, 8, Encoding::DELTA_BINARY_PACKED);
+        let err = check(&page, NULLABLE, None).unwrap_err();
+        assert!(err.contains("longer than 10 bytes"), "{err}");
+        // Ten bytes is the longest the crate reads, and it is read.
+        let mut header = vec![0x80, 0x01, 0x04, 0x08];
+        header.extend([0xff; 9]);
+        header.push(0x01);
+        let page = v1(&[0x10, 0x01], &header, 8, Encoding::DELTA_BINARY_PACKED);
+        check(&page, NULLABLE, None).unwrap();
+    }
+
+    #[test]
     fn a_delta_header_counting_none_is_refused_only_where_values_are_present() {
         // 8 levels in one RLE run of value 1: all present.
         let page = v1(&[0x10, 0x01], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);

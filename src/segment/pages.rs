@@ -215,25 +215,40 @@ fn check_delta_count(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> 
     }
 }
 
+/// The longest variable-length integer the parquet crate's bit reader
+/// takes (its `MAX_VLQ_BYTE_LEN`).
+const MAX_VLQ_BYTES: usize = 10;
+
 /// Refuses a DELTA_BINARY_PACKED header (`values`: the start of a page's
 /// value section) that counts no values while `present` values are to be
 /// decoded.
 pub(super) fn check_delta_header(values: &[u8], present: i64) -> Result<()> {
-    // The header: block size, miniblocks per block, total count (ULEB128).
+    // The header: block size, miniblocks per block, total count, first
+    // value (ULEB128, the last zigzag). The crate's reader of these takes
+    // at most 10 bytes an integer and panics past that.
     let mut at = 0usize;
+    let mut too_long = false;
     let mut uleb = || -> Option<u64> {
         let mut value = 0u64;
-        for shift in (0..64).step_by(7) {
+        for i in 0..MAX_VLQ_BYTES {
             let byte = *values.get(at)?;
             at += 1;
-            value |= u64::from(byte & 0x7f) << shift;
+            value |= u64::from(byte & 0x7f)
+                .checked_shl(7 * i as u32)
+                .unwrap_or(0);
             if byte & 0x80 == 0 {
                 return Some(value);
             }
         }
+        too_long = values.get(at).is_some();
         None
     };
-    let (block, miniblocks, total) = (uleb(), uleb(), uleb());
+    let (block, miniblocks, total, _first) = (uleb(), uleb(), uleb(), uleb());
+    if too_long {
+        return Err(format!(
+            "has a DELTA_BINARY_PACKED header integer longer than {MAX_VLQ_BYTES} bytes"
+        ));
+    }
     if total == Some(0) {
         return Err(format!(
             "has {present} values but its DELTA_BINARY_PACKED header counts none"
