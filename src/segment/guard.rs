@@ -489,12 +489,19 @@ mod tests {
     }
 
     #[test]
-    fn a_delta_header_integer_longer_than_ten_bytes_is_refused() {
+    fn a_delta_integer_longer_than_ten_bytes_is_refused_in_the_header_or_a_block() {
         // A first value of eleven bytes, each saying another follows.
         let mut header = vec![0x80, 0x01, 0x04, 0x08];
         header.extend([0xff; 10]);
         header.push(0x01);
         let page = v1(&[0x10, 0x01], &header, 8, Encoding::DELTA_BINARY_PACKED);
+        let err = check(&page, NULLABLE, None).unwrap_err();
+        assert!(err.contains("longer than 10 bytes"), "{err}");
+        // The same in a block's minimum delta, after a whole header.
+        let mut values = vec![0x80, 0x01, 0x04, 0x08, 0x00];
+        values.extend([0xff; 10]);
+        values.push(0x01);
+        let page = v1(&[0x10, 0x01], &values, 8, Encoding::DELTA_BINARY_PACKED);
         let err = check(&page, NULLABLE, None).unwrap_err();
         assert!(err.contains("longer than 10 bytes"), "{err}");
         // Ten bytes is the longest the crate reads, and it is read.

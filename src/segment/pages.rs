@@ -215,56 +215,92 @@ fn check_delta_count(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> 
     }
 }
 
-/// The longest variable-length integer the parquet crate's bit reader
-/// takes (its `MAX_VLQ_BYTE_LEN`).
-const MAX_VLQ_BYTES: usize = 10;
-
 /// Refuses a DELTA_BINARY_PACKED header (`values`: the start of a page's
 /// value section) that counts no values while `present` values are to be
 /// decoded.
 pub(super) fn check_delta_header(values: &[u8], present: i64) -> Result<()> {
     // The header: block size, miniblocks per block, total count, first
-    // value (ULEB128, the last zigzag). The crate's reader of these takes
-    // at most 10 bytes an integer and panics past that.
+    // value (ULEB128, the last zigzag).
     let mut at = 0usize;
-    let mut too_long = false;
-    let mut uleb = || -> Option<u64> {
-        let mut value = 0u64;
-        for i in 0..MAX_VLQ_BYTES {
-            let byte = *values.get(at)?;
-            at += 1;
-            value |= u64::from(byte & 0x7f)
-                .checked_shl(7 * i as u32)
-                .unwrap_or(0);
-            if byte & 0x80 == 0 {
-                return Some(value);
-            }
-        }
-        too_long = values.get(at).is_some();
-        None
-    };
-    let (block, miniblocks, total, _first) = (uleb(), uleb(), uleb(), uleb());
-    if too_long {
-        return Err(format!(
-            "has a DELTA_BINARY_PACKED header integer longer than {MAX_VLQ_BYTES} bytes"
-        ));
-    }
+    let block = vlq(values, &mut at)?;
+    let miniblocks = vlq(values, &mut at)?;
+    let total = vlq(values, &mut at)?;
     if total == Some(0) {
         return Err(format!(
             "has {present} values but its DELTA_BINARY_PACKED header counts none"
         ));
     }
+    let (Some(block), Some(miniblocks), Some(total)) = (block, miniblocks, total) else {
+        return Ok(());
+    };
     // A miniblock of no values: the crate's decoder then reads nothing in
     // a loop that expects progress (an index below zero, or no end).
-    if let (Some(block), Some(miniblocks)) = (block, miniblocks) {
-        if miniblocks == 0 || block / miniblocks == 0 {
-            return Err(format!(
-                "has a DELTA_BINARY_PACKED block of {block} values in {miniblocks} miniblocks, \
-                 which leaves a miniblock no values"
-            ));
+    if miniblocks == 0 || block / miniblocks == 0 {
+        return Err(format!(
+            "has a DELTA_BINARY_PACKED block of {block} values in {miniblocks} miniblocks, \
+             which leaves a miniblock no values"
+        ));
+    }
+    if vlq(values, &mut at)?.is_none() {
+        return Ok(()); // a cut header: the crate reports it
+    }
+    // The blocks the decoder loads for the values it reads: each starts
+    // with its minimum delta, an integer the same reader takes. Where the
+    // bytes run out the crate reports it.
+    let per_miniblock = block / miniblocks;
+    let mut left = total.min(present.max(0) as u64).saturating_sub(1);
+    while left > 0 {
+        if vlq(values, &mut at)?.is_none() {
+            return Ok(());
+        }
+        let Some(widths) = usize::try_from(miniblocks)
+            .ok()
+            .and_then(|n| values.get(at..at.checked_add(n)?))
+        else {
+            return Ok(());
+        };
+        at += widths.len();
+        for &width in widths {
+            if left == 0 {
+                break;
+            }
+            let bits = per_miniblock.saturating_mul(u64::from(width));
+            at = at.saturating_add(usize::try_from(bits / 8).unwrap_or(usize::MAX));
+            left = left.saturating_sub(per_miniblock);
+        }
+        if at > values.len() {
+            return Ok(());
         }
     }
     Ok(())
+}
+
+/// The longest variable-length integer the parquet crate's bit reader
+/// takes (its `MAX_VLQ_BYTE_LEN`); a longer one is a panic there.
+const MAX_VLQ_BYTES: usize = 10;
+
+/// The ULEB128 integer at `*at` of `values` (advancing past it); `None`
+/// where the bytes end first. Longer than the crate reads is an error.
+fn vlq(values: &[u8], at: &mut usize) -> Result<Option<u64>> {
+    let mut value = 0u64;
+    for i in 0..MAX_VLQ_BYTES {
+        let Some(&byte) = values.get(*at) else {
+            return Ok(None);
+        };
+        *at += 1;
+        value |= u64::from(byte & 0x7f)
+            .checked_shl(7 * i as u32)
+            .unwrap_or(0);
+        if byte & 0x80 == 0 {
+            return Ok(Some(value));
+        }
+    }
+    if values.get(*at).is_some() {
+        return Err(format!(
+            "has a DELTA_BINARY_PACKED integer longer than {MAX_VLQ_BYTES} bytes"
+        ));
+    }
+    Ok(None)
 }
 
 /// The bits one level takes at maximum level `max`.
