@@ -98,7 +98,8 @@ impl Geometry {
         if usable < 480 {
             return None;
         }
-        let in_file = u32::try_from(file_len / u64::from(page_bytes)).unwrap_or(u32::MAX);
+        // As SQLite's pager counts them: a partial last page is a page.
+        let in_file = u32::try_from(file_len.div_ceil(u64::from(page_bytes))).unwrap_or(u32::MAX);
         let declared = be32(h, 28)?;
         // The header's page count holds only when the change counter and
         // the "version valid for" number agree (format §1.3.7).

@@ -71,6 +71,8 @@ fn a_header_out_of_bounds_is_not_taken_apart() {
     let mut h = header(4096, 0, 10, true);
     h[95] = 9;
     assert_eq!(Geometry::from_header(&h, 40 * 4096).unwrap().pages, 40);
+    // A partial last page counts, as SQLite's pager counts it.
+    assert_eq!(Geometry::from_header(&h, 40 * 4096 + 1).unwrap().pages, 41);
     // A count past the file is held to the file.
     assert_eq!(
         Geometry::from_header(&header(4096, 0, 99, true), 40 * 4096)
