@@ -367,13 +367,7 @@ pub fn read_columns(
     let Some(wanted) = choose(&schema) else {
         return Ok(None);
     };
-    let roots: Vec<usize> = schema
-        .fields()
-        .iter()
-        .enumerate()
-        .filter(|(_, f)| wanted.iter().any(|w| w == f.name()))
-        .map(|(i, _)| i)
-        .collect();
+    let roots = wanted_roots(&schema, &wanted);
     let mask = ProjectionMask::roots(metadata.file_metadata().schema_descr(), roots);
     let mut kept: Vec<(usize, usize)> = footer
         .chunks
@@ -408,6 +402,18 @@ pub fn read_columns(
         read_at(start, &mut bytes[start..end])?;
     }
     Ok(Some(bytes))
+}
+
+/// The positions of the top-level fields of `schema` named in `wanted`:
+/// the roots a projection of those columns keeps.
+fn wanted_roots(schema: &SchemaRef, wanted: &[String]) -> Vec<usize> {
+    schema
+        .fields()
+        .iter()
+        .enumerate()
+        .filter(|(_, f)| wanted.iter().any(|w| w == f.name()))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Chunks this close are fetched in one read, the bytes between them
@@ -470,14 +476,7 @@ pub fn decode_segment_with(
         .map_err(|e| e.to_string())?;
         let mask = match choose(builder.schema()) {
             Some(wanted) => {
-                let roots: Vec<usize> = builder
-                    .schema()
-                    .fields()
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, f)| wanted.iter().any(|w| w == f.name()))
-                    .map(|(i, _)| i)
-                    .collect();
+                let roots = wanted_roots(builder.schema(), &wanted);
                 ProjectionMask::roots(builder.parquet_schema(), roots)
             }
             None => ProjectionMask::all(),

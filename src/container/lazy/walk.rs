@@ -409,11 +409,10 @@ mod tests {
         page
     }
 
-    #[test]
-    fn a_walk_toward_rows_fetches_only_the_leaves_that_hold_them() {
-        // Root 2: rowids <= 40 under 3, <= 80 under 9, the rest under 30.
-        // 3: <= 10 in leaf 4, <= 20 in 5, the rest in 6; 9: <= 60 in 10,
-        // the rest in 11; 30: <= 100 in 31, the rest in 32.
+    /// Root 2: rowids <= 40 under 3, <= 80 under 9, the rest under 30.
+    /// 3: <= 10 in leaf 4, <= 20 in 5, the rest in 6; 9: <= 60 in 10, the
+    /// rest in 11; 30: <= 100 in 31, the rest in 32.
+    fn three_level_tree() -> HashMap<u32, Vec<u8>> {
         let mut pages = HashMap::new();
         pages.insert(2, keyed(&[3, 9, 30], &[40, 80]));
         pages.insert(3, keyed(&[4, 5, 6], &[10, 20]));
@@ -422,6 +421,12 @@ mod tests {
         for p in [4, 5, 6, 10, 11, 31, 32] {
             pages.insert(p, leaf());
         }
+        pages
+    }
+
+    #[test]
+    fn a_walk_toward_rows_fetches_only_the_leaves_that_hold_them() {
+        let mut pages = three_level_tree();
         let run = |first, pages| PageRun { first, pages };
         // Rows at the keys' edges, out of order and repeated.
         let rows = vec![127, 20, 11, 10, 20, 41];
@@ -451,14 +456,7 @@ mod tests {
 
     #[test]
     fn a_walk_toward_rows_spends_its_budget_on_what_it_fetches_alone() {
-        let mut pages = HashMap::new();
-        pages.insert(2, keyed(&[3, 9, 30], &[40, 80]));
-        pages.insert(3, keyed(&[4, 5, 6], &[10, 20]));
-        pages.insert(9, keyed(&[10, 11], &[60]));
-        pages.insert(30, keyed(&[31, 32], &[100]));
-        for p in [4, 5, 6, 10, 11, 31, 32] {
-            pages.insert(p, leaf());
-        }
+        let pages = three_level_tree();
         // The interior pages are cached; rows in leaves 4, 5, 10 and 32.
         let mut cache: HashMap<u32, Vec<u8>> = [2, 3, 9, 30]
             .into_iter()
