@@ -27,6 +27,7 @@ mod byte_arrays;
 mod footer;
 mod guard;
 mod pages;
+mod shapes;
 mod thrift;
 
 /// Parquet's magic, at both ends of every segment.

@@ -207,6 +207,38 @@ fn a_list_claiming_more_elements_than_bytes_is_refused() {
     refused_everywhere(&plan.build(), "claims 2147483647 elements", false);
 }
 
+/// A footer field of the wrong wire type: the parquet crate reads a field
+/// it knows as the type its definition gives, whatever the wire says, so a
+/// `version` sent as a string would have the crate read on inside the
+/// string, where a second footer waits with a schema claiming `i32::MAX`
+/// children (a capacity overflow: an abort in wasm32), one the walk over
+/// the outer footer never saw. Every known field's wire type is checked
+/// before anything parses the footer.
+#[test]
+fn a_footer_hiding_another_in_a_mistyped_field_is_refused() {
+    let mut hidden = Plan::honest(&ts(5), UNCOMPRESSED);
+    hidden.root_children = Some(i32::MAX);
+    let mut plan = Plan::honest(&ts(5), UNCOMPRESSED);
+    plan.hidden = Some(Box::new(hidden));
+    refused_everywhere(&plan.build(), "field 1 has wire type 8", false);
+}
+
+/// The same in a page header, as the `segment` fuzz target found it
+/// (`tests/corpus/segment/page_header_skipping_a_boolean_list`): a v2
+/// page's `num_rows` sent as a boolean. The crate took the next byte for
+/// its value and read on in the wrong place, into lists it skipped for a
+/// minute of CPU; the page walk now refuses the header first.
+#[test]
+fn a_page_header_with_a_mistyped_field_is_refused_before_the_crate_reads_it() {
+    let bytes = include_bytes!("corpus/segment/page_header_skipping_a_boolean_list");
+    let err = decode_segment(bytes.to_vec(), None).expect_err("decode refuses");
+    assert!(
+        err.contains("page 2 of column chunk 1") && err.contains("field 3 has wire type 2"),
+        "{err}"
+    );
+    assert!(segment_schema(bytes).is_ok());
+}
+
 /// The fuzz finding kept in the corpus: a nullable column's LZ4 v1 page
 /// whose compressed body holds a bit-packed run of definition levels
 /// longer than its bytes. The file walk cannot see inside it; the decoder's

@@ -10,6 +10,7 @@
 //! returns the column chunks so the page walk ([`super::pages`]) can bound
 //! every page by them.
 
+use super::shapes;
 use super::thrift::{wire, Compact, Result};
 
 /// Schemas nested deeper than this (the root's children are at depth 1)
@@ -110,7 +111,7 @@ pub fn check(meta: &[u8], file_len: u64) -> Result<Footer> {
     let mut schema = None;
     let mut chunks = Vec::new();
     let mut groups_seen = false;
-    c.walk("the footer", |c, id, kind| {
+    c.walk("the footer", shapes::FILE_META_DATA, |c, id, kind| {
         match id {
             2 => {
                 let n = c.list(kind, wire::STRUCT, "the schema")?;
@@ -169,7 +170,7 @@ pub fn check(meta: &[u8], file_len: u64) -> Result<Footer> {
 
 fn schema_element(c: &mut Compact) -> Result<Element> {
     let (mut children, mut repetition) = (None, None);
-    c.walk("a schema element", |c, id, kind| {
+    c.walk("a schema element", shapes::SCHEMA_ELEMENT, |c, id, kind| {
         match id {
             3 => repetition = Some(c.i32(kind, "repetition_type")?),
             5 => children = Some(c.i32(kind, "num_children")?),
@@ -252,7 +253,7 @@ fn row_group(
 ) -> Result<()> {
     let mut columns = None;
     let mut rows = None;
-    c.walk("a row group", |c, id, kind| {
+    c.walk("a row group", shapes::ROW_GROUP, |c, id, kind| {
         match id {
             1 => {
                 let n = c.list(kind, wire::STRUCT, "a row group's columns")?;
@@ -283,7 +284,7 @@ fn row_group(
 
 fn column_chunk(c: &mut Compact, group: usize, column: usize, levels: Levels) -> Result<Chunk> {
     let mut found = None;
-    c.walk("a column chunk", |c, id, kind| {
+    c.walk("a column chunk", shapes::COLUMN_CHUNK, |c, id, kind| {
         if id != 3 {
             return Ok(false);
         }
@@ -303,18 +304,23 @@ fn column_meta(
     let (mut physical, mut codec) = (None, None);
     let (mut uncompressed, mut compressed) = (None, None);
     let (mut data, mut dictionary) = (None, None);
-    c.nested(kind, "a column's metadata", |c, id, kind| {
-        match id {
-            1 => physical = Some(c.i32(kind, "type")?),
-            4 => codec = Some(c.i32(kind, "codec")?),
-            6 => uncompressed = Some(c.i64(kind, "total_uncompressed_size")?),
-            7 => compressed = Some(c.i64(kind, "total_compressed_size")?),
-            9 => data = Some(c.i64(kind, "data_page_offset")?),
-            11 => dictionary = Some(c.i64(kind, "dictionary_page_offset")?),
-            _ => return Ok(false),
-        }
-        Ok(true)
-    })?;
+    c.nested(
+        kind,
+        "a column's metadata",
+        shapes::COLUMN_META_DATA,
+        |c, id, kind| {
+            match id {
+                1 => physical = Some(c.i32(kind, "type")?),
+                4 => codec = Some(c.i32(kind, "codec")?),
+                6 => uncompressed = Some(c.i64(kind, "total_uncompressed_size")?),
+                7 => compressed = Some(c.i64(kind, "total_compressed_size")?),
+                9 => data = Some(c.i64(kind, "data_page_offset")?),
+                11 => dictionary = Some(c.i64(kind, "dictionary_page_offset")?),
+                _ => return Ok(false),
+            }
+            Ok(true)
+        },
+    )?;
     let here = || format!("column chunk {column} of row group {group}");
     let (Some(physical), Some(codec), Some(uncompressed), Some(compressed), Some(data)) =
         (physical, codec, uncompressed, compressed, data)

@@ -12,6 +12,7 @@
 //! entries than its decompressed bytes can hold.
 
 use super::footer::{Chunk, Footer};
+use super::shapes;
 use super::thrift::{wire, Compact, Result};
 
 /// The v1 data page.
@@ -399,52 +400,67 @@ pub(super) fn walk_runs(what: &str, max: u16, runs: &[u8], count: Option<u64>) -
 
 fn read_header(c: &mut Compact) -> Result<Header> {
     let mut h = Header::default();
-    c.walk("a page header", |c, id, kind| {
+    c.walk("a page header", shapes::PAGE_HEADER, |c, id, kind| {
         match id {
             1 => h.kind = Some(c.i32(kind, "type")?),
             2 => h.uncompressed = Some(c.i32(kind, "uncompressed_page_size")?),
             3 => h.compressed = Some(c.i32(kind, "compressed_page_size")?),
             5 => {
                 let (mut definition, mut repetition) = (None, None);
-                c.nested(kind, "a data page header", |c, id, kind| {
-                    match id {
-                        1 => h.values = Some(c.i32(kind, "num_values")?),
-                        2 => h.encodings.push(c.i32(kind, "encoding")?),
-                        3 => definition = Some(c.i32(kind, "definition_level_encoding")?),
-                        4 => repetition = Some(c.i32(kind, "repetition_level_encoding")?),
-                        _ => return Ok(false),
-                    }
-                    Ok(true)
-                })?;
+                c.nested(
+                    kind,
+                    "a data page header",
+                    shapes::DATA_PAGE_HEADER,
+                    |c, id, kind| {
+                        match id {
+                            1 => h.values = Some(c.i32(kind, "num_values")?),
+                            2 => h.encodings.push(c.i32(kind, "encoding")?),
+                            3 => definition = Some(c.i32(kind, "definition_level_encoding")?),
+                            4 => repetition = Some(c.i32(kind, "repetition_level_encoding")?),
+                            _ => return Ok(false),
+                        }
+                        Ok(true)
+                    },
+                )?;
                 h.level_encodings = Some((definition, repetition));
                 h.carries.push(DATA_PAGE);
             }
             7 => {
-                c.nested(kind, "a dictionary page header", |c, id, kind| {
-                    if id != 1 {
-                        return Ok(false);
-                    }
-                    h.dictionary_values = Some(c.i32(kind, "num_values")?);
-                    Ok(true)
-                })?;
+                c.nested(
+                    kind,
+                    "a dictionary page header",
+                    shapes::DICTIONARY_PAGE_HEADER,
+                    |c, id, kind| {
+                        if id != 1 {
+                            return Ok(false);
+                        }
+                        h.dictionary_values = Some(c.i32(kind, "num_values")?);
+                        Ok(true)
+                    },
+                )?;
                 h.carries.push(DICTIONARY_PAGE);
             }
             8 => {
                 let (mut definition, mut repetition) = (0, 0);
-                c.nested(kind, "a v2 data page header", |c, id, kind| {
-                    match id {
-                        1 => h.values = Some(c.i32(kind, "num_values")?),
-                        2 => h.nulls = Some(c.i32(kind, "num_nulls")?),
-                        4 => h.encodings.push(c.i32(kind, "encoding")?),
-                        7 if kind == wire::TRUE || kind == wire::FALSE => {
-                            h.v2_compressed = Some(kind == wire::TRUE)
+                c.nested(
+                    kind,
+                    "a v2 data page header",
+                    shapes::DATA_PAGE_HEADER_V2,
+                    |c, id, kind| {
+                        match id {
+                            1 => h.values = Some(c.i32(kind, "num_values")?),
+                            2 => h.nulls = Some(c.i32(kind, "num_nulls")?),
+                            4 => h.encodings.push(c.i32(kind, "encoding")?),
+                            7 if kind == wire::TRUE || kind == wire::FALSE => {
+                                h.v2_compressed = Some(kind == wire::TRUE)
+                            }
+                            5 => definition = c.i32(kind, "definition_levels_byte_length")?,
+                            6 => repetition = c.i32(kind, "repetition_levels_byte_length")?,
+                            _ => return Ok(false),
                         }
-                        5 => definition = c.i32(kind, "definition_levels_byte_length")?,
-                        6 => repetition = c.i32(kind, "repetition_levels_byte_length")?,
-                        _ => return Ok(false),
-                    }
-                    Ok(true)
-                })?;
+                        Ok(true)
+                    },
+                )?;
                 h.levels = Some((definition, repetition));
                 h.carries.push(DATA_PAGE_V2);
             }

@@ -43,6 +43,56 @@ pub(crate) mod wire {
 /// at most about six deep; the margin is for fields this reader skips.
 pub const MAX_NESTING: usize = 32;
 
+/// What a field holds, by its definition.
+///
+/// The parquet crate reads a field it knows as the type its definition
+/// gives, whatever wire type the field header carries: an `i32` sent as a
+/// string is read as a varint, and the crate goes on reading from inside
+/// the string. A walk that passed over that field by its wire type would
+/// read a different struct from the crate's, and the crate would act on
+/// numbers nobody checked. So [`Compact::walk`] passes over a known field
+/// by its definition, and refuses one whose wire type differs.
+pub enum Shape {
+    /// A boolean: its value in the field header.
+    Bool,
+    /// One signed byte.
+    Byte,
+    /// A 16-bit integer.
+    I16,
+    /// A 32-bit integer (or an enum).
+    I32,
+    /// A 64-bit integer.
+    I64,
+    /// Eight bytes.
+    Double,
+    /// A length and that many bytes (strings too).
+    Binary,
+    /// A struct (or a union), named for errors, with its known fields.
+    Struct(&'static str, Fields),
+    /// A list of one shape.
+    List(&'static Shape),
+}
+
+/// A struct's known fields: id and shape.
+pub type Fields = &'static [(i16, Shape)];
+
+impl Shape {
+    /// Whether a field header's wire type fits this shape.
+    fn admits(&self, kind: u8) -> bool {
+        match self {
+            Shape::Bool => kind == wire::TRUE || kind == wire::FALSE,
+            Shape::Byte => kind == wire::BYTE,
+            Shape::I16 => kind == wire::I16,
+            Shape::I32 => kind == wire::I32,
+            Shape::I64 => kind == wire::I64,
+            Shape::Double => kind == wire::DOUBLE,
+            Shape::Binary => kind == wire::BINARY,
+            Shape::Struct(..) => kind == wire::STRUCT,
+            Shape::List(_) => kind == wire::LIST || kind == wire::SET,
+        }
+    }
+}
+
 /// A cursor over compact-protocol bytes.
 pub struct Compact<'a> {
     bytes: &'a [u8],
@@ -167,7 +217,9 @@ impl<'a> Compact<'a> {
         Ok(len)
     }
 
-    fn list_header(&mut self) -> Result<(u8, usize)> {
+    /// Reads a list header: the elements' wire type and their count, never
+    /// more than the bytes left.
+    pub fn list_header(&mut self) -> Result<(u8, usize)> {
         let header = self.byte()?;
         let short = usize::from(header >> 4);
         let len = if short == 15 {
@@ -187,17 +239,20 @@ impl<'a> Compact<'a> {
 
     /// Walks a struct's fields, handing each to `field` (id, wire type);
     /// `field` answers `false` for the ones it does not read, which are
-    /// skipped. Counts toward [`MAX_NESTING`].
+    /// passed over: by their definition in `known` where it has them (a
+    /// wire type other than the definition's is refused, see [`Shape`]),
+    /// else by their wire type. Counts toward [`MAX_NESTING`].
     pub fn walk(
         &mut self,
         what: &str,
+        known: Fields,
         mut field: impl FnMut(&mut Self, i16, u8) -> Result<bool>,
     ) -> Result<()> {
         self.enter(what)?;
         let mut last = 0i16;
         while let Some((id, kind)) = self.field(&mut last)? {
             if !field(self, id, kind)? {
-                self.skip(kind)?;
+                self.pass(what, known, id, kind)?;
             }
         }
         self.depth -= 1;
@@ -209,10 +264,51 @@ impl<'a> Compact<'a> {
         &mut self,
         kind: u8,
         what: &str,
+        known: Fields,
         field: impl FnMut(&mut Self, i16, u8) -> Result<bool>,
     ) -> Result<()> {
         self.expect(kind, wire::STRUCT, what)?;
-        self.walk(what, field)
+        self.walk(what, known, field)
+    }
+
+    /// Reads past field `id` of wire type `kind` of a struct whose known
+    /// fields are `known`.
+    fn pass(&mut self, what: &str, known: Fields, id: i16, kind: u8) -> Result<()> {
+        // Tables list fields in order, nearly always numbered from 1.
+        let at = usize::try_from(id).map_or(usize::MAX, |id| id.wrapping_sub(1));
+        let found = match known.get(at) {
+            Some((known, shape)) if *known == id => Some(shape),
+            _ => known
+                .iter()
+                .find(|(known, _)| *known == id)
+                .map(|(_, shape)| shape),
+        };
+        let Some(shape) = found else {
+            return self.skip(kind);
+        };
+        if !shape.admits(kind) {
+            return self.fail(format!(
+                "{what}: field {id} has wire type {kind}, which the parquet crate \
+                 would read as another type"
+            ));
+        }
+        match shape {
+            Shape::Struct(name, fields) => self.walk(name, fields, |_, _, _| Ok(false)),
+            Shape::List(element) => {
+                let (got, len) = self.list_header()?;
+                match element {
+                    // The crate refuses elements of another wire type.
+                    Shape::Struct(name, fields) if got == wire::STRUCT => {
+                        for _ in 0..len {
+                            self.walk(name, fields, |_, _, _| Ok(false))?;
+                        }
+                        Ok(())
+                    }
+                    _ => self.skip_list_elements(got, len),
+                }
+            }
+            _ => self.skip(kind),
+        }
     }
 
     fn enter(&mut self, what: &str) -> Result<()> {
@@ -238,7 +334,7 @@ impl<'a> Compact<'a> {
             }
             wire::LIST | wire::SET => {
                 let (element, len) = self.list_header()?;
-                self.skip_elements(element, len)
+                self.skip_list_elements(element, len)
             }
             wire::MAP => {
                 let n = self.varint()?;
@@ -256,12 +352,13 @@ impl<'a> Compact<'a> {
                 }
                 Ok(())
             }
-            wire::STRUCT => self.walk("a skipped struct", |_, _, _| Ok(false)),
+            wire::STRUCT => self.walk("a skipped struct", &[], |_, _, _| Ok(false)),
             other => self.fail(format!("unknown wire type {other}")),
         }
     }
 
-    fn skip_elements(&mut self, element: u8, len: usize) -> Result<()> {
+    /// Skips `len` list elements of wire type `element`.
+    pub fn skip_list_elements(&mut self, element: u8, len: usize) -> Result<()> {
         self.enter("a skipped list")?;
         for _ in 0..len {
             self.skip_element(element)?;
@@ -270,10 +367,19 @@ impl<'a> Compact<'a> {
         Ok(())
     }
 
-    /// Inside a list or map, a boolean takes a byte of its own.
+    /// Inside a list or map a boolean takes a byte of its own, but the
+    /// parquet crate skips such a boolean as if it took none (as it does a
+    /// boolean field) and reads on from a different place than this walk:
+    /// a header that passed here could then mean something else to the
+    /// crate (one kilobyte kept it skipping phantom lists for a minute).
+    /// No Parquet footer or page header has a boolean list or map, so one
+    /// met while skipping is refused.
     fn skip_element(&mut self, element: u8) -> Result<()> {
         match element {
-            wire::TRUE | wire::FALSE => self.byte().map(drop),
+            wire::TRUE | wire::FALSE => self.fail(
+                "a skipped list or map holds booleans, which the parquet crate misreads"
+                    .to_string(),
+            ),
             other => self.skip(other),
         }
     }
@@ -293,7 +399,7 @@ mod tests {
         b.push(0x00);
         let mut c = Compact::new(&b);
         let mut seen = vec![];
-        c.walk("test", |c, id, kind| {
+        c.walk("test", &[], |c, id, kind| {
             match id {
                 1 => seen.push(i64::from(c.i32(kind, "one")?)),
                 2 => {
@@ -317,7 +423,9 @@ mod tests {
     fn a_list_longer_than_its_bytes_is_refused() {
         // A list of i32 claiming 2^31 elements, in a dozen bytes.
         let b = [0x19, 0xf5, 0x80, 0x80, 0x80, 0x80, 0x08, 0x00];
-        let err = Compact::new(&b).walk("t", |_, _, _| Ok(false)).unwrap_err();
+        let err = Compact::new(&b)
+            .walk("t", &[], |_, _, _| Ok(false))
+            .unwrap_err();
         assert!(err.contains("claims 2147483648 elements"), "{err}");
     }
 
@@ -326,27 +434,53 @@ mod tests {
         // Field 1 of type struct, nested 10,000 deep: refused at the cap.
         let mut b = vec![0x1c; 10_000];
         b.extend(vec![0u8; 10_001]);
-        let err = Compact::new(&b).walk("t", |_, _, _| Ok(false)).unwrap_err();
+        let err = Compact::new(&b)
+            .walk("t", &[], |_, _, _| Ok(false))
+            .unwrap_err();
         assert!(err.contains("nests more than"), "{err}");
         // Within the cap it walks.
         let mut ok = vec![0x1c; MAX_NESTING - 1];
         ok.extend(vec![0u8; MAX_NESTING]);
-        Compact::new(&ok).walk("t", |_, _, _| Ok(false)).unwrap();
+        Compact::new(&ok)
+            .walk("t", &[], |_, _, _| Ok(false))
+            .unwrap();
+    }
+
+    #[test]
+    fn skipped_boolean_lists_and_maps_are_refused() {
+        // Field 1: a list of three booleans (a byte each on the wire); the
+        // parquet crate would take those three bytes for the next fields.
+        let list = [0x19, 0x31, 0x01, 0x01, 0x01, 0x00];
+        let err = Compact::new(&list)
+            .walk("t", &[], |_, _, _| Ok(false))
+            .unwrap_err();
+        assert!(err.contains("holds booleans"), "{err}");
+        // Field 1: a map of one i32 key to a boolean value.
+        let map = [0x1b, 0x01, 0x52, 0x02, 0x01, 0x00];
+        let err = Compact::new(&map)
+            .walk("t", &[], |_, _, _| Ok(false))
+            .unwrap_err();
+        assert!(err.contains("holds booleans"), "{err}");
+        // A list of i32 and a boolean field are skipped as before.
+        let fine = [0x19, 0x25, 0x02, 0x04, 0x11, 0x00];
+        Compact::new(&fine)
+            .walk("t", &[], |_, _, _| Ok(false))
+            .unwrap();
     }
 
     #[test]
     fn truncated_input_and_long_varints_are_errors() {
         assert!(Compact::new(&[0x15])
-            .walk("t", |_, _, _| Ok(false))
+            .walk("t", &[], |_, _, _| Ok(false))
             .is_err());
         assert!(Compact::new(&[
             0x16, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01
         ])
-        .walk("t", |_, _, _| Ok(false))
+        .walk("t", &[], |_, _, _| Ok(false))
         .is_err());
         let mut c = Compact::new(&[0x15, 0xfe, 0xff, 0xff, 0xff, 0x1f, 0x00]);
         let err = c
-            .walk("t", |c, _, kind| c.i32(kind, "big").map(|_| true))
+            .walk("t", &[], |c, _, kind| c.i32(kind, "big").map(|_| true))
             .unwrap_err();
         assert!(err.contains("does not fit 32 bits"), "{err}");
     }

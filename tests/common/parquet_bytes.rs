@@ -203,6 +203,12 @@ pub struct Plan {
     pub unknown_nesting: usize,
     /// Filler bytes between the leading magic and the first page.
     pub pad: usize,
+    /// A second footer hidden in the first: the footer's `version` (an
+    /// i32) arrives as a string holding this plan's footer fields. A
+    /// reader that skips the string by its wire type reads this plan's
+    /// footer; the parquet crate reads `version` as an i32 whatever the
+    /// wire says, goes on into the string, and reads the hidden one.
+    pub hidden: Option<Box<Plan>>,
 }
 
 impl Plan {
@@ -231,6 +237,7 @@ impl Plan {
             nesting: 0,
             row_groups_claimed: None,
             unknown_nesting: 0,
+            hidden: None,
             pad: 0,
         }
     }
@@ -300,7 +307,21 @@ impl Plan {
         };
 
         let mut f = Thrift::new();
-        f.i32(1, 2);
+        match &self.hidden {
+            Some(hidden) => {
+                let file = hidden.build();
+                let end = file.len() - 8;
+                let len = u32::from_le_bytes(file[end..end + 4].try_into().unwrap()) as usize;
+                let footer = &file[end - len..end];
+                // Its own `version` field (i32 2) first; the rest, read
+                // after a field 1, is the footer the crate would see.
+                assert_eq!(footer[..2], [0x15, 0x04]);
+                f.binary(1, &footer[2..]);
+            }
+            None => {
+                f.i32(1, 2);
+            }
+        }
         let elements = 2 + self.nesting as u64;
         f.structs(2, elements);
         f.element()
