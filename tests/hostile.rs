@@ -239,6 +239,31 @@ fn a_page_header_with_a_mistyped_field_is_refused_before_the_crate_reads_it() {
     assert!(segment_schema(bytes).is_ok());
 }
 
+/// A row group claiming more rows than its column chunks hold values: the
+/// decoder takes the count as given, and where no column is read it makes
+/// up empty rows to reach it (the `segment` fuzz target found 12.8 billion
+/// claimed in a kilobyte, `tests/corpus/segment/row_group_claiming_billions_of_rows`,
+/// which kept a decode busy without end). Every row has an entry in every
+/// leaf column, so the smallest chunk bounds the rows.
+#[test]
+fn a_row_group_claiming_more_rows_than_its_chunks_hold_is_refused() {
+    let mut plan = Plan::honest(&ts(5), UNCOMPRESSED);
+    plan.group_rows = Some(12_861_765_236);
+    refused_everywhere(
+        &plan.build(),
+        "claims 12861765236 rows but column chunk 0 holds 5 values",
+        false,
+    );
+    plan.group_rows = Some(5);
+    assert!(
+        decode_segment(plan.build(), None).is_ok(),
+        "as many rows as values"
+    );
+    let bytes = include_bytes!("corpus/segment/row_group_claiming_billions_of_rows");
+    let err = segment_schema(bytes).expect_err("refused");
+    assert!(err.contains("claims 12861765236 rows"), "{err}");
+}
+
 /// The fuzz finding kept in the corpus: a nullable column's LZ4 v1 page
 /// whose compressed body holds a bit-packed run of definition levels
 /// longer than its bytes. The file walk cannot see inside it; the decoder's

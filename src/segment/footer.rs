@@ -35,6 +35,9 @@ pub struct Chunk {
     pub compressed: u64,
     /// What its pages and headers decompress to, as declared.
     pub uncompressed: u64,
+    /// Its values, nulls included, as declared: one entry at least per
+    /// row of its row group.
+    pub values: u64,
     /// Its leaf's maximum definition and repetition levels.
     pub levels: Levels,
 }
@@ -253,6 +256,7 @@ fn row_group(
 ) -> Result<()> {
     let mut columns = None;
     let mut rows = None;
+    let first = chunks.len();
     c.walk("a row group", shapes::ROW_GROUP, |c, id, kind| {
         match id {
             1 => {
@@ -273,12 +277,33 @@ fn row_group(
         }
         Ok(true)
     })?;
-    match (columns, rows) {
-        (Some(_), Some(rows)) if rows >= 0 => Ok(()),
-        (Some(_), Some(rows)) => Err(format!("row group {group} claims {rows} rows")),
-        _ => Err(format!(
-            "row group {group} lacks its columns or its row count"
+    let rows = match (columns, rows) {
+        (Some(_), Some(rows)) => {
+            u64::try_from(rows).map_err(|_| format!("row group {group} claims {rows} rows"))?
+        }
+        _ => {
+            return Err(format!(
+                "row group {group} lacks its columns or its row count"
+            ))
+        }
+    };
+    // Every row has a value (or a null's level) in every leaf column, so
+    // no row group holds more rows than its smallest chunk holds values:
+    // the decoder takes the row count as given, and a projection of no
+    // column would make up empty rows to reach it (billions claimed in a
+    // kilobyte kept it busy without end).
+    let held = chunks[first..]
+        .iter()
+        .map(|chunk| (chunk.column, chunk.values))
+        .min_by_key(|(_, v)| *v);
+    match held {
+        Some((column, values)) if rows > values => Err(format!(
+            "row group {group} claims {rows} rows but column chunk {column} holds {values} values"
         )),
+        None if rows > 0 => Err(format!(
+            "row group {group} claims {rows} rows but has no columns to hold them"
+        )),
+        _ => Ok(()),
     }
 }
 
@@ -302,7 +327,7 @@ fn column_meta(
     levels: Levels,
 ) -> Result<Chunk> {
     let (mut physical, mut codec) = (None, None);
-    let (mut uncompressed, mut compressed) = (None, None);
+    let (mut uncompressed, mut compressed, mut values) = (None, None, None);
     let (mut data, mut dictionary) = (None, None);
     c.nested(
         kind,
@@ -312,6 +337,7 @@ fn column_meta(
             match id {
                 1 => physical = Some(c.i32(kind, "type")?),
                 4 => codec = Some(c.i32(kind, "codec")?),
+                5 => values = Some(c.i64(kind, "num_values")?),
                 6 => uncompressed = Some(c.i64(kind, "total_uncompressed_size")?),
                 7 => compressed = Some(c.i64(kind, "total_compressed_size")?),
                 9 => data = Some(c.i64(kind, "data_page_offset")?),
@@ -322,8 +348,14 @@ fn column_meta(
         },
     )?;
     let here = || format!("column chunk {column} of row group {group}");
-    let (Some(physical), Some(codec), Some(uncompressed), Some(compressed), Some(data)) =
-        (physical, codec, uncompressed, compressed, data)
+    let (
+        Some(physical),
+        Some(codec),
+        Some(uncompressed),
+        Some(compressed),
+        Some(data),
+        Some(values),
+    ) = (physical, codec, uncompressed, compressed, data, values)
     else {
         return Err(format!("{} lacks a required metadata field", here()));
     };
@@ -338,6 +370,7 @@ fn column_meta(
         start: non_negative(start, "offset")?,
         compressed: non_negative(compressed, "compressed size")?,
         uncompressed: non_negative(uncompressed, "uncompressed size")?,
+        values: non_negative(values, "value count")?,
         levels,
     })
 }

@@ -199,6 +199,8 @@ pub struct Plan {
     pub nesting: usize,
     /// How many row groups the list claims, instead of 1.
     pub row_groups_claimed: Option<u64>,
+    /// The row group's `num_rows`, instead of the values' count.
+    pub group_rows: Option<i64>,
     /// Thrift structs nested this deep in an unknown footer field.
     pub unknown_nesting: usize,
     /// Filler bytes between the leading magic and the first page.
@@ -238,6 +240,7 @@ impl Plan {
             row_groups_claimed: None,
             unknown_nesting: 0,
             hidden: None,
+            group_rows: None,
             pad: 0,
         }
     }
@@ -355,7 +358,7 @@ impl Plan {
         }
         f.end().end(); // metadata, chunk
         f.i64(2, uncompressed)
-            .i64(3, self.values.len() as i64)
+            .i64(3, self.group_rows.unwrap_or(self.values.len() as i64))
             .end(); // row group
         if self.unknown_nesting > 0 {
             f.nested_structs(self.unknown_nesting);

@@ -43,10 +43,15 @@ pub const TARGETS: &[(&str, Target)] = &[
 
 /// An archive-level error must name the file it is about.
 fn named(what: &str, e: &dendro::Error) {
+    named_as(what, e, FILE);
+}
+
+/// An error must name `file`, as every error a user can meet does.
+fn named_as(what: &str, e: &dendro::Error, file: &str) {
     let text = e.to_string();
     assert!(
-        text.contains(FILE),
-        "{what}: the error does not name {FILE}: {text}"
+        text.contains(file),
+        "{what}: the error does not name {file}: {text}"
     );
 }
 
@@ -129,9 +134,14 @@ pub fn in_place(data: &[u8]) {
         set_in_place_payloads(true);
         out
     };
+    let file = archive.file().to_string();
     for r in records.iter().take(16) {
-        let Ok(whole) = read(r, false, None) else {
-            continue;
+        let whole = match read(r, false, None) {
+            Ok(whole) => whole,
+            Err(e) => {
+                named_as("a payload read through SQLite", &e, &file);
+                continue;
+            }
         };
         let len = whole.len();
         let footer = len.min(3000);
@@ -146,7 +156,10 @@ pub fn in_place(data: &[u8]) {
                 (Ok(a), Ok(b)) => {
                     assert!(a == b, "{} {} at {at:?}: by range differs", r.stream, r.seq)
                 }
-                (Err(_), Err(_)) => {}
+                (Err(a), Err(b)) => {
+                    named_as("a payload read by range", a, &file);
+                    named_as("a payload read through SQLite", b, &file);
+                }
                 _ => panic!(
                     "{} {} at {at:?}: by range {:?}, SQLite {:?}",
                     r.stream,
