@@ -5,7 +5,7 @@
 // as the page asks for it. Prints per-run times and medians (ms).
 //
 //   node scripts/bench-first-plot.mjs [--runs N] [--mode lazy|memory] [--wasm PATH] [--archive FILE]
-//                                     [--stream NAME] [--plots N] [--trace]
+//                                     [--stream NAME] [--plots N] [--trace] [--trace-from MARK]
 //
 // Builds nothing: www/pkg must hold the module (scripts/build-wasm.sh).
 import { readFileSync } from "node:fs";
@@ -25,7 +25,9 @@ const wasm = opt("--wasm");
 
 const out = join(tmpdir(), `dendro-first-plot-${process.pid}`);
 await bundleEngine(out, wasm ? { wasm } : {});
-// --trace: the worker's own marks (mark() in worker.ts) from the readRange on.
+// --trace: the worker's own marks (mark() in worker.ts) from the readRange on
+// (or from the mark named by --trace-from, e.g. "start schema"), each with
+// the in-place reader's counts where it has them.
 const trace = args.includes("--trace");
 if (trace) {
   const { readFile, writeFile } = await import("node:fs/promises");
@@ -83,8 +85,12 @@ for (let i = 0; i < runs; i++) {
   if (trace) {
     const worker = page.workers().find((w) => /\/worker\.js/.test(w.url()));
     const log = worker ? await worker.evaluate(() => self.__dendroTraceLog ?? []).catch(() => []) : [];
-    const start = log.find((e) => e.what === "start readRange")?.at;
-    if (start) console.error(log.filter((e) => e.at >= start).map((e) => `${e.what}${e.n ? ` ${e.n}` : ""} +${Math.round(e.at - start)}`).join(", "));
+    const start = log.find((e) => e.what === (opt("--trace-from") ?? "start readRange"))?.at;
+    if (start) console.error(log.filter((e) => e.at >= start).map((e) => {
+      const { what, at, ...extra } = e;
+      const notes = Object.entries(extra).map(([k, v]) => `${k}=${v}`).join(" ");
+      return `${what} +${Math.round(at - start)}${notes ? ` (${notes})` : ""}`;
+    }).join(", "));
   }
   console.error(JSON.stringify(r));
   rows.push(r);

@@ -255,3 +255,82 @@ mod written {
         }
     }
 }
+
+/// A reader made only to plan (the browser engine's footer and tail
+/// prefetch, `RangeReader::planned`) spans the live tail from the index
+/// instead of decoding it, and must still choose the segments and ask for
+/// the footers a reader that decodes it does: over the demo's typed live
+/// tails, windows that end inside the tail, before it and around it.
+#[cfg(feature = "write")]
+#[test]
+fn a_planned_reader_picks_what_a_reading_one_reads_without_the_tail() {
+    use std::time::Duration;
+
+    use dendro::write::demo::{write_demo, DemoOptions};
+
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("planned.dendro");
+    let options = DemoOptions {
+        hosts: 1,
+        duration: Duration::from_secs(900),
+        seal_every: Duration::from_secs(120),
+        ..DemoOptions::default()
+    };
+    write_demo(&path, options).unwrap();
+    let archive = Archive::open(&path).unwrap();
+    let listing = archive.read_snapshot(Listing::read).unwrap();
+    let described = dendro::read::describe(&archive).unwrap();
+    let mut with_tail = 0;
+    for source in &described.sources {
+        for stream in &source.streams {
+            let name = stream.name.as_str();
+            let live = archive
+                .read_snapshot(|s| s.live_wal_rows(source.id, name))
+                .unwrap();
+            let (Some(first), Some(last)) = (live.first(), live.last()) else {
+                continue;
+            };
+            with_tail += 1;
+            let rowids = archive
+                .read_snapshot(|s| s.live_wal_rowids_between(source.id, name, i64::MIN, i64::MAX))
+                .unwrap();
+            assert_eq!(rowids.len(), live.len(), "{name}: a rowid per live row");
+            let mut windows = windows(listing.stream(source.id, name));
+            windows.extend([
+                (first.ts, last.ts),
+                (i64::MIN, first.ts),
+                (last.ts - 10, i64::MAX),
+                (first.ts + 1, last.ts - 1),
+            ]);
+            for (from, to) in windows {
+                for max_points in [None, Some(3), Some(50)] {
+                    let request = RangeRequest {
+                        source_id: source.id,
+                        stream: name,
+                        from,
+                        to,
+                        columns: None,
+                        max_points,
+                        rates: None,
+                    };
+                    let [read, planned] = [false, true].map(|plan| {
+                        let mut asked = Vec::new();
+                        let stats = |r: &SegmentRecord| {
+                            asked.push(r.seq);
+                            Ok(segment_stats(&archive, r)?.map(Arc::new))
+                        };
+                        let reader = if plan {
+                            RangeReader::planned(&archive, &request, Some(4), Some(&listing), stats)
+                        } else {
+                            RangeReader::listed(&archive, &request, Some(4), Some(&listing), stats)
+                        };
+                        let segments = reader.unwrap().segments().to_vec();
+                        (segments, asked)
+                    });
+                    assert_eq!(read, planned, "{name} [{from}, {to}] {max_points:?}");
+                }
+            }
+        }
+    }
+    assert!(with_tail >= 3, "only {with_tail} streams with a live tail");
+}

@@ -52,13 +52,22 @@ const LIVE_SPAN_SQL: &str = "SELECT COUNT(*), MIN(ts), MAX(ts) FROM wal \
 /// A stream's live rows up to `?4`.
 const LIVE_ROWS_SQL: &str = "SELECT ts, wall_offset, row FROM wal \
      WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts <= ?4 ORDER BY ts";
+/// The rowids of a stream's live rows up to `?4`, from the primary key's
+/// index alone: where a prefetch finds those rows before they are read.
+const LIVE_ROWIDS_SQL: &str = "SELECT rowid FROM wal \
+     WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts <= ?4 ORDER BY ts";
+/// First and last ts of a stream's live rows up to `?4`, from the index.
+const LIVE_SPAN_BETWEEN_SQL: &str = "SELECT MIN(ts), MAX(ts) FROM wal \
+     WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts <= ?4";
 /// The statements every per-stream catalog question runs, named: their
 /// plans decide whether a question costs a seek or a scan
 /// (`cargo bench --bench read` prints them; a unit test pins them).
-pub const PLANNED_STATEMENTS: [(&str, &str); 7] = [
+pub const PLANNED_STATEMENTS: [(&str, &str); 9] = [
     ("watermark", WATERMARK_SQL),
     ("live span", LIVE_SPAN_SQL),
     ("live rows", LIVE_ROWS_SQL),
+    ("live rowids", LIVE_ROWIDS_SQL),
+    ("live span within a window", LIVE_SPAN_BETWEEN_SQL),
     ("first stream of wal", WAL_FIRST_STREAM_SQL),
     ("next stream of a source in wal", WAL_NEXT_STREAM_OF_SQL),
     (
@@ -686,6 +695,56 @@ impl Snapshot<'_> {
         )
     }
 
+    /// The rowids of a stream's live rows within `[from, to]`, in ts
+    /// order, read from the primary key's index alone (no row is read):
+    /// what a reader in place fetches those rows' pages by, ahead of
+    /// reading them.
+    pub fn live_wal_rowids_between(
+        &self,
+        source_id: i64,
+        stream: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<i64>> {
+        let Some(floor) = self.live_floor(source_id, stream)? else {
+            return Ok(Vec::new());
+        };
+        self.collect(
+            "cannot list the live tail",
+            LIVE_ROWIDS_SQL,
+            params![source_id, stream, floor.max(from), to],
+            |r| r.get(0),
+        )
+    }
+
+    /// First and last ts of a stream's live rows within `[from, to]`, from
+    /// the primary key's index alone: the span
+    /// [`Self::live_wal_rows_between`] would return, without reading a row.
+    pub fn live_wal_span_between(
+        &self,
+        source_id: i64,
+        stream: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Option<(i64, i64)>> {
+        let Some(floor) = self.live_floor(source_id, stream)? else {
+            return Ok(None);
+        };
+        let span: (Option<i64>, Option<i64>) = self
+            .conn
+            .prepare_cached(LIVE_SPAN_BETWEEN_SQL)
+            .and_then(|mut stmt| {
+                stmt.query_row(params![source_id, stream, floor.max(from), to], |r| {
+                    Ok((r.get(0)?, r.get(1)?))
+                })
+            })
+            .ctx(self.file, "cannot span the live tail")?;
+        Ok(match span {
+            (Some(first), Some(last)) => Some((first, last)),
+            _ => None,
+        })
+    }
+
     /// Every WAL row of a stream, live or shadowed (verify and tests care
     /// about the difference; readers use [`Snapshot::live_wal_span`]).
     pub fn wal_rows_total(&self, source_id: i64, stream: &str) -> Result<i64> {
@@ -828,7 +887,12 @@ mod tests {
     fn live_rows_are_read_as_a_range_of_the_wal_primary_key() {
         // A scan here would make every live-tail question cost as much as
         // the covered rows a prune has not deleted yet.
-        for sql in [LIVE_SPAN_SQL, LIVE_ROWS_SQL] {
+        for sql in [
+            LIVE_SPAN_SQL,
+            LIVE_ROWS_SQL,
+            LIVE_ROWIDS_SQL,
+            LIVE_SPAN_BETWEEN_SQL,
+        ] {
             let plan = plan(sql);
             // The key's index is `sqlite_autoindex_wal_1` (wal is a rowid table).
             assert!(
@@ -839,9 +903,22 @@ mod tests {
             assert!(!plan.contains("SCAN"), "{sql}\n{plan}");
         }
         assert!(
-            LIVE_SPAN_SQL.contains(LIVE_WAL_RANGE) && LIVE_ROWS_SQL.contains(LIVE_WAL_RANGE),
+            [
+                LIVE_SPAN_SQL,
+                LIVE_ROWS_SQL,
+                LIVE_ROWIDS_SQL,
+                LIVE_SPAN_BETWEEN_SQL
+            ]
+            .iter()
+            .all(|sql| sql.contains(LIVE_WAL_RANGE)),
             "the live statements state the rule through LIVE_WAL_RANGE"
         );
+        // The rowids and the span come from the index alone: no row (and
+        // none of its overflow pages) is read to answer them.
+        for sql in [LIVE_ROWIDS_SQL, LIVE_SPAN_BETWEEN_SQL] {
+            let plan = plan(sql);
+            assert!(plan.contains("USING COVERING INDEX"), "{sql}\n{plan}");
+        }
     }
 
     #[test]

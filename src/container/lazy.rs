@@ -136,6 +136,10 @@ impl LazyConfig {
 pub struct LazyStats {
     /// Reads asked of the source (HTTP requests, `Blob.slice` reads).
     pub fetches: u64,
+    /// Of those, the ranges a caller fetched ahead its own way and handed
+    /// over ([`LazyFile::prime`]); the rest were reads SQLite or a payload
+    /// read waited for (in the browser, each a synchronous read).
+    pub primed: u64,
     /// Bytes those reads returned.
     pub fetched_bytes: u64,
     /// Blocks served from the cache.
@@ -365,6 +369,26 @@ impl<S: ByteSource> LazyFile<S> {
         out
     }
 
+    /// The byte ranges (`offset`, `length`) of the overflow pages holding
+    /// `rowid`'s value of `table.column` past its cell, a BLOB of `len`
+    /// bytes starting with `head` (as SQLite read them), for a caller that
+    /// fetches many rows' at once before SQLite reads them; empty when the
+    /// value has no overflow pages or its place is not proven (SQLite then
+    /// reads it as ever). Walks the table from the cache: its pages
+    /// toward the row should be there already.
+    pub fn payload_ranges(
+        &mut self,
+        table: PayloadTable,
+        rowid: i64,
+        len: u64,
+        head: &[u8],
+    ) -> Result<Vec<(u64, u64)>, SourceFailure> {
+        Ok(match payload::locate(self, table, rowid, len, head)? {
+            Some(map) => payload::tail_ranges(&map, len),
+            None => Vec::new(),
+        })
+    }
+
     /// Keeps `data`, the file's bytes from `offset` (a block boundary) on,
     /// as fetched by the caller outside SQLite's reads (a prefetch); a
     /// partial last block is kept only at the file's end. Counts as one
@@ -376,6 +400,7 @@ impl<S: ByteSource> LazyFile<S> {
         }
         let data = &data[..data.len().min((self.len - offset) as usize)];
         self.stats.fetches += 1;
+        self.stats.primed += 1;
         self.stats.fetched_bytes += data.len() as u64;
         self.keep(offset, data);
     }

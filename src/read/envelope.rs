@@ -764,9 +764,35 @@ impl RangeReader {
         request: &RangeRequest<'_>,
         budget: Option<usize>,
         listing: Option<&Listing>,
-        mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+        stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
     ) -> Result<RangeReader> {
-        let (mut segments, tail) = archive.read_snapshot(|s| {
+        RangeReader::build(archive, request, budget, listing, stats, true)
+    }
+
+    /// [`Self::listed`] for a caller that wants to know which segments
+    /// and footers the read takes, not its answer: the live tail is
+    /// spanned from the index, never read (for an archive read in place,
+    /// its rows are what the caller will fetch ahead), and the reader
+    /// holds none of it.
+    pub fn planned(
+        archive: &Archive,
+        request: &RangeRequest<'_>,
+        budget: Option<usize>,
+        listing: Option<&Listing>,
+        stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+    ) -> Result<RangeReader> {
+        RangeReader::build(archive, request, budget, listing, stats, false)
+    }
+
+    fn build(
+        archive: &Archive,
+        request: &RangeRequest<'_>,
+        budget: Option<usize>,
+        listing: Option<&Listing>,
+        mut stats: impl FnMut(&SegmentRecord) -> Result<Option<Stats>>,
+        read_tail: bool,
+    ) -> Result<RangeReader> {
+        let (mut segments, tail, tail_span) = archive.read_snapshot(|s| {
             let source = s.source(request.source_id)?;
             let (id, stream, from, to) =
                 (request.source_id, request.stream, request.from, request.to);
@@ -774,11 +800,18 @@ impl RangeReader {
                 Some(listing) => listing.overlapping(id, stream, from, to),
                 None => s.segments_overlapping(id, stream, from, to)?,
             };
-            let tail =
-                crate::read::typed_tail(s, &source, request.stream, request.from, request.to)?;
-            Ok((segments, tail))
+            if read_tail {
+                let tail = crate::read::typed_tail(s, &source, stream, from, to)?;
+                let span = tail.as_ref().map(|(_, span)| *span);
+                return Ok((segments, tail, span));
+            }
+            // Only a tail the typed reader decodes counts toward the span.
+            let span = match crate::typed::reader_for(&source.metadata) {
+                Some(_) => s.live_wal_span_between(id, stream, from, to)?,
+                None => None,
+            };
+            Ok((segments, None, span))
         })?;
-        let tail_span = tail.as_ref().map(|(_, span)| *span);
         let span = segments
             .iter()
             .map(|s| (s.first_ts, s.last_ts))

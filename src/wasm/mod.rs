@@ -295,18 +295,24 @@ impl JsArchive {
             max_points,
         )?;
         // The footers the read will ask for: the reader run with none
-        // known, noting those not summarized yet.
+        // known, noting those not summarized yet. It spans the live tail
+        // from the index rather than reading it: the tail's rows are
+        // fetched ahead too, once the footers are in.
         let mut asked = Vec::new();
         let uncached = |record: &SegmentRecord| {
             let key = stats_key(self.cache_id, record);
             CACHE.with(|c| c.borrow().stats(&key)).is_none()
         };
-        let reader = self.range_reader(&request, |record| {
-            if uncached(record) {
-                asked.push(record.clone());
-            }
-            Ok(None)
-        })?;
+        let listing = self.listing()?;
+        let budget = Some(VIEWER_SEGMENT_BUDGET);
+        let reader =
+            RangeReader::planned(&self.archive, &request, budget, Some(&listing), |record| {
+                if uncached(record) {
+                    asked.push(record.clone());
+                }
+                Ok(None)
+            })
+            .map_err(fail)?;
         if preview == Some(true) && request.max_points.is_some() {
             asked = reader
                 .segments()
@@ -315,31 +321,11 @@ impl JsArchive {
                 .cloned()
                 .collect();
         }
-        if asked.is_empty() {
-            return Ok(Vec::new());
+        let footers = self.footer_pages(file, &listing, &asked)?;
+        if !footers.is_empty() {
+            return Ok(flat(footers));
         }
-        let listing = self.listing()?;
-        let rows: Vec<i64> = asked.iter().filter_map(|r| listing.rowid(r)).collect();
-        // First the leaves holding those rows and the primary key's index
-        // each lookup of a row goes through, found from the trees' pages.
-        let (table, index) = vfs::lookup_roots(&self.archive);
-        let walks: Vec<_> = {
-            let file = file.borrow();
-            let toward = table.and_then(|root| file.row_walk(root, rows));
-            toward
-                .into_iter()
-                .chain(index.and_then(|root| file.tree_walk(&[root])))
-                .collect()
-        };
-        let mut pages = Vec::new();
-        for mut walk in walks {
-            pages.extend(file.borrow_mut().walk_step(&mut walk));
-        }
-        if !pages.is_empty() {
-            return Ok(flat(pages));
-        }
-        let ranges = vfs::footer_ranges(&self.archive, &asked).map_err(fail)?;
-        Ok(flat(file.borrow().uncached(&ranges)))
+        Ok(flat(self.tail_pages(file, &request)))
     }
 
     /// Keeps `bytes`, fetched from `offset` for `prefetchPlan`, in the
@@ -364,7 +350,7 @@ impl JsArchive {
         .to_string()
     }
 
-    /// The traffic of an archive read in place: `{ size, fetches,
+    /// The traffic of an archive read in place: `{ size, fetches, primed,
     /// fetchedBytes, hits, misses, cachedBytes }`, or `null`
     /// for one held in memory.
     #[wasm_bindgen(js_name = lazyStats)]
@@ -377,6 +363,7 @@ impl JsArchive {
         js::Obj::new()
             .set("size", JsValue::from_f64(file.len() as f64))
             .set("fetches", JsValue::from_f64(s.fetches as f64))
+            .set("primed", JsValue::from_f64(s.primed as f64))
             .set("fetchedBytes", JsValue::from_f64(s.fetched_bytes as f64))
             .set("hits", JsValue::from_f64(s.hits as f64))
             .set("misses", JsValue::from_f64(s.misses as f64))
@@ -754,6 +741,94 @@ impl JsArchive {
 
     /// The viewer's range reader over a window: its segments from this
     /// image's listing, within the viewer's segment budget.
+    /// A round of the footer prefetch ([`Self::footer_plan`]) for the
+    /// footers of `asked`: first the `segments` leaves holding their rows
+    /// (and the primary key's index each lookup goes through), then each
+    /// footer's last pages; empty once all are cached.
+    fn footer_pages(
+        &self,
+        file: &vfs::SharedFile,
+        listing: &Listing,
+        asked: &[SegmentRecord],
+    ) -> JsResult<Vec<(u64, u64)>> {
+        if asked.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<i64> = asked.iter().filter_map(|r| listing.rowid(r)).collect();
+        let (table, index) = vfs::lookup_roots(&self.archive);
+        let walks: Vec<_> = {
+            let file = file.borrow();
+            let toward = table.and_then(|root| file.row_walk(root, rows));
+            toward
+                .into_iter()
+                .chain(index.and_then(|root| file.tree_walk(&[root])))
+                .collect()
+        };
+        let mut pages = Vec::new();
+        for mut walk in walks {
+            pages.extend(file.borrow_mut().walk_step(&mut walk));
+        }
+        if !pages.is_empty() {
+            return Ok(pages);
+        }
+        let ranges = vfs::footer_ranges(&self.archive, asked).map_err(fail)?;
+        Ok(file.borrow().uncached(&ranges))
+    }
+
+    /// A round of the live tail's prefetch, after the footers': the `wal`
+    /// primary key's index is fetched, the rows a read of `request`
+    /// decodes from the tail are found in it (no row is read), then the
+    /// `wal` leaves holding them are fetched, then their overflow pages. A writer's rows lie wherever
+    /// its inserts found free pages, a page or two each: read by SQLite one
+    /// miss at a time, a demo stream's tail of 51 rows took a hundred
+    /// reads. Empty once all are cached, for a tail no reader here decodes
+    /// (nothing of it is read), and wherever the file does not parse as
+    /// this expects (SQLite then reads the rows itself).
+    fn tail_pages(&self, file: &vfs::SharedFile, request: &RangeRequest<'_>) -> Vec<(u64, u64)> {
+        let Some(table) = vfs::wal_rows_table(&self.archive) else {
+            return Vec::new();
+        };
+        // The primary key's index first: the rowids are read from it.
+        let index = vfs::wal_key_root(&self.archive);
+        let walk = index.and_then(|root| file.borrow().tree_walk(&[root]));
+        if let Some(mut walk) = walk {
+            let pages = file.borrow_mut().walk_step(&mut walk);
+            if !pages.is_empty() {
+                return pages;
+            }
+        }
+        let rowids = self.archive.read_snapshot(|s| {
+            let source = s.source(request.source_id)?;
+            if crate::typed::reader_for(&source.metadata).is_none() {
+                return Ok(Vec::new());
+            }
+            s.live_wal_rowids_between(request.source_id, request.stream, request.from, request.to)
+        });
+        let rowids = match rowids {
+            Ok(mut rowids) if !rowids.is_empty() => {
+                // The walk goes toward rows in rowid order.
+                rowids.sort_unstable();
+                rowids
+            }
+            _ => return Vec::new(),
+        };
+        let walk = file.borrow().row_walk(table.root, rowids.clone());
+        if let Some(mut walk) = walk {
+            let pages = file.borrow_mut().walk_step(&mut walk);
+            if !pages.is_empty() {
+                return pages;
+            }
+        }
+        let mut ranges = Vec::new();
+        for (rowid, len, head) in vfs::wal_row_heads(&self.archive, &rowids) {
+            match file.borrow_mut().payload_ranges(table, rowid, len, &head) {
+                Ok(found) => ranges.extend(found),
+                Err(_) => return Vec::new(),
+            }
+        }
+        file.borrow().uncached(&ranges)
+    }
+
     fn range_reader(
         &self,
         request: &RangeRequest<'_>,

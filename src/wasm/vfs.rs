@@ -20,7 +20,7 @@ use wasm_bindgen::{JsCast, JsValue};
 
 use crate::catalog::SegmentRecord;
 use crate::container::lazy::{
-    serve_payloads, ByteSource, InPlace, LazyConfig, LazyFile, SourceFailure,
+    serve_payloads, ByteSource, InPlace, LazyConfig, LazyFile, PayloadTable, SourceFailure,
 };
 use crate::container::{Archive, HEADER_BYTES};
 use crate::error::{Error, Result};
@@ -187,6 +187,63 @@ pub(crate) fn lookup_roots(archive: &Archive) -> (Option<u32>, Option<u32>) {
 
 /// The trees of [`lookup_roots`].
 const LOOKUP_TREES: [&str; 2] = ["segments", "sqlite_autoindex_segments_1"];
+
+/// Where the live rows' bytes are: the `wal` table's root page and the
+/// position of its `row` column, as the schema says (`None` when it does
+/// not: nothing is then fetched ahead, and SQLite reads the rows itself).
+pub(crate) fn wal_rows_table(archive: &Archive) -> Option<PayloadTable> {
+    archive
+        .read_snapshot(|s| {
+            Ok(s.conn
+                .query_row(
+                    "SELECT s.rootpage, p.cid FROM sqlite_schema AS s, pragma_table_info('wal') AS p \
+                     WHERE s.type = 'table' AND s.name = 'wal' AND p.name = 'row'",
+                    [],
+                    |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
+                )
+                .ok())
+        })
+        .ok()
+        .flatten()
+        .and_then(|(root, column)| {
+            Some(PayloadTable {
+                root: u32::try_from(root).ok()?,
+                column: usize::try_from(column).ok()?,
+            })
+        })
+}
+
+/// The root page of the `wal` table's primary key index, through which
+/// the live tail's rows are found.
+pub(crate) fn wal_key_root(archive: &Archive) -> Option<u32> {
+    roots_of(archive, &["sqlite_autoindex_wal_1"])
+        .first()
+        .copied()
+}
+
+/// The length and first bytes (up to 16) of each of `rowids`' `row` in
+/// `wal`, as SQLite reads them from the rows' cells: what
+/// [`crate::container::lazy::LazyFile::payload_ranges`] checks the place
+/// it finds against. Rows that cannot be opened are left out.
+pub(crate) fn wal_row_heads(archive: &Archive, rowids: &[i64]) -> Vec<(i64, u64, Vec<u8>)> {
+    archive
+        .read_snapshot(|s| {
+            Ok(rowids
+                .iter()
+                .filter_map(|&rowid| {
+                    let blob = s
+                        .conn
+                        .blob_open(rusqlite::MAIN_DB, "wal", "row", rowid, true)
+                        .ok()?;
+                    let len = blob.len();
+                    let mut head = vec![0u8; len.min(16)];
+                    blob.read_at_exact(&mut head, 0).ok()?;
+                    Some((rowid, len as u64, head))
+                })
+                .collect())
+        })
+        .unwrap_or_default()
+}
 
 /// The root pages of the named tables and indexes that the schema lists,
 /// in the order named; empty if the query fails.

@@ -286,6 +286,11 @@ export interface LazyStats {
   size: number;
   /** Reads of the file: HTTP requests, or ranges read from a File. */
   fetches: number;
+  /**
+   * Of those, ranges fetched ahead in batches (footers, catalog pages, a
+   * live tail's rows); the rest the engine waited for one at a time.
+   */
+  primed: number;
   /** Bytes those reads returned. */
   fetchedBytes: number;
   /** Pages served from the engine's block cache, and pages fetched. */

@@ -661,7 +661,10 @@ async function step(): Promise<void> {
   // A test's hold may carry id 0; ids of the client's own requests only grow.
   lastStarted = Math.max(lastStarted, req.id);
   running = true;
-  mark(`start ${req.op === "call" ? req.method : req.op}`);
+  const started = `start ${req.op === "call" ? req.method : req.op}`;
+  const on = req.op === "call" ? archives.get(req.handle) : undefined;
+  if (on) markRead(started, on);
+  else mark(started);
   runningCancelled = false;
   if (cancelled.delete(req.id)) {
     reply({ id: req.id, ok: false, error: engineError("Cancelled", "The request was cancelled before it ran.") });

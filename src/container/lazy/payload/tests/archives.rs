@@ -671,3 +671,102 @@ fn fragmented_chains_read_by_range_their_breaks_fetched_together() {
     );
     same_as_sqlite_at(dir.path(), elsewhere, &payloads);
 }
+
+/// The live rows' prefetch (the browser engine's tail plan) names each
+/// `wal` row's overflow pages by [`LazyFile::payload_ranges`]: exactly the
+/// pages of the row's chain, as its pointers link them, and nothing for
+/// a row that fits its cell.
+#[test]
+fn a_wal_rows_overflow_pages_are_named_as_its_chain_links_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, _) = write(dir.path(), "w.dendro", &[10]);
+    // A 4 KiB page holds a cell of up to 4,061 bytes: the first two fit.
+    let sizes = [10usize, 3900, 5000, 9000, 70_000, 300];
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        for (i, &len) in sizes.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO wal(source_id, stream, ts, wall_offset, row) VALUES (1, 'm', ?1, 0, ?2)",
+                rusqlite::params![1000 + i as i64, payload_of(i as i64 + 7, len)],
+            )
+            .unwrap();
+        }
+    }
+    let image = std::fs::read(&path).unwrap();
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    let (root, column): (i64, i64) = conn
+        .query_row(
+            "SELECT s.rootpage, p.cid FROM sqlite_schema AS s, pragma_table_info('wal') AS p \
+             WHERE s.name = 'wal' AND p.name = 'row'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    let table = PayloadTable {
+        root: root as u32,
+        column: column as usize,
+    };
+    let g = Geometry::from_header(&image[..100], image.len() as u64).unwrap();
+    let page_bytes = u64::from(g.page_bytes);
+    let mut file = LazyFile::new(
+        Image {
+            bytes: Rc::new(image.clone()),
+            changed: Rc::new(Cell::new(false)),
+            reads: Rc::new(Cell::new(0)),
+            read_bytes: Rc::new(Cell::new(0)),
+        },
+        LazyConfig::LOCAL_FILE,
+    );
+    let mut spilled = 0;
+    for (i, &len) in sizes.iter().enumerate() {
+        let rowid: i64 = conn
+            .query_row(
+                "SELECT rowid FROM wal WHERE ts = ?1",
+                [1000 + i as i64],
+                |r| r.get(0),
+            )
+            .unwrap();
+        let row = payload_of(i as i64 + 7, len);
+        let head = &row[..len.min(16)];
+        let ranges = file.payload_ranges(table, rowid, len as u64, head).unwrap();
+        let named: Vec<u32> = ranges
+            .iter()
+            .flat_map(|&(offset, n)| {
+                assert!(
+                    offset % page_bytes == 0 && n % page_bytes == 0,
+                    "{ranges:?}"
+                );
+                (0..n / page_bytes).map(move |k| (offset / page_bytes + k) as u32 + 1)
+            })
+            .collect();
+        if len < 4000 {
+            assert!(
+                named.is_empty(),
+                "row {i} of {len} bytes fits its cell: {named:?}"
+            );
+            continue;
+        }
+        spilled += 1;
+        // Follow the chain from the first page named: each overflow page
+        // starts with the number of the next, 0 at the end.
+        let mut chain = vec![named[0]];
+        loop {
+            let at = g.offset(*chain.last().unwrap()) as usize;
+            let next = u32::from_be_bytes(image[at..at + 4].try_into().unwrap());
+            if next == 0 {
+                break;
+            }
+            chain.push(next);
+            assert!(
+                chain.len() <= named.len(),
+                "row {i}: the chain is longer than named"
+            );
+        }
+        let mut sorted = named.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        chain.sort_unstable();
+        assert_eq!(sorted, chain, "row {i} of {len} bytes");
+    }
+    assert_eq!(spilled, 3);
+}
