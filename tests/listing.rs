@@ -37,6 +37,24 @@ fn windows(segments: &[SegmentRecord]) -> Vec<(i64, i64)> {
     out
 }
 
+/// A request for every column of `stream` over `window`, no rates.
+fn every_column(
+    source_id: i64,
+    stream: &str,
+    (from, to): (i64, i64),
+    max_points: Option<usize>,
+) -> RangeRequest<'_> {
+    RangeRequest {
+        source_id,
+        stream,
+        from,
+        to,
+        columns: None,
+        max_points,
+        rates: None,
+    }
+}
+
 /// The envelope of a window read with the segments listed by the catalog
 /// (as every native caller reads) and from `listing`, footers and decodes
 /// alike, and what each reader chose to read.
@@ -83,15 +101,7 @@ fn check_archive(archive: &Archive, what: &str, budgets: &[Option<usize>]) -> us
                 );
                 for max_points in [None, Some(3), Some(50)] {
                     for &budget in budgets {
-                        let request = RangeRequest {
-                            source_id: source.id,
-                            stream: name,
-                            from,
-                            to,
-                            columns: None,
-                            max_points,
-                            rates: None,
-                        };
+                        let request = every_column(source.id, name, (from, to), max_points);
                         let [sql, shared] = both_ways(archive, &listing, &request, budget);
                         // Debug text: a NaN in a band is the same NaN.
                         assert_eq!(
@@ -304,15 +314,7 @@ fn a_planned_reader_picks_what_a_reading_one_reads_without_the_tail() {
             ]);
             for (from, to) in windows {
                 for max_points in [None, Some(3), Some(50)] {
-                    let request = RangeRequest {
-                        source_id: source.id,
-                        stream: name,
-                        from,
-                        to,
-                        columns: None,
-                        max_points,
-                        rates: None,
-                    };
+                    let request = every_column(source.id, name, (from, to), max_points);
                     let [read, planned] = [false, true].map(|plan| {
                         let mut asked = Vec::new();
                         let stats = |r: &SegmentRecord| {
