@@ -273,17 +273,34 @@ fn check_page(page: &Page, shape: Shape) -> std::result::Result<(), String> {
         Page::DataPageV2 {
             buf,
             num_values,
-            num_nulls,
             encoding,
             def_levels_byte_len,
             rep_levels_byte_len,
             ..
         } => {
-            // Its levels were walked in the file ([`super::pages`]).
-            let present = num_values.saturating_sub(*num_nulls);
-            let at = *def_levels_byte_len as usize + *rep_levels_byte_len as usize;
+            // Its levels were walked in the file ([`super::pages`]); here
+            // they are counted. The decoder reads as many values as there
+            // are definition levels at the maximum, whatever `num_nulls`
+            // says: a null count that lies made an empty DELTA header look
+            // honest while the decoder still read from it (an underflow
+            // inside the crate, a panic).
+            let (rep, def) = (*rep_levels_byte_len as usize, *def_levels_byte_len as usize);
+            let at = rep + def;
             let Some(values) = buf.get(at..) else {
                 return Ok(());
+            };
+            let present = if max.definition == 0 {
+                *num_values
+            } else {
+                let levels = &buf[rep..at];
+                let counted = walk_runs(
+                    "definition",
+                    max.definition,
+                    levels,
+                    Some(u64::from(*num_values)),
+                )?;
+                // Never more than the page's values: the count stops there.
+                counted as u32
             };
             check_plain_byte_arrays(values, u64::from(present), *encoding, shape)?;
             match (*encoding, width) {
@@ -394,20 +411,21 @@ mod tests {
         // The same bytes where the page counts a value: the decoder's to read.
         let one = v1(&[2, 1], &[3, 0, 0, 0, b'a', b'b', b'c'], 1, Encoding::PLAIN);
         check_page(&one, byte_arrays(NULLABLE)).unwrap();
-        // A v2 page whose every value is null, with value bytes.
+        // A v2 page whose every value is null (an RLE run of two 0
+        // levels), with value bytes.
         let all_null = Page::DataPageV2 {
-            buf: Bytes::from(vec![1, 2, 3, 4]),
+            buf: Bytes::from(vec![0x04, 0x00, 1, 2, 3, 4]),
             num_values: 2,
             encoding: Encoding::PLAIN,
             num_nulls: 2,
             num_rows: 2,
-            def_levels_byte_len: 0,
+            def_levels_byte_len: 2,
             rep_levels_byte_len: 0,
             is_compressed: false,
             statistics: None,
         };
-        assert!(check_page(&all_null, byte_arrays(Levels::default())).is_err());
-        check(&all_null, Levels::default(), None).unwrap();
+        assert!(check_page(&all_null, byte_arrays(NULLABLE)).is_err());
+        check(&all_null, NULLABLE, None).unwrap();
         // A dictionary of no entries with bytes in it.
         let dictionary = |entries| Page::DictionaryPage {
             buf: Bytes::from(vec![1, 0, 0, 0, b'x']),
@@ -536,8 +554,9 @@ mod tests {
 
     #[test]
     fn a_compressed_v2_pages_delta_header_is_checked_after_its_levels() {
-        let page = |nulls: u32| Page::DataPageV2 {
-            buf: Bytes::from([[0x10, 0x01].as_slice(), &delta(0)].concat()),
+        // Eight levels: all at the maximum (an RLE run of 8 ones), or none.
+        let page = |level: u8, nulls: u32| Page::DataPageV2 {
+            buf: Bytes::from([[0x10, level].as_slice(), &delta(0)].concat()),
             num_values: 8,
             encoding: Encoding::DELTA_BINARY_PACKED,
             num_nulls: nulls,
@@ -547,8 +566,14 @@ mod tests {
             is_compressed: true,
             statistics: None,
         };
-        assert!(check(&page(0), NULLABLE, None).is_err());
-        check(&page(8), NULLABLE, None).unwrap();
+        assert!(check(&page(1, 0), NULLABLE, None).is_err());
+        check(&page(0, 8), NULLABLE, None).unwrap();
+        // The decoder reads a value per level at the maximum whatever the
+        // header's null count says: eight values here, from a DELTA
+        // header that counts none (the `segment` fuzz target's finding
+        // was the v1 form of this; a panic inside the crate).
+        let err = check(&page(1, 8), NULLABLE, None).unwrap_err();
+        assert!(err.contains("has 8 values"), "{err}");
     }
 
     #[test]
@@ -584,6 +609,19 @@ mod tests {
         };
         assert!(check(&v2(0, 31), NULLABLE, Some(4)).is_err());
         check(&v2(0, 32), NULLABLE, Some(4)).unwrap();
-        check(&v2(4, 16), NULLABLE, Some(4)).unwrap();
+        // Its null count is not what counts: the levels are.
+        assert!(check(&v2(4, 16), NULLABLE, Some(4)).is_err());
+        let half_null = Page::DataPageV2 {
+            buf: Bytes::from([half.as_slice(), &[0; 16]].concat()),
+            num_values: 8,
+            encoding: Encoding::BYTE_STREAM_SPLIT,
+            num_nulls: 4,
+            num_rows: 8,
+            def_levels_byte_len: 4,
+            rep_levels_byte_len: 0,
+            is_compressed: true,
+            statistics: None,
+        };
+        check(&half_null, NULLABLE, Some(4)).unwrap();
     }
 }

@@ -330,7 +330,11 @@ fn check_level_runs(header: &Header, chunk: &Chunk, data: &[u8]) -> Result<()> {
 }
 
 /// Checks that every RLE-hybrid run in `runs` (levels of maximum `max`)
-/// has the bytes its header claims. With `count`, returns how many of the
+/// has the bytes its header claims, and that no level it repeats, or of
+/// the first `count` it packs, is above `max`: the crate's readers of
+/// such levels disagree with each other (one reads a nullable column's
+/// levels as bits, any level not 0 a value), so a count of values taken
+/// here would not be the decoder's. With `count`, returns how many of the
 /// first `count` levels equal `max`; otherwise 0.
 pub(super) fn walk_runs(what: &str, max: u16, runs: &[u8], count: Option<u64>) -> Result<u64> {
     if max == 0 {
@@ -378,24 +382,37 @@ pub(super) fn walk_runs(what: &str, max: u16, runs: &[u8], count: Option<u64>) -
                         let at = bit + b;
                         level |= u64::from(run[(at / 8) as usize] >> (at % 8) & 1) << b;
                     }
+                    if level > u64::from(max) {
+                        return Err(above(what, level, max));
+                    }
                     at_max += u64::from(level == u64::from(max));
                 }
                 left_to_count -= n;
             } else {
                 let n = (header >> 1).min(left_to_count);
-                let mut level = 0u64;
-                for (i, byte) in run.iter().enumerate() {
-                    level |= u64::from(*byte) << (8 * i);
-                }
-                if level == u64::from(max) {
+                if rle_level(run) == u64::from(max) {
                     at_max += n;
                 }
                 left_to_count -= n;
             }
         }
+        if header & 1 == 0 && rle_level(run) > u64::from(max) {
+            return Err(above(what, rle_level(run), max));
+        }
         at += bytes as usize;
     }
     Ok(at_max)
+}
+
+/// The level an RLE run repeats: its value bytes, little-endian.
+fn rle_level(run: &[u8]) -> u64 {
+    run.iter()
+        .enumerate()
+        .fold(0, |level, (i, byte)| level | u64::from(*byte) << (8 * i))
+}
+
+fn above(what: &str, level: u64, max: u16) -> String {
+    format!("a run of its {what} levels holds level {level}, above the column's maximum {max}")
 }
 
 fn read_header(c: &mut Compact) -> Result<Header> {
@@ -469,4 +486,36 @@ fn read_header(c: &mut Compact) -> Result<Header> {
         Ok(true)
     })?;
     Ok(h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::walk_runs;
+
+    #[test]
+    fn levels_above_the_maximum_are_refused_and_honest_ones_counted() {
+        // An RLE run of one level 22 for a column whose maximum is 1: the
+        // v1 form of the `segment` fuzz finding kept as
+        // `tests/corpus/segment/delta_values_under_a_level_above_its_maximum`.
+        let err = walk_runs("definition", 1, &[0x02, 0x16], Some(1)).unwrap_err();
+        assert!(
+            err.contains("holds level 22, above the column's maximum 1"),
+            "{err}"
+        );
+        // Refused where nothing is counted, too.
+        assert!(walk_runs("definition", 1, &[0x02, 0x16], None).is_err());
+        // Bit-packed, maximum 2 (two bits a level): 0b11 is level 3.
+        let err = walk_runs("repetition", 2, &[0x03, 0xff, 0xff], Some(8)).unwrap_err();
+        assert!(err.contains("holds level 3"), "{err}");
+        // Eight levels of 2, and of 2 or 0: counted.
+        assert_eq!(
+            walk_runs("definition", 2, &[0x03, 0xaa, 0xaa], Some(8)),
+            Ok(8)
+        );
+        assert_eq!(
+            walk_runs("definition", 2, &[0x03, 0x22, 0x22], Some(8)),
+            Ok(4)
+        );
+        assert_eq!(walk_runs("definition", 1, &[0x10, 0x01], Some(8)), Ok(8));
+    }
 }
