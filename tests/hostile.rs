@@ -264,6 +264,26 @@ fn a_row_group_claiming_more_rows_than_its_chunks_hold_is_refused() {
     assert!(err.contains("claims 12861765236 rows"), "{err}");
 }
 
+/// An index page among a chunk's pages. The parquet crate passes over one
+/// when it reads pages one by one, but a repeated column's look-ahead for
+/// the next record steps past its header and not its bytes, and reads on
+/// from inside them: the `segment` fuzz target's input
+/// (`tests/corpus/segment/index_page_in_a_list_column`) spent 3 s of a
+/// release build skipping garbage Thrift before an error. No writer of
+/// segments writes index pages; the page walk refuses them.
+#[test]
+fn an_index_page_is_refused_before_the_crate_looks_past_it() {
+    let mut plan = Plan::honest(&ts(5), UNCOMPRESSED);
+    plan.pages[0].kind = 1;
+    refused_everywhere(&plan.build(), "is an index page", true);
+    let bytes = include_bytes!("corpus/segment/index_page_in_a_list_column");
+    let err = decode_segment(bytes.to_vec(), None).expect_err("refused");
+    assert!(
+        err.contains("page 1 of column chunk 1 of row group 0 is an index page"),
+        "{err}"
+    );
+}
+
 /// The fuzz finding kept in the corpus: a nullable column's LZ4 v1 page
 /// whose compressed body holds a bit-packed run of definition levels
 /// longer than its bytes. The file walk cannot see inside it; the decoder's
