@@ -260,7 +260,7 @@ fn check_page(page: &Page, shape: Shape) -> std::result::Result<(), String> {
             let body = check_v1_levels(buf, rle, max, count)?;
             if let Some(at) = body.values_at {
                 let present = body.present.unwrap_or(u64::from(*num_values));
-                if delta && present > 0 {
+                if delta {
                     check_delta_header(&buf[at..], present as i64)?;
                 }
                 if let Some(width) = split {
@@ -304,7 +304,7 @@ fn check_page(page: &Page, shape: Shape) -> std::result::Result<(), String> {
             };
             check_plain_byte_arrays(values, u64::from(present), *encoding, shape)?;
             match (*encoding, width) {
-                (Encoding::DELTA_BINARY_PACKED, _) if present > 0 => {
+                (Encoding::DELTA_BINARY_PACKED, _) => {
                     check_delta_header(values, i64::from(present))
                 }
                 (Encoding::BYTE_STREAM_SPLIT, Some(width)) => {
@@ -549,6 +549,20 @@ mod tests {
         check(&page, NULLABLE, None).unwrap();
         // A count of values present is sound.
         let page = v1(&[0x10, 0x01], &delta(8), 8, Encoding::DELTA_BINARY_PACKED);
+        check(&page, NULLABLE, None).unwrap();
+    }
+
+    #[test]
+    fn a_delta_header_past_ten_bytes_is_refused_on_a_page_of_nulls_too() {
+        // Eight null levels (an RLE run of 8 zeros): no value to decode,
+        // but the decoder still reads the header, whose block size runs
+        // to eleven bytes.
+        let mut header = vec![0xff; 10];
+        header.extend([0x01, 0x04, 0x00, 0x00]);
+        let page = v1(&[0x10, 0x00], &header, 8, Encoding::DELTA_BINARY_PACKED);
+        assert!(check(&page, NULLABLE, None).is_err());
+        // An honest header of no values on that page is sound.
+        let page = v1(&[0x10, 0x00], &delta(0), 8, Encoding::DELTA_BINARY_PACKED);
         check(&page, NULLABLE, None).unwrap();
     }
 
