@@ -684,13 +684,12 @@ impl Snapshot<'_> {
         from: i64,
         to: i64,
     ) -> Result<Vec<WalRow>> {
-        let Some(floor) = self.live_floor(source_id, stream)? else {
-            return Ok(Vec::new());
-        };
-        self.collect(
-            "cannot read the live tail",
+        let what = "cannot read the live tail";
+        self.collect_live(
+            what,
             LIVE_ROWS_SQL,
-            params![source_id, stream, floor.max(from), to],
+            (source_id, stream),
+            (from, to),
             wal_row,
         )
     }
@@ -706,14 +705,35 @@ impl Snapshot<'_> {
         from: i64,
         to: i64,
     ) -> Result<Vec<i64>> {
+        let what = "cannot list the live tail";
+        self.collect_live(
+            what,
+            LIVE_ROWIDS_SQL,
+            (source_id, stream),
+            (from, to),
+            |r| r.get(0),
+        )
+    }
+
+    /// Runs `sql`, a statement over one stream's live rows up to `?4`
+    /// ([`LIVE_WAL_RANGE`]), for the rows of `stream` within `window`
+    /// that lie past its [`live_floor`]: none when it has no live rows.
+    fn collect_live<T>(
+        &self,
+        what: &str,
+        sql: &str,
+        (source_id, stream): (i64, &str),
+        (from, to): (i64, i64),
+        map: impl FnMut(&Row<'_>) -> rusqlite::Result<T>,
+    ) -> Result<Vec<T>> {
         let Some(floor) = self.live_floor(source_id, stream)? else {
             return Ok(Vec::new());
         };
         self.collect(
-            "cannot list the live tail",
-            LIVE_ROWIDS_SQL,
+            what,
+            sql,
             params![source_id, stream, floor.max(from), to],
-            |r| r.get(0),
+            map,
         )
     }
 
