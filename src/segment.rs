@@ -468,6 +468,37 @@ pub fn decode_segment_with(
     choose: impl FnOnce(&SchemaRef) -> Option<Vec<String>>,
 ) -> std::result::Result<Vec<RecordBatch>, String> {
     let data: bytes::Bytes = bytes.into();
+    let budget = decode_budget(data.len());
+    decode_segment_within(data, choose, budget)
+}
+
+/// The memory a decode of a segment of `len` bytes may fill with values
+/// unless told otherwise: 1 GiB, or 256 bytes per byte of segment for a
+/// larger one. Honest segments decode far below it (dendro's own reach a
+/// few bytes of values per byte); a small hostile one claiming billions
+/// of values is refused before the decoder allocates for them.
+pub fn decode_budget(len: usize) -> u64 {
+    (len as u64)
+        .saturating_mul(DECODE_BYTES_PER_BYTE)
+        .max(DECODE_BUDGET_FLOOR)
+}
+
+/// The least memory [`decode_budget`] allows a decode.
+pub const DECODE_BUDGET_FLOOR: u64 = 1 << 30;
+
+/// The decoded bytes [`decode_budget`] allows per byte of a segment.
+const DECODE_BYTES_PER_BYTE: u64 = 256;
+
+/// [`decode_segment_with`], filling at most `budget` bytes with decoded
+/// values (an upper bound, charged page by page before each is decoded):
+/// for a caller that knows its segments need more than
+/// [`decode_budget`], or wants a tighter bound.
+pub fn decode_segment_within(
+    bytes: impl Into<bytes::Bytes>,
+    choose: impl FnOnce(&SchemaRef) -> Option<Vec<String>>,
+    budget: u64,
+) -> std::result::Result<Vec<RecordBatch>, String> {
+    let data: bytes::Bytes = bytes.into();
     let footer = checked_footer(&data)?;
     guarded(|| {
         let builder = ParquetRecordBatchReaderBuilder::try_new_with_options(
@@ -501,6 +532,7 @@ pub fn decode_segment_with(
         let groups = guard::Checked {
             data: data.clone(),
             metadata: Arc::clone(builder.metadata()),
+            budget: guard::Budget::new(budget),
         };
         let reader =
             ParquetRecordBatchReader::try_new_with_row_groups(&levels, &groups, batch, None)

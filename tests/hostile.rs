@@ -14,7 +14,7 @@ mod parquet_bytes;
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use dendro::segment::{decode_segment, read_footer, segment_schema};
+use dendro::segment::{decode_segment, decode_segment_within, read_footer, segment_schema};
 use dendro::{Archive, Error};
 use parquet_bytes::{Page, Plan, LZ4_RAW, UNCOMPRESSED};
 
@@ -28,11 +28,13 @@ const CEILING: usize = 1 << 30;
 
 thread_local! {
     static LARGEST: Cell<usize> = const { Cell::new(0) };
+    static TOTAL: Cell<usize> = const { Cell::new(0) };
 }
 
 /// Notes a request of `size` bytes; `false` when it is over the ceiling.
 fn note(size: usize) -> bool {
     let _ = LARGEST.try_with(|l| l.set(l.get().max(size)));
+    let _ = TOTAL.try_with(|t| t.set(t.get().saturating_add(size)));
     size <= CEILING
 }
 
@@ -69,6 +71,14 @@ fn largest_allocation<T>(work: impl FnOnce() -> T) -> (T, usize) {
     LARGEST.with(|l| l.set(0));
     let out = work();
     (out, LARGEST.with(Cell::get))
+}
+
+/// Runs `work` and answers its result with the bytes this thread asked
+/// the allocator for meanwhile, freed or not.
+fn total_allocation<T>(work: impl FnOnce() -> T) -> (T, usize) {
+    TOTAL.with(|t| t.set(0));
+    let out = work();
+    (out, TOTAL.with(Cell::get))
 }
 
 /// No refusal may allocate more than this at once: far above what parsing
@@ -289,6 +299,33 @@ fn an_index_page_is_refused_before_the_crate_looks_past_it() {
 /// longer than its bytes. The file walk cannot see inside it; the decoder's
 /// page reader checks the decompressed page, so the decode is a typed
 /// error, not a panic its guard caught (which in wasm32 would abort).
+#[test]
+fn a_few_bytes_of_nulls_claiming_a_quarter_billion_values_are_refused_by_the_decode_budget() {
+    // One RLE run of definition level 0 stands for any count of nulls;
+    // a page may claim up to i32::MAX of them. Each null still takes a
+    // value slot in the decoded column: 2^28 of them ask the decoder for
+    // over 2 GiB, in batches small enough that no one allocation shows.
+    let bytes = Plan::nulls(1 << 28).build();
+    assert!(bytes.len() < 300, "{} bytes", bytes.len());
+    assert!(segment_schema(&bytes).is_ok(), "the footer is honest");
+    let (decoded, total) = total_allocation(|| decode_segment(bytes.to_vec(), None));
+    let err = decoded.expect_err("decode refuses");
+    assert!(err.contains("bytes of memory"), "{err}");
+    assert!(total < 16 << 20, "decode allocated {total} bytes in all");
+}
+
+#[test]
+fn honest_nulls_decode_within_the_default_budget_and_not_within_a_smaller_one() {
+    let rows = 1 << 20;
+    let bytes = Plan::nulls(rows).build();
+    let batches = decode_segment(bytes.clone(), None).unwrap();
+    let decoded: usize = batches.iter().map(|b| b.num_rows()).sum();
+    let nulls: usize = batches.iter().map(|b| b.column(0).null_count()).sum();
+    assert_eq!((decoded, nulls), (rows as usize, rows as usize));
+    let err = decode_segment_within(bytes, |_| None, 4 << 20).expect_err("over budget");
+    assert!(err.contains("more than 4194304 bytes of memory"), "{err}");
+}
+
 #[test]
 fn a_level_run_past_its_bytes_inside_a_compressed_v1_page_is_refused_without_a_panic() {
     let bytes = include_bytes!("corpus/segment/level_run_in_a_compressed_v1_page");

@@ -10,7 +10,15 @@
 //! once its level runs and DELTA_BINARY_PACKED header are sound, using the
 //! very buffer the decoder will decode: the check costs a walk over run
 //! headers, nothing more.
+//!
+//! The same readers charge each page's decoded size to a [`Budget`]
+//! before the decoder sees it. A run of levels or of dictionary indices
+//! honestly stands for millions of values in a few bytes (a column of
+//! nulls, a constant), so no ratio of values to bytes holds; without a
+//! budget a segment of a kilobyte could claim 2^31 values a page and have
+//! the decoder allocate until the process stopped.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
@@ -29,6 +37,42 @@ use super::pages::{check_delta_header, walk_runs};
 pub struct Checked {
     pub data: Bytes,
     pub metadata: Arc<ParquetMetaData>,
+    pub budget: Arc<Budget>,
+}
+
+/// The memory one decode may fill with decoded values, in bytes, shared
+/// by every column's page readers.
+pub struct Budget {
+    limit: u64,
+    spent: AtomicU64,
+}
+
+impl Budget {
+    pub fn new(limit: u64) -> Arc<Budget> {
+        Arc::new(Budget {
+            limit,
+            spent: AtomicU64::new(0),
+        })
+    }
+
+    /// Takes `bytes` from what is left, or says the page would overspend.
+    fn charge(&self, bytes: u64) -> std::result::Result<(), String> {
+        let before = self
+            .spent
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |spent| {
+                Some(spent.saturating_add(bytes))
+            })
+            .unwrap_or(u64::MAX);
+        if before.saturating_add(bytes) > self.limit {
+            return Err(format!(
+                "decoding it would take more than {} bytes of memory: this page \
+                 alone stands for about {bytes} (decode_segment_within takes a \
+                 larger budget for a segment that honestly needs one)",
+                self.limit
+            ));
+        }
+        Ok(())
+    }
 }
 
 impl RowGroups for Checked {
@@ -44,6 +88,7 @@ impl RowGroups for Checked {
         Ok(Box::new(Chunks {
             data: Arc::new(self.data.clone()),
             metadata: Arc::clone(&self.metadata),
+            budget: Arc::clone(&self.budget),
             column,
             group: 0,
         }))
@@ -62,6 +107,7 @@ impl RowGroups for Checked {
 struct Chunks {
     data: Arc<Bytes>,
     metadata: Arc<ParquetMetaData>,
+    budget: Arc<Budget>,
     column: usize,
     group: usize,
 }
@@ -92,6 +138,8 @@ impl Iterator for Chunks {
                 levels,
                 width,
                 byte_array,
+                budget: Arc::clone(&self.budget),
+                longest_entry: None,
                 group: self.group - 1,
                 column: self.column,
                 page: 0,
@@ -110,24 +158,35 @@ struct Pages {
     width: Option<usize>,
     /// Whether the column's values are BYTE_ARRAY.
     byte_array: bool,
+    budget: Arc<Budget>,
+    /// The longest entry of the chunk's byte-array dictionary, once read.
+    longest_entry: Option<u64>,
     group: usize,
     column: usize,
     page: usize,
 }
 
 impl Pages {
-    fn check(&self, page: &Page) -> Result<()> {
+    fn check(&mut self, page: &Page) -> Result<()> {
         let shape = Shape {
             max: self.levels,
             width: self.width,
             byte_array: self.byte_array,
         };
-        check_page(page, shape).map_err(|cause| {
-            ParquetError::General(format!(
-                "page {} of column chunk {} of row group {}: {cause}",
-                self.page, self.column, self.group
-            ))
-        })
+        if shape.byte_array && matches!(page, Page::DictionaryPage { .. }) {
+            self.longest_entry = Some(longest_plain_entry(page.buffer()));
+        }
+        check_page(page, shape)
+            .and_then(|()| {
+                let cost = decoded_cost(page, shape, self.longest_entry);
+                self.budget.charge(cost)
+            })
+            .map_err(|cause| {
+                ParquetError::General(format!(
+                    "page {} of column chunk {} of row group {}: {cause}",
+                    self.page, self.column, self.group
+                ))
+            })
     }
 }
 
@@ -319,6 +378,48 @@ fn check_page(page: &Page, shape: Shape) -> std::result::Result<(), String> {
             buf, num_values, ..
         } => check_plain_byte_arrays(buf, u64::from(*num_values), Encoding::PLAIN, shape),
     }
+}
+
+/// An upper bound on the memory the decoder's output takes for `page`:
+/// a value slot per level (nulls take a slot too), its validity bit and
+/// list offsets, and a byte array's bytes. `longest_entry` is the chunk's
+/// longest dictionary entry, which each dictionary index may copy.
+fn decoded_cost(page: &Page, shape: Shape, longest_entry: Option<u64>) -> u64 {
+    let slots = u64::from(page.num_values());
+    let bytes = page.buffer().len() as u64;
+    // A byte array's slot is its offset; a boolean's a byte, rounding up.
+    let value = shape.width.map_or(4, |w| w as u64);
+    let per_slot = value + 1 + 4 * u64::from(shape.max.repetition);
+    let slots_cost = slots.saturating_mul(per_slot);
+    if !shape.byte_array {
+        return slots_cost.saturating_add(bytes);
+    }
+    let values = match page.encoding() {
+        _ if matches!(page, Page::DictionaryPage { .. }) => bytes,
+        Encoding::PLAIN_DICTIONARY | Encoding::RLE_DICTIONARY => {
+            slots.saturating_mul(longest_entry.unwrap_or(bytes))
+        }
+        // Each value may repeat all of the one before it as its prefix:
+        // no bound tighter than the page's bytes for every value.
+        Encoding::DELTA_BYTE_ARRAY => slots.saturating_mul(bytes),
+        // PLAIN and DELTA_LENGTH_BYTE_ARRAY hold every value's bytes.
+        _ => bytes,
+    };
+    slots_cost.saturating_add(values)
+}
+
+/// The longest entry of a PLAIN byte-array dictionary (each a 4-byte
+/// length, then its bytes); a torn last entry counts as long as the rest
+/// of the page, which its decode then refuses.
+fn longest_plain_entry(buf: &[u8]) -> u64 {
+    let mut longest = 0u64;
+    let mut at = 0usize;
+    while let Some(head) = buf.get(at..at + 4) {
+        let len = u32::from_le_bytes([head[0], head[1], head[2], head[3]]) as usize;
+        longest = longest.max(len.min(buf.len() - at - 4) as u64);
+        at = at.saturating_add(4).saturating_add(len);
+    }
+    longest
 }
 
 /// What [`check_v1_levels`] learnt of a v1 page's body.

@@ -35,7 +35,7 @@ impl Thrift {
         }
     }
 
-    fn varint(&mut self, mut v: u64) {
+    pub fn varint(&mut self, mut v: u64) {
         while v >= 0x80 {
             self.out.push((v as u8) | 0x80);
             v >>= 7;
@@ -211,6 +211,12 @@ pub struct Plan {
     /// footer; the parquet crate reads `version` as an i32 whatever the
     /// wire says, goes on into the string, and reads the hidden one.
     pub hidden: Option<Box<Plan>>,
+    /// The column's values are OPTIONAL (its pages then carry definition
+    /// levels), instead of REQUIRED.
+    pub optional: bool,
+    /// The rows the file and row group claim and the values the chunk
+    /// does, instead of `values`' count.
+    pub claimed_values: Option<i64>,
 }
 
 impl Plan {
@@ -242,7 +248,31 @@ impl Plan {
             hidden: None,
             group_rows: None,
             pad: 0,
+            optional: false,
+            claimed_values: None,
         }
+    }
+
+    /// An OPTIONAL `ts` column of `n` nulls in one uncompressed v1 page:
+    /// its definition levels one RLE run of zeros, a few bytes whatever
+    /// `n` is, and no values.
+    pub fn nulls(n: i32) -> Plan {
+        let mut run = Thrift::new();
+        run.varint((n as u64) << 1);
+        run.out.push(0); // the level the run repeats
+        let mut data = (run.out.len() as u32).to_le_bytes().to_vec();
+        data.extend_from_slice(&run.out);
+        let mut plan = Plan::honest(&[], UNCOMPRESSED);
+        plan.pages = vec![Page {
+            kind: 0,
+            uncompressed: data.len() as i32,
+            data,
+            compressed: None,
+            num_values: n,
+        }];
+        plan.optional = true;
+        plan.claimed_values = Some(i64::from(n));
+        plan
     }
 
     /// The segment's bytes, padded to exactly `len` so they can replace a
@@ -338,8 +368,14 @@ impl Plan {
                 .i32(5, 1)
                 .end();
         }
-        f.element().i32(1, 2).i32(3, 0).binary(4, b"ts").end();
-        f.i64(3, self.values.len() as i64);
+        let repetition = i32::from(self.optional);
+        f.element()
+            .i32(1, 2)
+            .i32(3, repetition)
+            .binary(4, b"ts")
+            .end();
+        let values = self.claimed_values.unwrap_or(self.values.len() as i64);
+        f.i64(3, values);
         f.structs(4, self.row_groups_claimed.unwrap_or(1));
         f.element();
         f.structs(1, 1).element().i64(2, start).begin(3);
@@ -349,7 +385,7 @@ impl Plan {
         let path: Vec<&str> = path.iter().map(String::as_str).collect();
         f.strings(3, &path)
             .i32(4, self.codec)
-            .i64(5, self.values.len() as i64)
+            .i64(5, values)
             .i64(6, self.chunk_uncompressed.unwrap_or(uncompressed))
             .i64(7, compressed)
             .i64(9, data_offset);
@@ -358,7 +394,7 @@ impl Plan {
         }
         f.end().end(); // metadata, chunk
         f.i64(2, uncompressed)
-            .i64(3, self.group_rows.unwrap_or(self.values.len() as i64))
+            .i64(3, self.group_rows.unwrap_or(values))
             .end(); // row group
         if self.unknown_nesting > 0 {
             f.nested_structs(self.unknown_nesting);
