@@ -11,6 +11,11 @@
 //             into the same page (worker already running) for comparison.
 //             Where the time goes comes from the worker's messages, timed
 //             on the page side.
+//   click     the ~100 MB archive open on a fresh page, its exact first
+//             plot drawn: then a stream of another source card clicked,
+//             one after another: time from the click to that stream's
+//             plot with its series drawn (preview or exact) and to its
+//             exact plot. Issue 13's "500 ms from a click to a drawn plot".
 //   memory    the same cold drop on other fresh pages, sampled every 50 ms
 //             through the DevTools protocol: JS heap of page and worker,
 //             their array-buffer stores, the worker's WebAssembly.Memory
@@ -31,7 +36,7 @@
 // (through cargo run), the 3M-row stream by
 // `cargo run --release --example bench_viewer_inputs`.
 //
-//   node scripts/bench-viewer.mjs [--runs N] [--json | --json-out FILE] [--trace DIR] [--skip open,memory,pan] [--dist DIR] [--mode memory|lazy]
+//   node scripts/bench-viewer.mjs [--runs N] [--json | --json-out FILE] [--trace DIR] [--skip open,click,memory,pan] [--dist DIR] [--mode memory|lazy]
 
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
@@ -155,6 +160,17 @@ function rendererRss() {
 function instrument(hookWorker) {
   const w = window;
   w.__bench = { longtasks: [], messages: [] };
+  // Whether a plot's canvas shows its first series: 20 pixels of its
+  // stroke colour (plots.ts PALETTE[0], #2563eb).
+  w.__inked = (canvas) => {
+    const ctx = canvas.getContext("2d");
+    if (!ctx || canvas.width === 0 || canvas.height === 0) return false;
+    const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
+    let n = 0;
+    for (let i = 0; i < d.length; i += 12)
+      if (d[i + 3] > 128 && Math.abs(d[i] - 37) < 40 && Math.abs(d[i + 1] - 99) < 40 && Math.abs(d[i + 2] - 235) < 40 && ++n >= 20) return true;
+    return false;
+  };
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) w.__bench.longtasks.push({ start: e.startTime, duration: e.duration });
   }).observe({ type: "longtask", buffered: true });
@@ -227,16 +243,7 @@ function dropAndWatch() {
   const t0 = performance.now();
   fire("drop");
   const panel = document.querySelector(".dv-tab-panel:not([hidden])");
-  // The first plot's stroke colour (plots.ts PALETTE[0], #2563eb).
-  const inked = (canvas) => {
-    const ctx = canvas.getContext("2d");
-    if (!ctx || canvas.width === 0 || canvas.height === 0) return false;
-    const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 12)
-      if (d[i + 3] > 128 && Math.abs(d[i] - 37) < 40 && Math.abs(d[i + 1] - 99) < 40 && Math.abs(d[i + 2] - 235) < 40 && ++n >= 20) return true;
-    return false;
-  };
+  const inked = window.__inked;
   const r = { file_bytes: file.size };
   return new Promise((resolve) => {
     const done = () => {
@@ -279,6 +286,67 @@ function dropAndWatch() {
   });
 }
 
+/**
+ * Clicks the `nth` stream row of the source cards that is not the stream on
+ * show, and watches once a frame for its view, its plot's series pixels and
+ * its exact plot. Times are from just before the click, in ms.
+ */
+function clickAndWatch(nth) {
+  const panel = document.querySelector(".dv-tab-panel:not([hidden])");
+  const shown = panel?.querySelector('[data-testid="stream-view"]');
+  const here = shown ? `${shown.dataset.source}/${shown.dataset.stream}` : "";
+  const rows = [...(panel?.querySelectorAll('[data-testid="source"] [data-testid="stream-row"]') ?? [])]
+    .map((row) => ({ row, key: `${row.closest('[data-testid="source"]').dataset.source}/${row.dataset.stream}` }))
+    .filter((r) => r.key !== here);
+  const pick = rows[nth % Math.max(1, rows.length)];
+  if (!pick) return Promise.resolve({ error: "no stream to click" });
+  const inked = window.__inked;
+  const r = { stream: pick.key };
+  const t0 = performance.now();
+  pick.row.click();
+  return new Promise((resolve) => {
+    const tick = () => {
+      const now = performance.now() - t0;
+      const view = panel.querySelector('[data-testid="stream-view"]');
+      const mine = view && `${view.dataset.source}/${view.dataset.stream}` === pick.key;
+      const plots = mine ? view.querySelector('[data-testid="plots"]') : null;
+      const state = plots?.getAttribute("data-state");
+      if (mine && r.view_ms === undefined) r.view_ms = now;
+      if (plots && r.plot_ms === undefined) {
+        const c = plots.querySelector(".uplot canvas");
+        if (c && inked(c)) r.plot_ms = now;
+      }
+      if (r.exact_ms === undefined && state === "drawn" && r.plot_ms !== undefined) r.exact_ms = now;
+      if (state === "empty" || state === "failed") r.error = `plots ${state}`;
+      if (r.exact_ms !== undefined || r.error) resolve(r);
+      else if (now > 30_000) resolve({ ...r, error: "timed out" });
+      else requestAnimationFrame(tick);
+    };
+    requestAnimationFrame(tick);
+  });
+}
+
+/** The ~100 MB archive opened on fresh pages, then `clicks` streams clicked on each. */
+async function clickRuns(browser, server) {
+  const out = [];
+  for (let i = 0; i < runs; i++) {
+    const { context, page } = await freshPage(browser, `${server.url}/index.html${pageQuery}`);
+    await stageFile(page, join(INPUTS, ARCHIVES.demo100));
+    await sleep(300);
+    const open = await page.evaluate(dropAndWatch);
+    if (open.error) throw new Error(`click: ${open.error}`);
+    for (let k = 0; k < 4; k++) {
+      await sleep(500);
+      const c = await page.evaluate(clickAndWatch, i + k);
+      c.run = i;
+      out.push(c);
+    }
+    if (page.problems.length) log(`click: ${page.problems.join("; ")}`);
+    await context.close();
+  }
+  return out;
+}
+
 /** The open's steps from the worker messages (ms after the drop). */
 function steps(r) {
   const out = {};
@@ -291,7 +359,8 @@ function steps(r) {
     else if (m.dir === "in") {
       const q = sent.get(m.id);
       if (!q) continue;
-      const what = q.op === "call" ? q.method : q.op;
+      // A file read in place opens with "openFile": the same step.
+      const what = q.op === "call" ? q.method : q.op === "openFile" ? "open" : q.op;
       // Only this archive's calls: those sent once it is open (a tab left
       // in the background may be asking for things too).
       if (what !== "open" && (out.open_done === undefined || q.t < out.open_done)) continue;
@@ -647,6 +716,10 @@ try {
       result[`open_${key}`] = await openRuns(browser, server, key);
     }
   }
+  if (!skip.has("click")) {
+    log(`click streams of ${ARCHIVES.demo100} (${runs} fresh pages, 4 clicks each)`);
+    result.click = await clickRuns(browser, server);
+  }
   if (!skip.has("memory")) {
     for (const key of ["demo10", "demo100"]) {
       log(`memory ${ARCHIVES[key]}`);
@@ -725,6 +798,19 @@ for (const key of ["demo10", "demo100"]) {
     };
   }
 }
+if (result.click) {
+  const ok = result.click.filter((c) => !c.error);
+  summary.click = {
+    clicks: result.click.length,
+    failed: result.click.filter((c) => c.error).map((c) => `${c.stream}: ${c.error}`),
+    plot_ms: median(ok.map((c) => c.plot_ms)),
+    plot_p95_ms: quantile(ok.map((c) => c.plot_ms), 0.95),
+    plot_range: [Math.min(...ok.map((c) => c.plot_ms)), Math.max(...ok.map((c) => c.plot_ms))],
+    exact_ms: median(ok.map((c) => c.exact_ms)),
+    exact_p95_ms: quantile(ok.map((c) => c.exact_ms), 0.95),
+    view_ms: median(ok.map((c) => c.view_ms)),
+  };
+}
 if (result.pan) {
   const p = result.pan;
   const agg = (l) => Object.fromEntries(Object.keys(l[0]).filter((k) => typeof l[0][k] === "number").map((k) => [k, med(l, (r) => r[k])]));
@@ -778,6 +864,14 @@ if (asJson) {
       );
     }
   }
+  if (summary.click) {
+    const c = summary.click;
+    lines.push(
+      `click a stream of ${ARCHIVES.demo100}, archive open (${c.clicks} clicks): view ${f(c.view_ms)} ms,` +
+        ` plot drawn ${f(c.plot_ms)} ms (p95 ${f(c.plot_p95_ms)}) [${f(c.plot_range[0])}-${f(c.plot_range[1])}], exact ${f(c.exact_ms)} ms (p95 ${f(c.exact_p95_ms)})` +
+        (c.failed.length ? `; no plot for ${c.failed.join(", ")}` : ""),
+    );
+  }
   if (summary.pan) {
     const fr = (s) =>
       `median ${f(s.median_ms, 1)} ms, p95 ${f(s.p95_ms, 1)} ms, max ${f(s.max_ms)} ms, ${f(s.fps, 1)} fps [${f(s.fps_range?.[0], 1)}-${f(s.fps_range?.[1], 1)}],` +
@@ -797,6 +891,7 @@ if (asJson) {
     lines.push(`  overview <= 300 ms at 100 MB: ${f(c100.overview_ms)} ms ${verdict(c100.overview_ms <= 300)}`);
     lines.push(`  first plot <= 500 ms at 100 MB: ${f(c100.plot_ms)} ms ${verdict(c100.plot_ms <= 500)} (exact ${f(c100.exact_ms)} ms)`);
   }
+  if (summary.click) lines.push(`  click to drawn plot <= 500 ms at 100 MB: ${f(summary.click.plot_ms)} ms ${verdict(summary.click.plot_ms <= 500)} (p95 ${f(summary.click.plot_p95_ms)} ms, exact ${f(summary.click.exact_ms)} ms)`);
   if (summary.pan) lines.push(`  panning >= 30 fps: ${f(summary.pan.fps, 1)} fps (p95 frame ${f(summary.pan.p95_ms, 1)} ms) ${verdict(summary.pan.fps >= 30)}`);
   const m100 = summary.demo100_memory;
   if (m100) {
