@@ -513,6 +513,7 @@ pub fn decode_segment_within(
             }
             None => ProjectionMask::all(),
         };
+        check_string_leaves(builder.schema(), builder.parquet_schema())?;
         // Only the chunks of the leaves kept are read, so only their pages
         // need checking (a plot of 8 of 548 columns walked every page).
         let read = |leaf: usize| mask.leaf_included(leaf);
@@ -541,6 +542,66 @@ pub fn decode_segment_within(
             .collect::<std::result::Result<Vec<_>, _>>()
             .map_err(|e| e.to_string())
     })
+}
+
+/// Refuses a segment whose embedded Arrow schema makes a string of a
+/// Parquet column not marked as one. The parquet crate checks a byte
+/// array's UTF-8 only when the Parquet schema says the column holds UTF-8
+/// (the STRING logical type or the UTF8 converted type), yet builds the
+/// string array the Arrow schema asks for either way: unchecked bytes in
+/// a string array, which the crate itself asserts against in a debug
+/// build and which a release build hands on as if they were text.
+fn check_string_leaves(
+    schema: &SchemaRef,
+    parquet: &parquet::schema::types::SchemaDescriptor,
+) -> std::result::Result<(), String> {
+    let mut leaves = Vec::new();
+    for field in schema.fields() {
+        arrow_leaves(field.data_type(), field.name(), &mut leaves);
+    }
+    // The crate pairs the two schemas leaf by leaf, depth first; a schema
+    // it could not pair never got this far.
+    if leaves.len() != parquet.num_columns() {
+        return Ok(());
+    }
+    for (i, (name, is_string)) in leaves.iter().enumerate() {
+        let column = parquet.column(i);
+        if *is_string
+            && column.physical_type() == parquet::basic::Type::BYTE_ARRAY
+            && column.converted_type() != parquet::basic::ConvertedType::UTF8
+        {
+            return Err(format!(
+                "column {name:?} is text in the segment's Arrow schema but not marked UTF-8 \
+                 in its Parquet schema, so its bytes would be read as text unchecked"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The leaves of an Arrow type, depth first, as the parquet crate pairs
+/// them with Parquet columns: each with its field's name and whether it
+/// is text.
+fn arrow_leaves(data_type: &arrow_schema::DataType, name: &str, out: &mut Vec<(String, bool)>) {
+    use arrow_schema::DataType;
+    match data_type {
+        DataType::Struct(fields) => {
+            for f in fields {
+                arrow_leaves(f.data_type(), f.name(), out);
+            }
+        }
+        DataType::List(f)
+        | DataType::LargeList(f)
+        | DataType::ListView(f)
+        | DataType::LargeListView(f)
+        | DataType::FixedSizeList(f, _)
+        | DataType::Map(f, _) => arrow_leaves(f.data_type(), name, out),
+        DataType::Dictionary(_, value) => arrow_leaves(value, name, out),
+        DataType::Utf8 | DataType::LargeUtf8 | DataType::Utf8View => {
+            out.push((name.to_string(), true))
+        }
+        _ => out.push((name.to_string(), false)),
+    }
 }
 
 /// Concatenates decoded batches into one (segments are usually one row group).

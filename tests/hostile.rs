@@ -294,6 +294,30 @@ fn an_index_page_is_refused_before_the_crate_looks_past_it() {
     );
 }
 
+/// A column the segment's embedded Arrow schema calls text (Utf8) while
+/// its Parquet schema marks it as plain bytes, holding bytes that are not
+/// UTF-8 (`tests/corpus/segment/text_in_arrow_schema_over_unmarked_bytes`,
+/// from the `segment` fuzz target). The parquet crate checks UTF-8 only
+/// for columns the Parquet schema marks, but builds the string array the
+/// Arrow schema asks for: a panic in a debug build, unchecked bytes posing
+/// as text in a release one. Refused before the crate decodes it, while
+/// an honest string column (marked in both) decodes.
+#[test]
+fn text_over_bytes_the_parquet_schema_does_not_mark_utf8_is_refused() {
+    let bytes = include_bytes!("corpus/segment/text_in_arrow_schema_over_unmarked_bytes");
+    let err = decode_segment(bytes.to_vec(), None).expect_err("refused");
+    assert!(
+        err.contains("column \"label\" is text in the segment's Arrow schema but not marked UTF-8"),
+        "{err}"
+    );
+    let text: arrow_array::ArrayRef =
+        std::sync::Arc::new(arrow_array::StringArray::from(vec!["alpha", "δέλτα", "✓"]));
+    let honest = arrow_array::RecordBatch::try_from_iter([("label", text)]).unwrap();
+    let encoded = dendro::segment::encode_batch(&honest).unwrap();
+    let back = decode_segment(encoded, None).unwrap();
+    assert_eq!(back[0], honest);
+}
+
 /// The fuzz finding kept in the corpus: a nullable column's LZ4 v1 page
 /// whose compressed body holds a bit-packed run of definition levels
 /// longer than its bytes. The file walk cannot see inside it; the decoder's
