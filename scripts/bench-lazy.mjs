@@ -66,7 +66,8 @@ const showSteps = args.includes("--steps");
 const log = (...m) => console.error("bench-lazy:", ...m);
 const log_ = log;
 
-const DIST = join(root, "www/dist");
+// --dist DIR: another build of the page (a side-by-side with an older one).
+const DIST = opt("--dist") ?? join(root, "www/dist");
 const PKG = join(root, "www/pkg");
 const INPUTS = join(root, "target/bench-lazy");
 const targetDir = process.env.CARGO_TARGET_DIR ?? join(root, "target");
