@@ -28,7 +28,7 @@
 //
 //   node scripts/bench-lazy.mjs [--runs N] [--skip open,memory,decode,http] [--sizes 100,1024,5120] [--json-out FILE]
 //                               [--baseline | --no-ranges | --open-as-before] [--steps]
-//                               [--overview-only] [--files A.dendro,B.dendro]
+//                               [--overview-only] [--files A.dendro,B.dendro] [--http-file PATH]
 
 import { execFileSync, spawn } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from "node:fs";
@@ -61,6 +61,8 @@ const openAsBefore = args.includes("--open-as-before");
 const overviewOnly = args.includes("--overview-only");
 // --files A,B: open runs of these archives too (by path), after the sizes.
 const extraFiles = (opt("--files") ?? "").split(",").filter(Boolean);
+// --http-file PATH: serve this archive for the http runs instead of the 1 GB one.
+const httpFile = opt("--http-file");
 // --steps: print each open's steps (the engine worker's trace) as it runs.
 const showSteps = args.includes("--steps");
 const log = (...m) => console.error("bench-lazy:", ...m);
@@ -424,9 +426,10 @@ function countingProxy(target) {
 }
 
 async function httpRuns(browser, mb) {
-  const served = await dendroServe(paths[mb]);
+  const file = httpFile ?? paths[mb];
+  const served = await dendroServe(file);
   const proxy = await countingProxy(served.url);
-  const name = paths[mb].split("/").pop();
+  const name = file.split("/").pop();
   try {
     const out = [];
     for (let i = 0; i < runs; i++) {

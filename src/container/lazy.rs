@@ -159,6 +159,9 @@ pub struct LazyFile<S> {
     max_span: u64,
     failed: Option<SourceFailure>,
     stats: LazyStats,
+    /// While a plan is made ([`LazyFile::plan_misses`]): the ranges reads
+    /// needed and did not find held; nothing is fetched meanwhile.
+    planning: Option<Vec<(u64, u64)>>,
 }
 
 impl<S: ByteSource> LazyFile<S> {
@@ -181,7 +184,38 @@ impl<S: ByteSource> LazyFile<S> {
             max_span,
             failed: None,
             stats: LazyStats::default(),
+            planning: None,
         }
+    }
+
+    /// Runs `work` on the cache alone: a read that would fetch notes the
+    /// range it needed and fails, a read ahead only notes its range, and
+    /// the file itself is left as it was (no failure kept). Answers what
+    /// `work` answered and the ranges noted: what a caller fetching ahead
+    /// brings in so that the same work, run for real, waits on no read.
+    pub(crate) fn plan_misses<R>(
+        &mut self,
+        work: impl FnOnce(&mut Self) -> R,
+    ) -> (R, Vec<(u64, u64)>) {
+        let outer = self.planning.replace(Vec::new());
+        let answer = work(self);
+        let missed = std::mem::replace(&mut self.planning, outer).unwrap_or_default();
+        (answer, missed)
+    }
+
+    /// Whether a plan is being made ([`LazyFile::plan_misses`]).
+    pub(crate) fn planning(&self) -> bool {
+        self.planning.is_some()
+    }
+
+    /// Notes `(offset, len)` as needed when a plan is being made; the
+    /// failure a read then answers, which nothing reports.
+    fn planned_miss(&mut self, offset: u64, len: u64) -> Option<SourceFailure> {
+        let missed = self.planning.as_mut()?;
+        missed.push((offset, len));
+        Some(SourceFailure::Unreadable(
+            "not held yet (a plan is being made)".into(),
+        ))
     }
 
     /// The file's length in bytes.
@@ -231,6 +265,9 @@ impl<S: ByteSource> LazyFile<S> {
                 buf[done..done + n].copy_from_slice(&block[within..within + n]);
                 done += n;
                 continue;
+            }
+            if let Some(planned) = self.planned_miss(index * block_bytes, block_bytes) {
+                return Err(planned);
             }
             let fetched = match self.fetch_from(index) {
                 Ok(fetched) => fetched,
@@ -369,6 +406,14 @@ impl<S: ByteSource> LazyFile<S> {
         out
     }
 
+    /// Whether every block of `len` bytes at `offset` is held (a read of
+    /// them would fetch nothing).
+    pub(crate) fn holds(&self, offset: u64, len: u64) -> bool {
+        let block = self.cache.block_bytes();
+        let end = offset.saturating_add(len).min(self.len);
+        (offset / block..end.div_ceil(block)).all(|b| self.cache.contains(b))
+    }
+
     /// The byte ranges (`offset`, `length`) of the overflow pages holding
     /// `rowid`'s value of `table.column` past its cell, a BLOB of `len`
     /// bytes starting with `head` (as SQLite read them), for a caller that
@@ -410,6 +455,9 @@ impl<S: ByteSource> LazyFile<S> {
     /// read next and where they lie. `false` past the file's end. A
     /// failure stops the file, as in [`LazyFile::read`].
     pub(crate) fn read_ahead(&mut self, offset: u64, len: u64) -> Result<bool, SourceFailure> {
+        if self.planned_miss(offset, len).is_some() {
+            return Ok(false);
+        }
         let mut data = vec![0u8; len as usize];
         if !offset.is_multiple_of(self.cache.block_bytes())
             || !self.read_direct(offset, &mut data)?
@@ -458,6 +506,9 @@ impl<S: ByteSource> LazyFile<S> {
             .is_none_or(|end| end > self.len)
         {
             return Ok(false);
+        }
+        if let Some(planned) = self.planned_miss(offset, buf.len() as u64) {
+            return Err(planned);
         }
         if let Err(failure) = self.source.read_exact_at(offset, buf) {
             self.failed = Some(failure.clone());

@@ -35,6 +35,10 @@ pub trait InPlace {
         offset: u64,
         buf: &mut [u8],
     ) -> Result<bool, SourceFailure>;
+
+    /// What a read of the column's last `tail` bytes would fetch that is
+    /// not held yet (see [`payload::tail_plan`]).
+    fn tail_plan(&self, map: &PayloadMap, tail: u64) -> Vec<(u64, u64)>;
 }
 
 impl<S: ByteSource> InPlace for RefCell<LazyFile<S>> {
@@ -60,6 +64,13 @@ impl<S: ByteSource> InPlace for RefCell<LazyFile<S>> {
         match self.try_borrow_mut() {
             Ok(mut file) => payload::read(&mut file, map, offset, buf),
             Err(_) => Ok(false),
+        }
+    }
+
+    fn tail_plan(&self, map: &PayloadMap, tail: u64) -> Vec<(u64, u64)> {
+        match self.try_borrow_mut() {
+            Ok(mut file) => payload::tail_plan(&mut file, map, tail),
+            Err(_) => Vec::new(),
         }
     }
 }
@@ -184,12 +195,18 @@ impl InPlacePayload {
     }
 
     /// The byte ranges a read of the payload's last `tail` bytes takes
-    /// (its last pages and the pointer-map pages proving them), for a
-    /// caller that fetches many payloads' at once first; empty when the
-    /// payload's place is not proven or it has no chain.
+    /// (its last pages and the pointer-map pages proving them, as guessed,
+    /// and what that read would wait for with what is held now), for a
+    /// caller that fetches many payloads' at once first and asks again
+    /// until nothing is left; empty when the payload's place is not proven
+    /// or it has no chain.
     pub fn tail_ranges(&self, tail: u64) -> Result<Vec<(u64, u64)>, SourceFailure> {
         Ok(self
-            .with_map(|map| Ok(payload::tail_ranges(map, tail)))?
+            .with_map(|map| {
+                let mut ranges = payload::tail_ranges(map, tail);
+                ranges.extend(self.file.tail_plan(map, tail));
+                Ok(ranges)
+            })?
             .unwrap_or_default())
     }
 }

@@ -524,7 +524,31 @@ impl Successors {
             }
         }
         // Any other pointer-map page read already may know.
-        Ok(self.by_map.values().find_map(|m| m.get(&page).copied()))
+        if let Some(next) = self.by_map.values().find_map(|m| m.get(&page).copied()) {
+            return Ok(Some(next));
+        }
+        // Then every pointer-map page held, which costs no read: a chain
+        // broken far away is foreseen whole once a plan has brought them
+        // in (a plan then fetches its breaks in one round rather than one
+        // a round, and the read after it foresees what the plan did).
+        {
+            for map in every_ptrmap(g).unwrap_or_default() {
+                let at = g.offset(map);
+                if self.by_map.contains_key(&map) || !file.holds(at, u64::from(g.page_bytes)) {
+                    continue;
+                }
+                let turned = match self::page(file, g, map)? {
+                    Some(bytes) => turned_round(g, map, &bytes),
+                    None => Default::default(),
+                };
+                let next = turned.get(&page).copied();
+                self.by_map.insert(map, turned);
+                if next.is_some() {
+                    return Ok(next);
+                }
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -610,7 +634,9 @@ fn prime_breaks<S: ByteSource>(
             (g.next_after(before) != Some(page)).then_some(before)
         })
         .collect();
-    if pages.len() < 2 {
+    // One break costs the proof one read whether primed or not; a plan
+    // notes it all the same, a round earlier.
+    if pages.len() < 2 && !file.planning() {
         return Ok(());
     }
     pages.sort_unstable();
@@ -705,6 +731,29 @@ fn prove<S: ByteSource>(
     Ok(true)
 }
 
+/// Notes, for a plan, the runs of physical pages chain pages
+/// `first..=last` take as foreseen, where the cache lacks any of them.
+fn plan_runs<S: ByteSource>(file: &mut LazyFile<S>, map: &PayloadMap, first: u32, last: u32) {
+    let g = map.geometry;
+    let chunk_pages = (DIRECT_CHUNK / u64::from(g.page_bytes)).max(1) as u32;
+    let mut index = first;
+    while index <= last {
+        let Some(page_no) = map.page_at(index) else {
+            return;
+        };
+        let n = stretch(map, index, last, chunk_pages);
+        let (offset, len) = (g.offset(page_no), u64::from(n) * u64::from(g.page_bytes));
+        if !file.holds(offset, len) {
+            let _ = file.read_ahead(offset, len);
+        }
+        // The chain pages that run covers.
+        let end = page_no + n - 1;
+        while index <= last && map.page_at(index).is_some_and(|p| p >= page_no && p <= end) {
+            index += 1;
+        }
+    }
+}
+
 /// How many physical pages from chain page `index`'s one a single read
 /// should take to cover chain pages `index..=last`, as far as they lie
 /// in ascending order with at most [`GAP_PAGES`] between two (the pages
@@ -771,6 +820,12 @@ pub fn read<S: ByteSource>(
     let mut successors = Successors::default();
     foresee(file, map, &mut successors, last)?;
     let g = map.geometry;
+    if file.planning() {
+        // A plan notes every run of the pages foreseen at once rather
+        // than one a round; the real read checks each page's pointer.
+        plan_runs(file, map, first, last);
+        return Ok(false);
+    }
     let page_bytes = g.page_bytes as usize;
     let small = u64::from(last - first + 1) * u64::from(g.page_bytes) <= CACHED_READ;
     let chunk_pages = (DIRECT_CHUNK / u64::from(g.page_bytes)).max(1) as u32;
@@ -787,7 +842,9 @@ pub fn read<S: ByteSource>(
             let n = stretch(map, index, last, chunk_pages);
             raw.resize(n as usize * page_bytes, 0);
             let offset = g.offset(page_no);
-            if small {
+            // A large run a prefetch already brought in (a footer fetched
+            // ahead) is read from the cache, not fetched again.
+            if small || file.holds(offset, raw.len() as u64) {
                 if file.read(&mut raw, offset)? < raw.len() {
                     return Ok(false);
                 }
@@ -864,6 +921,59 @@ pub fn tail_ranges(map: &PayloadMap, tail: u64) -> Vec<(u64, u64)> {
         out.push((g.offset(a), u64::from(b - a + 1) * u64::from(g.page_bytes)));
     }
     out
+}
+
+/// What a read of the column's last `tail` bytes would fetch that the
+/// cache does not hold, found by running that very read on the cache
+/// alone ([`LazyFile::plan_misses`]): the reads ahead it would make and
+/// the first range it would wait for. [`tail_ranges`] guesses where a
+/// chain goes; this follows it as far as the pages held say, so each
+/// round of fetching these and asking again gets past a break of a
+/// fragmented chain (pages reused from the free list) that the guess
+/// missed. Empty once the read would fetch nothing.
+pub fn tail_plan<S: ByteSource>(
+    file: &mut LazyFile<S>,
+    map: &PayloadMap,
+    tail: u64,
+) -> Vec<(u64, u64)> {
+    let tail = tail.min(map.len);
+    if tail == 0 {
+        return Vec::new();
+    }
+    let mut scratch = map.clone();
+    let mut buf = vec![0u8; tail as usize];
+    let (_, mut missed) = file.plan_misses(|f| read(f, &mut scratch, map.len - tail, &mut buf));
+    if !missed.is_empty() {
+        // With every pointer-map page held, the next round foresees the
+        // whole chain however it is broken up, instead of learning one
+        // pointer-map page a round.
+        let g = map.geometry;
+        let maps = every_ptrmap(&g).unwrap_or_default();
+        missed.extend(
+            maps.into_iter()
+                .map(|p| (g.offset(p), u64::from(g.page_bytes))),
+        );
+    }
+    missed
+}
+
+/// The most pointer-map pages a plan asks for all at once: one per about
+/// 3 MiB of a file of 4 KiB pages, so about 800 MiB of file.
+const PLAN_EVERY_MAP: u32 = 256;
+
+/// Every pointer-map page of the file, when it has some and not more than
+/// [`PLAN_EVERY_MAP`].
+fn every_ptrmap(g: &Geometry) -> Option<Vec<u32>> {
+    if !g.ptrmap {
+        return None;
+    }
+    let per = g.usable / 5 + 1;
+    let count = g.pages.saturating_sub(2) / per + 1;
+    if count > PLAN_EVERY_MAP {
+        return None;
+    }
+    let maps = (0..count).map(|i| g.ptrmap_of(2 + i * per));
+    Some(maps.filter(|&p| p <= g.pages).collect())
 }
 
 #[cfg(test)]

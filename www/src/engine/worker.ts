@@ -217,8 +217,8 @@ async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["rea
   }
 }
 
-/** The most rounds a footer prefetch takes (a b-tree of the catalog is a few levels deep). */
-const FOOTER_ROUNDS = 8;
+/** The most rounds a footer prefetch takes (a round per level of the catalog's b-tree, then a few to follow fragmented chains to their footers). */
+const FOOTER_ROUNDS = 12;
 
 /** The bytes a plan of `[offset, length, ...]` asks for. */
 function planBytes(plan: ArrayLike<number>): number {
@@ -227,11 +227,11 @@ function planBytes(plan: ArrayLike<number>): number {
   return bytes;
 }
 
-/** A trace mark with the in-place reader's reads so far (fetches, misses). */
+/** A trace mark with the in-place reader's reads so far (fetches, of them primed, bytes, cache misses). */
 function markRead(what: string, a: Archive, extra: Record<string, number | string> = {}): void {
   if (!traceLog) return;
-  const s = a.lazyStats() as { fetches?: number; misses?: number } | null;
-  mark(what, { fetches: s?.fetches ?? 0, misses: s?.misses ?? 0, ...extra });
+  const s = a.lazyStats() as { fetches?: number; primed?: number; fetchedBytes?: number; misses?: number } | null;
+  mark(what, { fetches: s?.fetches ?? 0, primed: s?.primed ?? 0, bytes: s?.fetchedBytes ?? 0, misses: s?.misses ?? 0, ...extra });
 }
 
 /** openUrl: in place when the server answers ranges and the file is large enough, else null. */

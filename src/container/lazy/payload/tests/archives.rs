@@ -672,6 +672,60 @@ fn fragmented_chains_read_by_range_their_breaks_fetched_together() {
     same_as_sqlite_at(dir.path(), elsewhere, &payloads);
 }
 
+/// The footer prefetch's plan for fragmented chains: asked again after
+/// each round of fetching what it named, it comes to nothing within a few
+/// rounds, and then the tails it was made for are read without one read
+/// of the source. Its guess alone (the pages a contiguous chain would
+/// take) leaves such tails to be read one break at a time.
+#[test]
+fn a_tail_plan_of_fragmented_chains_leaves_their_reads_nothing_to_fetch() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, image, payloads) = write_fragmented(dir.path());
+    let s = serve(&path, image.clone());
+    // The table's pages toward every row, as the engine's rounds before
+    // the footers' bring them in.
+    for &(seq, _) in &payloads {
+        via_catalog(&s.archive, seq, 0, 4).unwrap();
+    }
+    let tail = |len: usize| len.min(3000);
+    let plan = || {
+        s.archive
+            .read_snapshot(|snap| {
+                let mut ranges = Vec::new();
+                for &(seq, len) in &payloads {
+                    let payload = snap.segment_payload(1, "m", seq)?;
+                    let direct = payload.in_place().expect("read in place");
+                    ranges.extend(direct.tail_ranges(tail(len) as u64).unwrap());
+                }
+                Ok(ranges)
+            })
+            .unwrap()
+    };
+    let before = s.reads.get();
+    let mut rounds = 0;
+    loop {
+        let asked = plan();
+        let wanted = s.file.borrow().uncached(&asked);
+        if wanted.is_empty() {
+            break;
+        }
+        rounds += 1;
+        assert!(rounds <= 4, "round {rounds} still asks for {wanted:?}");
+        for (offset, len) in wanted {
+            let bytes = &image[offset as usize..(offset + len) as usize];
+            s.file.borrow_mut().prime(offset, bytes);
+        }
+    }
+    assert_eq!(s.reads.get(), before, "making the plan read nothing itself");
+    assert!(s.file.borrow().failure().is_none());
+    for &(seq, len) in &payloads {
+        let n = tail(len);
+        let got = via_catalog(&s.archive, seq, len - n, n).unwrap();
+        assert_eq!(got, payload_of(seq, len)[len - n..], "seq {seq}");
+    }
+    assert_eq!(s.reads.get(), before, "the planned tails waited on no read");
+}
+
 /// The live rows' prefetch (the browser engine's tail plan) names each
 /// `wal` row's overflow pages by [`LazyFile::payload_ranges`]: exactly the
 /// pages of the row's chain, as its pointers link them, and nothing for
