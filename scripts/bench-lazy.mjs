@@ -440,7 +440,11 @@ async function httpRuns(browser, mb) {
       const before = proxy.log.filter((e) => e.start <= seen.overview.wall);
       // With --overview-only there is no plot to count to.
       const toPlot = seen.plot ? proxy.log.filter((e) => e.start <= seen.plot.wall) : [];
+      // The worker's steps, in ms after the page's navigation began.
+      const steps = await openSteps(page, 0, seen);
+      if (showSteps) log(`http steps (ms after navigation): ${JSON.stringify(steps)}`);
       out.push({
+        steps,
         mode: seen.mode,
         overview_ms: seen.overview.t,
         plot_ms: seen.plot?.t ?? null,
