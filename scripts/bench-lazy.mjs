@@ -38,6 +38,7 @@ import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
 import { attachDevtools, WASM_MEMORY_HOOK } from "./lib/devtools.mjs";
 import { bundleEngine, launch, root } from "./lib/engine-page.mjs";
+import { installInked } from "./lib/ink.mjs";
 import { startServer } from "../www/tests/server.mjs";
 
 const args = process.argv.slice(2);
@@ -127,16 +128,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  */
 function watcher() {
   const w = window;
-  // The first plot's stroke colour (plots.ts PALETTE[0], #2563eb).
-  const inked = (canvas) => {
-    const ctx = canvas.getContext("2d");
-    if (!ctx || canvas.width === 0 || canvas.height === 0) return false;
-    const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 12)
-      if (d[i + 3] > 128 && Math.abs(d[i] - 37) < 40 && Math.abs(d[i + 1] - 99) < 40 && Math.abs(d[i + 2] - 235) < 40 && ++n >= 20) return true;
-    return false;
-  };
+  // Defined by installInked (scripts/lib/ink.mjs), which runs first.
+  const inked = (canvas) => w.__inked(canvas);
   w.__watch = { seen: {}, reset() { this.seen = {}; } };
   const tick = () => {
     const seen = w.__watch.seen;
@@ -181,6 +174,7 @@ async function viewerPage(browser, url, { devtools = false } = {}) {
   const problems = [];
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+  await page.addInitScript(installInked);
   await page.addInitScript(watcher);
   await hookWorkers(context, { memory: devtools });
   const dev = devtools ? await attachDevtools(context, page) : null;

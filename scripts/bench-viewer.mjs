@@ -45,6 +45,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { attachDevtools as devtools, WASM_MEMORY_HOOK } from "./lib/devtools.mjs";
 import { launch, root } from "./lib/engine-page.mjs";
+import { installInked } from "./lib/ink.mjs";
 import { startServer } from "../www/tests/server.mjs";
 
 const args = process.argv.slice(2);
@@ -160,17 +161,6 @@ function rendererRss() {
 function instrument(hookWorker) {
   const w = window;
   w.__bench = { longtasks: [], messages: [] };
-  // Whether a plot's canvas shows its first series: 20 pixels of its
-  // stroke colour (plots.ts PALETTE[0], #2563eb).
-  w.__inked = (canvas) => {
-    const ctx = canvas.getContext("2d");
-    if (!ctx || canvas.width === 0 || canvas.height === 0) return false;
-    const d = ctx.getImageData(0, 0, canvas.width, canvas.height).data;
-    let n = 0;
-    for (let i = 0; i < d.length; i += 12)
-      if (d[i + 3] > 128 && Math.abs(d[i] - 37) < 40 && Math.abs(d[i + 1] - 99) < 40 && Math.abs(d[i + 2] - 235) < 40 && ++n >= 20) return true;
-    return false;
-  };
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) w.__bench.longtasks.push({ start: e.startTime, duration: e.duration });
   }).observe({ type: "longtask", buffered: true });
@@ -200,6 +190,7 @@ async function freshPage(browser, url, { withDevtools = false } = {}) {
   const problems = [];
   page.on("pageerror", (e) => problems.push(`page error: ${e.message}`));
   page.on("console", (m) => m.type() === "error" && problems.push(`console: ${m.text()}`));
+  await page.addInitScript(installInked);
   await page.addInitScript(instrument, withDevtools);
   const dev = withDevtools ? await devtools(context, page) : null;
   await page.goto(url);
