@@ -484,7 +484,7 @@ fn hostile_segments_are_errors_for_that_segment_never_traps() {
 /// The hand-written hostile segments of `tests/hostile.rs`: lies a wasm32
 /// engine cannot survive unchecked (a 2 GiB zero-filled page, a 16 GiB
 /// dictionary or schema capacity, a schema nested 10,000 deep that the
-/// parquet crate would convert by recursion). Each `(name, plan, whether
+/// parquet crate would convert by recursion, 2^28 nulls in a few bytes). Each `(name, plan, whether
 /// the footer itself lies)`.
 fn hostile_plans() -> Vec<(&'static str, crate::parquet_bytes::Plan, bool)> {
     use crate::parquet_bytes::{Page, Plan, LZ4_RAW, UNCOMPRESSED};
@@ -522,6 +522,9 @@ fn hostile_plans() -> Vec<(&'static str, crate::parquet_bytes::Plan, bool)> {
     let mut p = Plan::honest(&ts, UNCOMPRESSED);
     p.row_groups_claimed = Some(i32::MAX as u64);
     out.push(("i32::MAX row groups", p, true));
+    // An honest footer over one run of 2^28 null levels: over 2 GiB of
+    // decoded slots, refused by the decode budget before they are made.
+    out.push(("2^28 nulls in a few bytes", Plan::nulls(1 << 28), false));
     out
 }
 
