@@ -200,6 +200,29 @@ fn a_tail_costs_the_last_pages_and_their_maps_and_a_whole_payload_one_read() {
     assert!(s.file.borrow().stats().cached_bytes < 64 << 10);
 }
 
+/// A whole payload in one run is read with one read, the pointer map not
+/// fetched to look ahead: SQLite's guess of the next page is right all
+/// along, as each page's pointer shows.
+#[test]
+fn a_whole_payload_in_one_run_costs_one_read_and_no_pointer_map_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let (path, image) = write(dir.path(), "a.dendro", &SIZES);
+    let s = serve(&path, image);
+    let len = SIZES[0];
+    // The row's catalog pages, as the open's prefetch brings them in.
+    via_catalog(&s.archive, 0, 0, 4).unwrap();
+    let reads = s.reads.get();
+    assert_eq!(
+        via_catalog(&s.archive, 0, 0, len).unwrap(),
+        payload_of(0, len)
+    );
+    assert_eq!(
+        s.reads.get() - reads,
+        1,
+        "one read for a chain of {len} bytes"
+    );
+}
+
 #[test]
 fn a_file_that_changes_mid_read_is_an_error_for_every_later_read() {
     let dir = tempfile::tempdir().unwrap();
