@@ -387,7 +387,8 @@ fn check_page(page: &Page, shape: Shape) -> std::result::Result<(), String> {
 fn decoded_cost(page: &Page, shape: Shape, longest_entry: Option<u64>) -> u64 {
     let slots = u64::from(page.num_values());
     let bytes = page.buffer().len() as u64;
-    // A byte array's slot is its offset; a boolean's a byte, rounding up.
+    // A byte array's slot is its 4-byte offset; a boolean's is charged the
+    // same, more than its bit.
     let value = shape.width.map_or(4, |w| w as u64);
     let per_slot = value + 1 + 4 * u64::from(shape.max.repetition);
     let slots_cost = slots.saturating_mul(per_slot);
@@ -651,6 +652,51 @@ mod tests {
         // A count of values present is sound.
         let page = v1(&[0x10, 0x01], &delta(8), 8, Encoding::DELTA_BINARY_PACKED);
         check(&page, NULLABLE, None).unwrap();
+    }
+
+    #[test]
+    fn a_pages_decoded_size_counts_every_slot_and_each_dictionary_index_at_the_longest_entry() {
+        let ints = Shape {
+            max: NULLABLE,
+            width: Some(8),
+            byte_array: false,
+        };
+        // Eight null levels in a few bytes still decode to eight slots.
+        let nulls = v1(&[0x10, 0x00], &[], 8, Encoding::PLAIN);
+        let bytes = nulls.buffer().len() as u64;
+        assert_eq!(decoded_cost(&nulls, ints, None), 8 * (8 + 1) + bytes);
+        let strings = Shape {
+            max: NULLABLE,
+            width: None,
+            byte_array: true,
+        };
+        // Entries of 1 and 5 bytes: each index may copy the longest.
+        let dictionary = [1, 0, 0, 0, b'a', 5, 0, 0, 0, b'b', b'c', b'd', b'e', b'f'];
+        assert_eq!(longest_plain_entry(&dictionary), 5);
+        // A torn last entry counts as long as what is left of the page.
+        assert_eq!(
+            longest_plain_entry(&[1, 0, 0, 0, b'a', 9, 0, 0, 0, b'b']),
+            1
+        );
+        let indices = v1(
+            &[0x08, 0x01],
+            &[0x02, 0x08, 0x00],
+            4,
+            Encoding::RLE_DICTIONARY,
+        );
+        assert_eq!(
+            decoded_cost(&indices, strings, Some(5)),
+            4 * (4 + 1) + 4 * 5
+        );
+        // PLAIN byte arrays cost their own bytes.
+        let plain = v1(&[0x02, 0x01], &[1, 0, 0, 0, b'z'], 1, Encoding::PLAIN);
+        let bytes = plain.buffer().len() as u64;
+        assert_eq!(decoded_cost(&plain, strings, None), 4 + 1 + bytes);
+        // The budget is shared and refuses the page that would overspend.
+        let budget = Budget::new(100);
+        assert!(budget.charge(60).is_ok());
+        let err = budget.charge(60).unwrap_err();
+        assert!(err.contains("more than 100 bytes of memory"), "{err}");
     }
 
     #[test]
