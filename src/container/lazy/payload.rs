@@ -497,7 +497,8 @@ impl Successors {
     /// The page whose pointer-map entry says "overflow page after
     /// `page`", looked for in `page`'s own pointer-map page and the next
     /// one (where nearly every chain continues: SQLite hands out free
-    /// pages near the one before). `None` when neither says.
+    /// pages near the one before), then in every pointer-map page held.
+    /// `None` when none says.
     fn after<S: ByteSource>(
         &mut self,
         file: &mut LazyFile<S>,
@@ -515,17 +516,12 @@ impl Successors {
                 if self.by_map.len() >= FORESEE_MAPS {
                     return Ok(None);
                 }
-                if self.held_only && !file.holds(g.offset(map), u64::from(g.page_bytes)) {
+                if self.held_only && !held_page(file, g, map) {
                     continue;
                 }
-                let turned = match self::page(file, g, map)? {
-                    Some(bytes) => turned_round(g, map, &bytes),
-                    None => Default::default(),
-                };
-                self.by_map.insert(map, turned);
             }
-            if let Some(&next) = self.by_map.get(&map).and_then(|m| m.get(&page)) {
-                return Ok(Some(next));
+            if let Some(next) = self.turned(file, g, map)?.get(&page) {
+                return Ok(Some(*next));
             }
         }
         // Any other pointer-map page read already may know.
@@ -536,25 +532,41 @@ impl Successors {
         // broken far away is foreseen whole once a plan has brought them
         // in (a plan then fetches its breaks in one round rather than one
         // a round, and the read after it foresees what the plan did).
-        {
-            for map in every_ptrmap(g).unwrap_or_default() {
-                let at = g.offset(map);
-                if self.by_map.contains_key(&map) || !file.holds(at, u64::from(g.page_bytes)) {
-                    continue;
-                }
-                let turned = match self::page(file, g, map)? {
-                    Some(bytes) => turned_round(g, map, &bytes),
-                    None => Default::default(),
-                };
-                let next = turned.get(&page).copied();
-                self.by_map.insert(map, turned);
-                if next.is_some() {
-                    return Ok(next);
-                }
+        for map in every_ptrmap(g).unwrap_or_default() {
+            if self.by_map.contains_key(&map) || !held_page(file, g, map) {
+                continue;
+            }
+            if let Some(next) = self.turned(file, g, map)?.get(&page) {
+                return Ok(Some(*next));
             }
         }
         Ok(None)
     }
+
+    /// Pointer-map page `map` turned round, read and kept the first time.
+    fn turned<S: ByteSource>(
+        &mut self,
+        file: &mut LazyFile<S>,
+        g: &Geometry,
+        map: u32,
+    ) -> Result<&std::collections::HashMap<u32, u32>, SourceFailure> {
+        Ok(match self.by_map.entry(map) {
+            std::collections::hash_map::Entry::Occupied(kept) => kept.into_mut(),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                let turned = match self::page(file, g, map)? {
+                    Some(bytes) => turned_round(g, map, &bytes),
+                    None => Default::default(),
+                };
+                slot.insert(turned)
+            }
+        })
+    }
+}
+
+/// Whether page `number` is held whole in the cache (reading it fetches
+/// nothing).
+fn held_page<S: ByteSource>(file: &LazyFile<S>, g: &Geometry, number: u32) -> bool {
+    file.holds(g.offset(number), u64::from(g.page_bytes))
 }
 
 /// The "overflow page after" entries of pointer-map page `map`, keyed by
