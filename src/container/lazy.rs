@@ -162,6 +162,9 @@ pub struct LazyFile<S> {
     /// While a plan is made ([`LazyFile::plan_misses`]): the ranges reads
     /// needed and did not find held; nothing is fetched meanwhile.
     planning: Option<Vec<(u64, u64)>>,
+    /// Pointer-map pages turned round by the payload reader, kept for
+    /// every later read (see [`payload::TurnedMaps`]).
+    turned_maps: payload::TurnedMaps,
 }
 
 impl<S: ByteSource> LazyFile<S> {
@@ -185,7 +188,14 @@ impl<S: ByteSource> LazyFile<S> {
             failed: None,
             stats: LazyStats::default(),
             planning: None,
+            turned_maps: Default::default(),
         }
+    }
+
+    /// The pointer-map pages turned round so far, which the payload
+    /// reader keeps here because they hold for as long as the file.
+    pub(crate) fn turned_maps(&mut self) -> &mut payload::TurnedMaps {
+        &mut self.turned_maps
     }
 
     /// Runs `work` on the cache alone: a read that would fetch notes the

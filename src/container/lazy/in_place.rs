@@ -194,19 +194,14 @@ impl InPlacePayload {
             .unwrap_or(false))
     }
 
-    /// The byte ranges a read of the payload's last `tail` bytes takes
-    /// (its last pages and the pointer-map pages proving them, as guessed,
-    /// and what that read would wait for with what is held now), for a
+    /// The byte ranges a read of the payload's last `tail` bytes would
+    /// fetch with what is held now (see [`payload::tail_plan`]), for a
     /// caller that fetches many payloads' at once first and asks again
     /// until nothing is left; empty when the payload's place is not proven
     /// or it has no chain.
     pub fn tail_ranges(&self, tail: u64) -> Result<Vec<(u64, u64)>, SourceFailure> {
         Ok(self
-            .with_map(|map| {
-                let mut ranges = payload::tail_ranges(map, tail);
-                ranges.extend(self.file.tail_plan(map, tail));
-                Ok(ranges)
-            })?
+            .with_map(|map| Ok(self.file.tail_plan(map, tail)))?
             .unwrap_or_default())
     }
 }

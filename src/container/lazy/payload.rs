@@ -7,24 +7,35 @@
 //! A payload larger than its b-tree cell spills into a chain of overflow
 //! pages, each starting with the next one's number (SQLite file format
 //! §1.6, §1.7). Chains written into a growing file are contiguous; chains
-//! written where pages were freed before (a prune, retention) reuse them
-//! and break wherever a freed run ends. An archive's file (auto-vacuum)
+//! written where pages were freed before (a prune, retention, the sealed
+//! rows of a recording) reuse them and break wherever a freed run ends,
+//! in a recorded archive every few pages. An archive's file (auto-vacuum)
 //! has pointer-map pages giving each overflow page's predecessor, and
 //! SQLite skips along a chain by them: the next page is taken to be the
-//! following one when its entry says so, and read from the page before
-//! otherwise. A chain is taken here exactly as SQLite's own read would
-//! take it, on the same evidence: the next pointer of every page read,
-//! the pointer-map entry of every page skipped, and a read of the page
-//! before each break. What the pointer map says beyond that (the page
-//! whose entry names a break's page as its predecessor) only plans
-//! which pages to fetch together, so a fragmented chain costs a few
-//! reads rather than one a break.
+//! following one when that page's entry names the page before. Here the
+//! same kind of evidence is taken one step further: where the following
+//! page's entry does not name it, the page whose entry does is next, so a
+//! read of a chain's tail costs the pointer map and the tail's own pages,
+//! however the chain is broken up. Only where no entry names the page
+//! before (or two do) is that page read for its pointer, as SQLite reads
+//! it. Every page read is checked against its pointer all the same, and
+//! a disagreement is followed as SQLite follows it.
+//!
+//! So for a file whose map and pointers agree (every file SQLite wrote
+//! and nothing damaged since) the bytes are SQLite's. Where damage makes
+//! them disagree on a page a read skips, a read by range gives the chain
+//! the map describes and SQLite the one the pointer does; the file fails
+//! SQLite's integrity check, which `verify` runs, either way. Reading the
+//! page before every break to agree with SQLite there too cost a
+//! recorded archive's footer about as much as its whole payload.
 //!
 //! Every byte here is untrusted. A page that does not parse, a count out
 //! of bounds, keys out of order, a pointer that disagrees: the answer is
 //! "not here" (`None`, `false`) and the caller reads through SQLite, which
 //! reports a damaged file in its own words. Only a failing source is an
 //! error.
+
+use std::rc::Rc;
 
 use super::{ByteSource, LazyFile, SourceFailure};
 
@@ -131,6 +142,12 @@ impl Geometry {
         } else {
             at
         }
+    }
+
+    /// Whether `page` can be an overflow page at all: in the file, and
+    /// neither page 1, a pointer-map page nor the lock-byte page.
+    fn can_chain(&self, page: u32) -> bool {
+        page >= 2 && page <= self.pages && !self.is_ptrmap(page) && page != self.pending_page()
     }
 
     fn is_ptrmap(&self, page: u32) -> bool {
@@ -454,7 +471,7 @@ fn map_cell(
 /// chain's guess may run past its end, where it is wrong anyway); `None`
 /// when `first` cannot be a chain page or no file holds `pages` pages.
 fn guessed_chain(g: &Geometry, first: u32, pages: u64) -> Option<Runs> {
-    if first < 2 || first > g.pages || g.is_ptrmap(first) || first == g.pending_page() {
+    if !g.can_chain(first) {
         return None;
     }
     if pages > u64::from(g.pages) {
@@ -479,8 +496,6 @@ fn guessed_chain(g: &Geometry, first: u32, pages: u64) -> Option<Runs> {
 /// How far apart (in pages) two pages a read needs may lie and still be
 /// fetched in one read: the pages between cost less than another read.
 const GAP_PAGES: u32 = 32;
-/// The most one read fetches for pages a chain's breaks need read.
-const PRIME_PAGES: u32 = 256;
 /// The most pointer-map pages one look ahead along a chain reads.
 const FORESEE_MAPS: usize = 64;
 
@@ -488,7 +503,8 @@ const FORESEE_MAPS: usize = 64;
 /// page, the overflow page whose entry names it as the page before.
 #[derive(Default)]
 struct Successors {
-    by_map: std::collections::HashMap<u32, std::collections::HashMap<u32, u32>>,
+    /// The pointer-map pages this look ahead has consulted.
+    by_map: std::collections::HashMap<u32, Rc<Turned>>,
     /// Look only in pointer-map pages already held, fetching none.
     held_only: bool,
 }
@@ -543,25 +559,54 @@ impl Successors {
         Ok(None)
     }
 
-    /// Pointer-map page `map` turned round, read and kept the first time.
+    /// Pointer-map page `map` turned round: read and turned the first
+    /// time any read of the file needs it, then kept with the file.
     fn turned<S: ByteSource>(
         &mut self,
         file: &mut LazyFile<S>,
         g: &Geometry,
         map: u32,
-    ) -> Result<&std::collections::HashMap<u32, u32>, SourceFailure> {
-        Ok(match self.by_map.entry(map) {
-            std::collections::hash_map::Entry::Occupied(kept) => kept.into_mut(),
-            std::collections::hash_map::Entry::Vacant(slot) => {
-                let turned = match self::page(file, g, map)? {
-                    Some(bytes) => turned_round(g, map, &bytes),
-                    None => Default::default(),
-                };
-                slot.insert(turned)
-            }
-        })
+    ) -> Result<Rc<Turned>, SourceFailure> {
+        if let Some(kept) = self.by_map.get(&map) {
+            return Ok(Rc::clone(kept));
+        }
+        let turned = match file.turned_maps().get(&map) {
+            Some(kept) => Rc::clone(kept),
+            None => match self::page(file, g, map)? {
+                Some(bytes) => {
+                    let turned = Rc::new(turned_round(g, map, &bytes));
+                    let kept = file.turned_maps();
+                    if kept.len() >= TURNED_MAPS_KEPT {
+                        kept.clear();
+                    }
+                    kept.insert(map, Rc::clone(&turned));
+                    turned
+                }
+                None => Rc::default(),
+            },
+        };
+        self.by_map.insert(map, Rc::clone(&turned));
+        Ok(turned)
     }
 }
+
+/// One pointer-map page turned round: for each page, the overflow page
+/// whose entry names it as the page before.
+pub(crate) type Turned = std::collections::HashMap<u32, u32>;
+
+/// The pointer-map pages a file's reads have turned round, by page
+/// number. Kept with the file, whose bytes never change under its reader:
+/// a plan's rounds and the reads after it would otherwise turn the same
+/// pages round once per payload per round (most of a footer plan's time
+/// over a fragmented archive).
+pub(crate) type TurnedMaps = std::collections::HashMap<u32, Rc<Turned>>;
+
+/// The most pointer-map pages a file keeps turned round (each about 20
+/// KiB as a map of 4 KiB pages' entries): all of them for a file of up to
+/// about 800 MiB, as a plan fetches them ([`PLAN_EVERY_MAP`]); a larger
+/// file starts again when they are used up, so a read of every payload of
+/// a 5 GB file does not keep 30 MB of them.
+const TURNED_MAPS_KEPT: usize = PLAN_EVERY_MAP as usize;
 
 /// Whether page `number` is held whole in the cache (reading it fetches
 /// nothing).
@@ -571,7 +616,7 @@ fn held_page<S: ByteSource>(file: &LazyFile<S>, g: &Geometry, number: u32) -> bo
 
 /// The "overflow page after" entries of pointer-map page `map`, keyed by
 /// the page before.
-fn turned_round(g: &Geometry, map: u32, bytes: &[u8]) -> std::collections::HashMap<u32, u32> {
+fn turned_round(g: &Geometry, map: u32, bytes: &[u8]) -> Turned {
     let mut out = std::collections::HashMap::new();
     let entries = (g.usable / 5) as usize;
     for i in 0..entries {
@@ -579,7 +624,11 @@ fn turned_round(g: &Geometry, map: u32, bytes: &[u8]) -> std::collections::HashM
         if bytes.get(at) == Some(&PTRMAP_OVERFLOW2) {
             if let (Some(parent), Some(page)) = (be32(bytes, at + 1), map.checked_add(1 + i as u32))
             {
-                out.insert(parent, page);
+                // Two entries naming one page before: the map says
+                // nothing of what follows it (0 names no page).
+                if out.insert(parent, page).is_some() {
+                    out.insert(parent, 0);
+                }
             }
         }
     }
@@ -588,9 +637,10 @@ fn turned_round(g: &Geometry, map: u32, bytes: &[u8]) -> std::collections::HashM
 
 /// Replaces the guess for chain pages `proven + 1..=upto` by where the
 /// pointer map says the chain goes, as far as it says (the rest keeps the
-/// guess of contiguous pages). Only a plan of what to fetch: every page
-/// is still taken as SQLite takes it ([`prove`], [`read`]), so a map that
-/// lies costs reads, never wrong bytes.
+/// guess of contiguous pages). A plan of what to fetch and read: [`prove`]
+/// takes each page on the map's word again, and [`read`] checks the
+/// pointer of every page it reads, so where a page read disagrees with
+/// the map the chain follows the page.
 fn foresee<S: ByteSource>(
     file: &mut LazyFile<S>,
     map: &mut PayloadMap,
@@ -613,7 +663,7 @@ fn foresee<S: ByteSource>(
         let Some(next) = successors.after(file, &g, at)? else {
             break;
         };
-        if next == 0 || next > g.pages {
+        if !g.can_chain(next) {
             break;
         }
         match runs.last_mut() {
@@ -636,55 +686,14 @@ fn foresee<S: ByteSource>(
     Ok(())
 }
 
-/// Fetches, in few reads, the pages a proof of chain pages
-/// `proven + 1..=upto` will read: those after which the chain (as
-/// foreseen) does not continue with SQLite's guess.
-fn prime_breaks<S: ByteSource>(
-    file: &mut LazyFile<S>,
-    map: &PayloadMap,
-    upto: u32,
-) -> Result<(), SourceFailure> {
-    let g = map.geometry;
-    let mut pages: Vec<u32> = (map.proven + 1..=upto)
-        .filter_map(|index| {
-            let (before, page) = (map.page_at(index - 1)?, map.page_at(index)?);
-            (g.next_after(before) != Some(page)).then_some(before)
-        })
-        .collect();
-    // One break costs the proof one read whether primed or not; a plan
-    // notes it all the same, a round earlier.
-    if pages.len() < 2 && !file.planning() {
-        return Ok(());
-    }
-    pages.sort_unstable();
-    pages.dedup();
-    let mut spans: Vec<(u32, u32)> = Vec::new();
-    for p in pages {
-        match spans.last_mut() {
-            Some(span) if p - (span.0 + span.1 - 1) <= GAP_PAGES && p - span.0 < PRIME_PAGES => {
-                span.1 = p - span.0 + 1
-            }
-            _ => spans.push((p, 1)),
-        }
-    }
-    let ranges: Vec<(u64, u64)> = spans
-        .iter()
-        .map(|&(first, n)| (g.offset(first), u64::from(n) * u64::from(g.page_bytes)))
-        .collect();
-    for (offset, len) in file.uncached(&ranges) {
-        file.read_ahead(offset, len)?;
-    }
-    Ok(())
-}
-
 /// Proves chain pages `1..=upto` as SQLite's own skip along the chain
-/// finds them: the guessed page is the chain's when its pointer-map entry
-/// says "overflow page after" the page before; where it does not (or the
-/// file has no pointer map), the page before is read and its next pointer
-/// followed, and the rest of the chain guessed again from there. So a
-/// fragmented chain (pages reused from the free list) costs a page read
-/// at each break, as it costs SQLite. `false` when a page cannot be read
-/// or a pointer names no page a chain can use.
+/// finds them, and further: the guessed page is the chain's when its
+/// pointer-map entry says "overflow page after" the page before; where it
+/// does not, the page whose entry says so is, and only where none (or
+/// more than one) says is the page before read and its next pointer
+/// followed (so a file without a pointer map costs a read per break).
+/// The rest of the chain is foreseen again from each page found. `false`
+/// when a page cannot be read or a pointer names no page a chain can use.
 fn prove<S: ByteSource>(
     file: &mut LazyFile<S>,
     map: &mut PayloadMap,
@@ -699,7 +708,6 @@ fn prove<S: ByteSource>(
     let g = map.geometry;
     let mut successors = Successors::default();
     foresee(file, map, &mut successors, upto)?;
-    prime_breaks(file, map, upto)?;
     let mut held: Option<(u32, Vec<u8>)> = None;
     for index in map.proven + 1..=upto {
         let Some(parent) = map.page_at(index - 1) else {
@@ -727,8 +735,19 @@ fn prove<S: ByteSource>(
             }
             by_map = entry == Some(&PTRMAP_OVERFLOW2) && be32(entries, at + 1) == Some(parent);
         }
-        let next = match (by_map, guess) {
-            (true, Some(guess)) => guess,
+        // Where the guess is not the next page, the page whose own entry
+        // names `parent` as the page before is, as the guess's entry is
+        // taken above; only where no entry (or more than one) says is the
+        // page before read for its pointer.
+        let named = match (by_map, g.ptrmap) {
+            (false, true) => successors
+                .after(file, &g, parent)?
+                .filter(|&p| g.can_chain(p)),
+            _ => None,
+        };
+        let next = match (by_map, guess, named) {
+            (true, Some(guess), _) => guess,
+            (_, _, Some(named)) => named,
             _ => match page(file, &g, parent)?.and_then(|bytes| be32(&bytes, 0)) {
                 Some(next) => next,
                 None => return Ok(false),
@@ -741,7 +760,6 @@ fn prove<S: ByteSource>(
             }
             map.proven = index;
             foresee(file, map, &mut successors, upto)?;
-            prime_breaks(file, map, upto)?;
         }
         map.proven = index;
     }
@@ -953,11 +971,12 @@ pub fn tail_ranges(map: &PayloadMap, tail: u64) -> Vec<(u64, u64)> {
 /// What a read of the column's last `tail` bytes would fetch that the
 /// cache does not hold, found by running that very read on the cache
 /// alone ([`LazyFile::plan_misses`]): the reads ahead it would make and
-/// the first range it would wait for. [`tail_ranges`] guesses where a
-/// chain goes; this follows it as far as the pages held say, so each
-/// round of fetching these and asking again gets past a break of a
-/// fragmented chain (pages reused from the free list) that the guess
-/// missed. Empty once the read would fetch nothing.
+/// the first range it would wait for, and with them either every
+/// pointer-map page of the file, when it has few enough (the next round's
+/// read then foresees the whole chain however it is broken up, and names
+/// exactly its tail's pages), or else SQLite's guess ([`tail_ranges`]),
+/// right at once for a chain in one run. Empty once the read would fetch
+/// nothing.
 pub fn tail_plan<S: ByteSource>(
     file: &mut LazyFile<S>,
     map: &PayloadMap,
@@ -970,16 +989,16 @@ pub fn tail_plan<S: ByteSource>(
     let mut scratch = map.clone();
     let mut buf = vec![0u8; tail as usize];
     let (_, mut missed) = file.plan_misses(|f| read(f, &mut scratch, map.len - tail, &mut buf));
-    if !missed.is_empty() {
-        // With every pointer-map page held, the next round foresees the
-        // whole chain however it is broken up, instead of learning one
-        // pointer-map page a round.
-        let g = map.geometry;
-        let maps = every_ptrmap(&g).unwrap_or_default();
-        missed.extend(
+    if missed.is_empty() {
+        return missed;
+    }
+    let g = map.geometry;
+    match every_ptrmap(&g) {
+        Some(maps) => missed.extend(
             maps.into_iter()
                 .map(|p| (g.offset(p), u64::from(g.page_bytes))),
-        );
+        ),
+        None => missed.extend(tail_ranges(map, tail)),
     }
     missed
 }
