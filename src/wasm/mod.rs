@@ -321,11 +321,11 @@ impl JsArchive {
                 .cloned()
                 .collect();
         }
-        let footers = self.footer_pages(file, &listing, &asked)?;
-        if !footers.is_empty() {
-            return Ok(flat(footers));
-        }
-        Ok(flat(self.tail_pages(file, &request)))
+        // The live tail's rounds go along with the footers' (neither needs
+        // the other's pages), rather than after them.
+        let mut pages = self.footer_pages(file, &listing, &asked)?;
+        pages.extend(self.tail_pages(file, &request));
+        Ok(flat(pages))
     }
 
     /// Keeps `bytes`, fetched from `offset` for `prefetchPlan`, in the
@@ -775,7 +775,7 @@ impl JsArchive {
         Ok(file.borrow().uncached(&ranges))
     }
 
-    /// A round of the live tail's prefetch, after the footers': the `wal`
+    /// A round of the live tail's prefetch, beside the footers': the `wal`
     /// primary key's index is fetched, the rows a read of `request`
     /// decodes from the tail are found in it (no row is read), then the
     /// `wal` leaves holding them are fetched, then their overflow pages. A writer's rows lie wherever
