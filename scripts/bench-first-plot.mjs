@@ -6,6 +6,11 @@
 //
 //   node scripts/bench-first-plot.mjs [--runs N] [--mode lazy|memory] [--wasm PATH] [--archive FILE]
 //                                     [--stream NAME] [--plots N] [--trace] [--trace-from MARK]
+//                                     [--prefetch] [--idle MS]
+//
+// --prefetch sends the stream's prefetch as soon as the description is in,
+// as the page does, then waits --idle ms (default 80, about what the page
+// spends building its overview and cards) before asking for the schema.
 //
 // Builds nothing: www/pkg must hold the module (scripts/build-wasm.sh).
 import { readFileSync } from "node:fs";
@@ -22,6 +27,8 @@ const archive = opt("--archive") ?? join(root, "target/bench-viewer/demo100.dend
 const stream = opt("--stream") ?? "cpu";
 const plots = Number(opt("--plots")) || 8;
 const wasm = opt("--wasm");
+const prefetch = args.includes("--prefetch");
+const idle = Number(opt("--idle") ?? 80);
 
 const out = join(tmpdir(), `dendro-first-plot-${process.pid}`);
 await bundleEngine(out, wasm ? { wasm } : {});
@@ -40,7 +47,7 @@ const rows = [];
 for (let i = 0; i < runs; i++) {
   const { page, problems } = await enginePage(browser, server.url);
   const r = await page.evaluate(
-    async ({ file, mode, stream, plots }) => {
+    async ({ file, mode, stream, plots, prefetch, idle }) => {
       const blob = await (await fetch(`/data/${file}`)).blob();
       const t0 = performance.now();
       const engine = window.createEngine();
@@ -51,6 +58,12 @@ for (let i = 0; i < runs; i++) {
       t.describe = performance.now() - m;
       const source = d.sources[0];
       const st = source.streams.find((s) => s.name === stream);
+      const first = BigInt(st.segments[0].first_ts);
+      const last = BigInt(st.live_span ? st.live_span[1] : st.segments[st.segments.length - 1].last_ts);
+      if (prefetch) {
+        void a.prefetch(source.id, stream, first, last);
+        await new Promise((r) => setTimeout(r, idle));
+      }
       m = performance.now();
       const schema = await a.schema(source.id, stream);
       t.schema = performance.now() - m;
@@ -60,8 +73,6 @@ for (let i = 0; i < runs; i++) {
       const columns = numeric.slice(0, plots).map((c) => c.name);
       // Counters are plotted as rates, as the page does.
       const rates = numeric.slice(0, plots).filter((c) => c.metadata[KIND] === "counter").map((c) => c.name);
-      const first = BigInt(st.segments[0].first_ts);
-      const last = BigInt(st.live_span ? st.live_span[1] : st.segments[st.segments.length - 1].last_ts);
       m = performance.now();
       let preview;
       const env = await a.readRange(source.id, stream, first, last, {
@@ -79,7 +90,7 @@ for (let i = 0; i < runs; i++) {
       window.__engine = engine;
       return t;
     },
-    { file: basename(archive), mode, stream, plots },
+    { file: basename(archive), mode, stream, plots, prefetch, idle },
   );
   if (problems.length) console.error(problems);
   if (trace) {

@@ -368,6 +368,46 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
     await page.close();
   });
 
+  it("prefetches a stream's window so that its plot's read fetches nothing more ahead", T, async () => {
+    // The page sends the prefetch as soon as it knows the stream to plot,
+    // and builds its cards meanwhile. The demo's chains are fragmented
+    // (the writer's seals reuse freed pages), the harder case.
+    const file = join(WORK, "live-tail.dendro");
+    if (!existsSync(file)) dendro("demo", "--size", "10", "--hosts", "1", file);
+    const page = await enginePage();
+    await page.locator("#files").setInputFiles(file);
+    const r = await page.evaluate(async () => {
+      const engine = window.createEngine();
+      const f = document.getElementById("files").files[0];
+      const h = await engine.openFile(f, f.name);
+      const d = await h.describe();
+      const source = d.sources[0];
+      const st = source.streams.find((x) => x.name === "cpu");
+      const from = st.segments[0].first_ts;
+      const to = st.live_span[1];
+      const opened = await h.lazyStats();
+      await h.prefetch(source.id, st.name, from, to);
+      const prefetched = await h.lazyStats();
+      const schema = await h.schema(source.id, st.name);
+      const columns = schema.columns.filter((c) => c.name !== schema.ts_column && /^(Int|UInt|Float)/.test(c.type)).slice(0, 8).map((c) => c.name);
+      let previews = 0;
+      const env = await h.readRange(source.id, st.name, from, to, { columns, maxPoints: 500, onPreview: () => previews++ });
+      const read = await h.lazyStats();
+      engine.terminate();
+      return {
+        segments: st.segments.length,
+        decoded: env.segments_read,
+        previews,
+        prefetchPrimed: prefetched.primed - opened.primed,
+        readPrimed: read.primed - prefetched.primed,
+      };
+    });
+    assert.ok(r.segments >= 3 && r.previews === 1 && r.decoded === r.segments, JSON.stringify(r));
+    assert.ok(r.prefetchPrimed > 0, `the prefetch fetched nothing: ${JSON.stringify(r)}`);
+    assert.equal(r.readPrimed, 0, `the read fetched ahead again what the prefetch should have: ${JSON.stringify(r)}`);
+    await page.close();
+  });
+
   it("says the archive changed when the server's copy is rewritten between reads", T, async () => {
     const dir = join(WORK, "changing");
     await rm(dir, { recursive: true, force: true });

@@ -338,6 +338,10 @@ class Handle implements ArchiveHandle {
     );
   }
 
+  prefetch(source: number, stream: string, from: bigint, to: bigint): Promise<void> {
+    return this.call("prefetch", [source, stream, from, to], `fetching ahead stream "${stream}" (source ${source})`).then(() => {});
+  }
+
   liveTail(source: number, stream: string): Promise<LiveTail> {
     return this.call("liveTail", [source, stream], `the live tail of stream "${stream}" (source ${source})`);
   }

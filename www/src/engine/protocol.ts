@@ -38,6 +38,11 @@ export interface Calls {
     ];
     result: RangeEnvelope;
   };
+  /**
+   * Fetches ahead what a preview and read of the window will read, in few
+   * batches, for an archive read in place (nothing for one in memory).
+   */
+  prefetch: { args: [source: number, stream: string, from: bigint, to: bigint]; result: null };
   liveTail: { args: [source: number, stream: string]; result: LiveTail };
   callerIndex: { args: [source: number, stream: string, seq: number]; result: Uint8Array | null };
   callerRows: { args: [source: number, name: string, from: bigint, to: bigint]; result: CallerRow[] };

@@ -321,6 +321,15 @@ export interface ArchiveHandle {
     to: bigint,
     opts?: RangeOptions & Cancellable,
   ): Promise<RangeEnvelope>;
+  /**
+   * Fetches ahead, in a few batched reads, what a preview and read of the
+   * window will read from an archive read in place (the segments'
+   * footers, the live tail), so that a `readRange` sent later waits on
+   * none of it: worth sending as soon as the stream to plot is known,
+   * while the page is busy with other things. Does nothing for an archive
+   * held in memory; a failure is left for the read to report.
+   */
+  prefetch(source: number, stream: string, from: bigint, to: bigint): Promise<void>;
   liveTail(source: number, stream: string): Promise<LiveTail>;
   callerIndex(source: number, stream: string, seq: number): Promise<Uint8Array | null>;
   callerRows(source: number, name: string, from: bigint, to: bigint, opts?: Cancellable): Promise<CallerRow[]>;

@@ -120,6 +120,8 @@ const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls
   readSegment: (a, source, stream, seq, columns) => a.readSegment(source, stream, seq, columns ?? undefined),
   readRange: (a, source, stream, from, to, columns, maxPoints, rates) =>
     a.readRange(source, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined),
+  // Run in callOn, where the archive's source is at hand; nothing to do here.
+  prefetch: () => null,
   liveTail: (a, source, stream) => a.liveTail(source, stream),
   callerIndex: (a, source, stream, seq) => a.callerIndex(source, stream, seq) ?? null,
   callerRows: (a, source, name, from, to) => a.callerRows(source, name, from, to),
@@ -215,6 +217,22 @@ async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["rea
     if ((await fillPlan(a, source, plan)) === null) return;
     markRead("footers fetched", a);
   }
+}
+
+/**
+ * prefetch: the footers and live tail a preview and read of the window
+ * take, fetched in few batches. It runs in the queue like any request:
+ * run beside it, a schema answered meanwhile held up the reads' arrival,
+ * and the first plot came no sooner.
+ */
+async function prefetchWindow(a: Archive, handle: number, args: Calls["prefetch"]["args"]): Promise<null> {
+  const source = inPlace.get(handle);
+  if (!source || noRanges) return null;
+  const [src, stream, from, to] = args;
+  // As a plot's read with a preview asks: every footer of the window (how
+  // many points it asks for does not change which).
+  await prefetchFooters(a, source, [src, stream, from, to, null, 1, null, true]);
+  return null;
 }
 
 /** The most rounds a footer prefetch takes (a round per level of the catalog's b-tree, then a few to follow fragmented chains to their footers). */
@@ -480,6 +498,7 @@ async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unkno
 }
 
 async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
+  if (req.method === "prefetch") return prefetchWindow(a, req.handle, req.args as Calls["prefetch"]["args"]);
   const source = inPlace.get(req.handle);
   if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
   // A preview asked for is posted once, ahead of the answer, under the request's id.

@@ -157,6 +157,10 @@ export class ArchiveView {
           }
     }
     this.pending = pick;
+    // Read in place, the first plot's footers are fetched now, while this
+    // frame and the cards are built (the worker is idle meanwhile), not
+    // after the stream view has asked for the schema.
+    if (pick && handle.mode === "lazy") void handle.prefetch(pick.source, pick.stream, this.from, this.to).catch(() => {});
     this.el.addEventListener("keydown", (ev) => this.onKey(ev));
     if (this.following) {
       this.paintFollow();
