@@ -311,27 +311,29 @@ fn footer_tail(payload: &crate::catalog::Payload<'_>) -> u64 {
         .min(len)
 }
 
-/// The byte ranges the footers of `records` lie in, for a prefetch: the
-/// last pages of each payload whose place in the file is known, and the
-/// pointer-map pages that prove them. How much of each end is fetched
-/// follows the first payload's footer length ([`footer_tail`]).
+/// The byte ranges the footer of each of `records` lies in that are not
+/// held yet, for a prefetch (one list a record, in order; empty for a
+/// payload whose place in the file is not known): see
+/// `InPlacePayload::tail_ranges`. How much of each end is fetched follows
+/// the first payload's footer length ([`footer_tail`]).
 pub(crate) fn footer_ranges(
     archive: &Archive,
     records: &[SegmentRecord],
-) -> Result<Vec<(u64, u64)>> {
+) -> Result<Vec<Vec<(u64, u64)>>> {
     archive.read_snapshot(|s| {
-        let mut out = Vec::new();
+        let mut out = Vec::with_capacity(records.len());
         let mut tail = None;
         for r in records {
             let payload = s.segment_payload(r.source_id, &r.stream, r.seq)?;
             let tail = *tail.get_or_insert_with(|| footer_tail(&payload));
-            if let Some(direct) = payload.in_place() {
-                let ranges = direct.tail_ranges(tail).map_err(|cause| Error::Source {
+            let ranges = match payload.in_place() {
+                Some(direct) => direct.tail_ranges(tail).map_err(|cause| Error::Source {
                     file: s.file().to_string(),
                     cause,
-                })?;
-                out.extend(ranges);
-            }
+                })?,
+                None => Vec::new(),
+            };
+            out.push(ranges);
         }
         Ok(out)
     })
