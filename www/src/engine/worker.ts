@@ -252,9 +252,25 @@ function markRead(what: string, a: Archive, extra: Record<string, number | strin
   mark(what, { fetches: s?.fetches ?? 0, primed: s?.primed ?? 0, bytes: s?.fetchedBytes ?? 0, misses: s?.misses ?? 0, ...extra });
 }
 
+/**
+ * The first request of each openUrl, sent as its message arrives: a page
+ * opened at `?url=` asks before the module has compiled and warmed up,
+ * and the probe is only a fetch, so it need not wait for them.
+ */
+const earlyProbes = new Map<number, ReturnType<typeof probeUrl>>();
+
+function probeEarly(req: Extract<Request, { op: "openUrl" }>): void {
+  const probe = probeUrl(req.url, Math.max(PROBE_BYTES, headBytes), req.minLazyBytes);
+  // A request cancelled before it runs leaves its probe unread.
+  probe.catch(() => {});
+  earlyProbes.set(req.id, probe);
+}
+
 /** openUrl: in place when the server answers ranges and the file is large enough, else null. */
 async function openUrl(req: Extract<Request, { op: "openUrl" }>): Promise<number | null> {
-  const probe = await probeUrl(req.url, Math.max(PROBE_BYTES, headBytes), req.minLazyBytes);
+  const early = earlyProbes.get(req.id);
+  earlyProbes.delete(req.id);
+  const probe = await (early ?? probeUrl(req.url, Math.max(PROBE_BYTES, headBytes), req.minLazyBytes));
   if (!probe) return null;
   return openInPlace(new HttpSource(req.url, probe), req.name, true);
 }
@@ -686,6 +702,7 @@ async function step(): Promise<void> {
   else mark(started);
   runningCancelled = false;
   if (cancelled.delete(req.id)) {
+    earlyProbes.delete(req.id);
     reply({ id: req.id, ok: false, error: engineError("Cancelled", "The request was cancelled before it ran.") });
   } else {
     await handle(req);
@@ -736,6 +753,7 @@ scope.onmessage = (e: MessageEvent<ToWorker>) => {
     else released.add(msg.id);
     return;
   }
+  if (msg.op === "openUrl") probeEarly(msg);
   queue.push(msg);
   schedule();
 };
