@@ -971,12 +971,13 @@ pub fn tail_ranges(map: &PayloadMap, tail: u64) -> Vec<(u64, u64)> {
 /// What a read of the column's last `tail` bytes would fetch that the
 /// cache does not hold, found by running that very read on the cache
 /// alone ([`LazyFile::plan_misses`]): the reads ahead it would make and
-/// the first range it would wait for, and with them either every
-/// pointer-map page of the file, when it has few enough (the next round's
-/// read then foresees the whole chain however it is broken up, and names
-/// exactly its tail's pages), or else SQLite's guess ([`tail_ranges`]),
-/// right at once for a chain in one run. Empty once the read would fetch
-/// nothing.
+/// the first range it would wait for, and with them SQLite's guess
+/// ([`tail_ranges`]: right at once for a chain in one run, so a copied or
+/// compacted archive's footers come in one round, one request over HTTP)
+/// and every pointer-map page of the file, when it has few enough (the
+/// next round's read then foresees any other chain whole, however it is
+/// broken up, and names exactly its tail's pages). Empty once the read
+/// would fetch nothing.
 pub fn tail_plan<S: ByteSource>(
     file: &mut LazyFile<S>,
     map: &PayloadMap,
@@ -993,13 +994,12 @@ pub fn tail_plan<S: ByteSource>(
         return missed;
     }
     let g = map.geometry;
-    match every_ptrmap(&g) {
-        Some(maps) => missed.extend(
-            maps.into_iter()
-                .map(|p| (g.offset(p), u64::from(g.page_bytes))),
-        ),
-        None => missed.extend(tail_ranges(map, tail)),
-    }
+    missed.extend(tail_ranges(map, tail));
+    let maps = every_ptrmap(&g).unwrap_or_default();
+    missed.extend(
+        maps.into_iter()
+            .map(|p| (g.offset(p), u64::from(g.page_bytes))),
+    );
     missed
 }
 
