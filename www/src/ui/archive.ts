@@ -1,7 +1,7 @@
 // One open archive: overview, sources, timeline and the selected stream,
 // sharing one time window.
 
-import type { ArchiveHandle, Description, Engine, FollowTraffic, SourceInfo, StreamInfo } from "../engine/types";
+import type { ArchiveHandle, Description, Engine, FollowTraffic, SourceInfo, StreamInfo, StreamSchema } from "../engine/types";
 import { CAPS, type Filtered, filterCatalog, needsFilter, plural, shownText } from "./catalog";
 import { debounce, h, moreBar, replace, setText } from "./dom";
 import { explain, isChanged } from "./errors";
@@ -51,6 +51,8 @@ export class ArchiveView {
   private timeline: Timeline | null = null;
   /** The stream to open once built. */
   private pending: Pick | null = null;
+  /** The first stream's schema, asked for as the archive opened (see the constructor). */
+  private schemaAhead: { source: number; stream: string; handle: ArchiveHandle; schema: Promise<StreamSchema> } | null = null;
   private destroyed = false;
   private readonly streamSlot: HTMLElement;
   private readonly sources: HTMLElement;
@@ -157,10 +159,15 @@ export class ArchiveView {
           }
     }
     this.pending = pick;
-    // Read in place, the first plot's footers are fetched now, while this
-    // frame and the cards are built (the worker is idle meanwhile), not
-    // after the stream view has asked for the schema.
-    if (pick && handle.mode === "lazy") void handle.prefetch(pick.source, pick.stream, this.from, this.to).catch(() => {});
+    // The first plot's schema is asked for now and, read in place, its
+    // footers fetched, while this frame and the cards are built (the
+    // worker is idle meanwhile), not once the stream view is up.
+    if (pick) {
+      const schema = handle.schema(pick.source, pick.stream);
+      schema.catch(() => {});
+      this.schemaAhead = { source: pick.source, stream: pick.stream, handle, schema };
+      if (handle.mode === "lazy") void handle.prefetch(pick.source, pick.stream, this.from, this.to).catch(() => {});
+    }
     this.el.addEventListener("keydown", (ev) => this.onKey(ev));
     if (this.following) {
       this.paintFollow();
@@ -621,6 +628,12 @@ export class ArchiveView {
         onWindow: (a, b) => this.setWindow(a, b),
         onColumns: () => this.host.changed(this),
         step: (dir) => this.step(dir),
+        schema: (source, stream) => {
+          const ahead = this.schemaAhead;
+          this.schemaAhead = null;
+          const same = ahead && ahead.source === source && ahead.stream === stream && ahead.handle === this.handle;
+          return same ? ahead.schema : this.handle.schema(source, stream);
+        },
       },
       src,
       st,

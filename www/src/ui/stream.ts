@@ -22,6 +22,8 @@ export interface StreamHost {
   onColumns(columns: string[]): void;
   /** Open the stream before (-1) or after (+1) this one; null when there is none. */
   step(dir: -1 | 1): void;
+  /** A stream's schema (one asked for ahead, as the archive opened, where it is that stream's). */
+  schema(source: number, stream: string): Promise<StreamSchema>;
 }
 
 /** Field metadata the self-describing encoder (and the demo) write for a counter. */
@@ -223,7 +225,7 @@ export class StreamView {
       );
     } else {
       try {
-        this.schema = await this.host.handle.schema(this.source.id, st.name);
+        this.schema = await this.host.schema(this.source.id, st.name);
       } catch (e) {
         if (this.destroyed) return;
         const x = explain(e, st.name);
