@@ -106,6 +106,30 @@ async function enginePage() {
   return page;
 }
 
+/**
+ * A fresh engine page with a demo archive as its writer left it (seals
+ * and inserts reused freed pages, so chains and live rows lie scattered)
+ * picked in the file input, written once; `window.openCpu()` opens it in
+ * place and answers its first source's cpu stream.
+ */
+async function fragmentedDemoPage() {
+  const file = join(WORK, "live-tail.dendro");
+  if (!existsSync(file)) dendro("demo", "--size", "10", "--hosts", "1", file);
+  const page = await enginePage();
+  await page.locator("#files").setInputFiles(file);
+  await page.evaluate(() => {
+    window.openCpu = async () => {
+      const engine = window.createEngine();
+      const f = document.getElementById("files").files[0];
+      const h = await engine.openFile(f, f.name);
+      const d = await h.describe();
+      const source = d.sources[0];
+      return { engine, h, source, st: source.streams.find((x) => x.name === "cpu") };
+    };
+  });
+  return page;
+}
+
 describe("an archive read in place", { skip: missing ?? false }, () => {
   it("reads every shared fixture as it reads the whole file: dropped and over HTTP", T, async () => {
     const fixtures = await soundFixtures();
@@ -329,17 +353,9 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
   it("fetches a live tail's rows ahead in batches, not one waited read per page", T, async () => {
     // Not copied: the writer's inserts reused freed pages, so a stream's
     // live rows and their overflow pages lie scattered through the file.
-    const file = join(WORK, "live-tail.dendro");
-    if (!existsSync(file)) dendro("demo", "--size", "10", "--hosts", "1", file);
-    const page = await enginePage();
-    await page.locator("#files").setInputFiles(file);
+    const page = await fragmentedDemoPage();
     const r = await page.evaluate(async () => {
-      const engine = window.createEngine();
-      const f = document.getElementById("files").files[0];
-      const h = await engine.openFile(f, f.name);
-      const d = await h.describe();
-      const source = d.sources[0];
-      const st = source.streams.find((x) => x.name === "cpu");
+      const { engine, h, source, st } = await window.openCpu();
       const schema = await h.schema(source.id, st.name);
       const columns = schema.columns.filter((c) => c.name !== schema.ts_column && /^(Int|UInt|Float)/.test(c.type)).slice(0, 8).map((c) => c.name);
       const last = st.segments[st.segments.length - 1];
@@ -372,17 +388,9 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
     // The page sends the prefetch as soon as it knows the stream to plot,
     // and builds its cards meanwhile. The demo's chains are fragmented
     // (the writer's seals reuse freed pages), the harder case.
-    const file = join(WORK, "live-tail.dendro");
-    if (!existsSync(file)) dendro("demo", "--size", "10", "--hosts", "1", file);
-    const page = await enginePage();
-    await page.locator("#files").setInputFiles(file);
+    const page = await fragmentedDemoPage();
     const r = await page.evaluate(async () => {
-      const engine = window.createEngine();
-      const f = document.getElementById("files").files[0];
-      const h = await engine.openFile(f, f.name);
-      const d = await h.describe();
-      const source = d.sources[0];
-      const st = source.streams.find((x) => x.name === "cpu");
+      const { engine, h, source, st } = await window.openCpu();
       const from = st.segments[0].first_ts;
       const to = st.live_span[1];
       const opened = await h.lazyStats();
