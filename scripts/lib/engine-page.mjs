@@ -52,6 +52,7 @@ const TYPES = {
   ".js": "text/javascript; charset=utf-8",
   ".wasm": "application/wasm",
   ".json": "application/json",
+  ".css": "text/css; charset=utf-8",
 };
 
 /** Serves `mounts` ({ "/prefix/": "/dir" }) on 127.0.0.1; resolves to { url, close }. */
