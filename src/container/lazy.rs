@@ -21,7 +21,7 @@ use heads::ReadHeads;
 pub use in_place::{
     in_place_payload, serve_payloads, set_in_place_payloads, InPlace, InPlacePayload,
 };
-pub use payload::{Geometry, PayloadMap, PayloadTable};
+pub use payload::{set_map_at_breaks, Geometry, PayloadMap, PayloadTable};
 pub use walk::{PageRun, TreeWalk};
 
 thread_local! {

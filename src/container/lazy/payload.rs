@@ -686,6 +686,19 @@ fn foresee<S: ByteSource>(
     Ok(())
 }
 
+thread_local! {
+    static MAP_AT_BREAKS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
+}
+
+/// Takes the pointer map's word for the page after a break (the default),
+/// or reads the page before each break for its pointer, as SQLite does:
+/// the two differ only on a file whose map and pointers disagree, and a
+/// differential test of a damaged file compares them (see
+/// `tests/fuzz_entry`).
+pub fn set_map_at_breaks(on: bool) {
+    MAP_AT_BREAKS.with(|m| m.set(on));
+}
+
 /// Proves chain pages `1..=upto` as SQLite's own skip along the chain
 /// finds them, and further: the guessed page is the chain's when its
 /// pointer-map entry says "overflow page after" the page before; where it
@@ -739,7 +752,7 @@ fn prove<S: ByteSource>(
         // names `parent` as the page before is, as the guess's entry is
         // taken above; only where no entry (or more than one) says is the
         // page before read for its pointer.
-        let named = match (by_map, g.ptrmap) {
+        let named = match (by_map, g.ptrmap && MAP_AT_BREAKS.with(|m| m.get())) {
             (false, true) => successors
                 .after(file, &g, parent)?
                 .filter(|&p| g.can_chain(p)),
