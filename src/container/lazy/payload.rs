@@ -719,8 +719,10 @@ fn prove<S: ByteSource>(
         return Ok(false);
     }
     let g = map.geometry;
+    // The chain is foreseen from the map at the first break, not before:
+    // a chain in one run (most) needs no look ahead, and its pages are
+    // each taken on the guess's entry.
     let mut successors = Successors::default();
-    foresee(file, map, &mut successors, upto)?;
     let mut held: Option<(u32, Vec<u8>)> = None;
     for index in map.proven + 1..=upto {
         let Some(parent) = map.page_at(index - 1) else {
