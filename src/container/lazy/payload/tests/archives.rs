@@ -758,7 +758,10 @@ fn reads_as_written_and_fails_the_integrity_check(
             set_map_at_breaks(false);
             let strict = via_catalog(&s.archive, seq, offset, n).ok();
             set_map_at_breaks(true);
-            assert_eq!(strict, sqlite, "seq {seq} at {offset}+{n}: the map's word off");
+            assert_eq!(
+                strict, sqlite,
+                "seq {seq} at {offset}+{n}: the map's word off"
+            );
             by_the_map += 1;
         }
     }
