@@ -789,16 +789,16 @@ impl JsArchive {
         let mut held = self.footers_held.borrow_mut();
         let per_record = vfs::footer_ranges(&self.archive, &asked).map_err(fail)?;
         for (record, ranges) in asked.iter().zip(per_record) {
-            let missing = file.borrow().uncached(&ranges);
+            // A footer's read that would fetch nothing names nothing.
             match listing.rowid(record) {
-                Some(row) if missing.is_empty() => {
+                Some(row) if ranges.is_empty() => {
                     held.insert(row);
                 }
-                _ => out.extend(missing),
+                _ => out.extend(ranges),
             }
         }
-        // Once more over all of them: records share pointer-map pages and
-        // neighbouring blocks, which one batch asks for once, in order.
+        // Records share pointer-map pages and neighbouring blocks, which
+        // one batch asks for once, in order.
         Ok(file.borrow().uncached(&out))
     }
 

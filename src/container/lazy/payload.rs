@@ -523,21 +523,16 @@ impl Successors {
     ) -> Result<Option<u32>, SourceFailure> {
         let per = g.usable / 5 + 1;
         let here = g.ptrmap_of(page);
-        let mut maps = vec![here];
-        if let Some(later) = page.checked_add(per).filter(|&p| p <= g.pages) {
-            maps.push(g.ptrmap_of(later));
-        }
-        for map in maps {
-            if !self.by_map.contains_key(&map) {
-                if self.by_map.len() >= FORESEE_MAPS {
-                    return Ok(None);
-                }
-                if self.held_only && !held_page(file, g, map) {
-                    continue;
-                }
+        let later = page
+            .checked_add(per)
+            .filter(|&p| p <= g.pages)
+            .map(|p| g.ptrmap_of(p));
+        for map in std::iter::once(here).chain(later) {
+            if !self.by_map.contains_key(&map) && self.by_map.len() >= FORESEE_MAPS {
+                return Ok(None);
             }
-            if let Some(next) = self.turned(file, g, map)?.get(&page) {
-                return Ok(Some(*next));
+            if let Some(next) = self.named_in(file, g, map, page, !self.held_only)? {
+                return Ok(Some(next));
             }
         }
         // Any other pointer-map page read already may know.
@@ -549,14 +544,31 @@ impl Successors {
         // in (a plan then fetches its breaks in one round rather than one
         // a round, and the read after it foresees what the plan did).
         for map in every_ptrmap(g).unwrap_or_default() {
-            if self.by_map.contains_key(&map) || !held_page(file, g, map) {
+            if self.by_map.contains_key(&map) {
                 continue;
             }
-            if let Some(next) = self.turned(file, g, map)?.get(&page) {
-                return Ok(Some(*next));
+            if let Some(next) = self.named_in(file, g, map, page, false)? {
+                return Ok(Some(next));
             }
         }
         Ok(None)
+    }
+
+    /// What pointer-map page `map` names as following `page`; a page not
+    /// consulted yet is looked in only when it is held or `fetch` allows
+    /// reading it.
+    fn named_in<S: ByteSource>(
+        &mut self,
+        file: &mut LazyFile<S>,
+        g: &Geometry,
+        map: u32,
+        page: u32,
+        fetch: bool,
+    ) -> Result<Option<u32>, SourceFailure> {
+        if !fetch && !self.by_map.contains_key(&map) && !held_page(file, g, map) {
+            return Ok(None);
+        }
+        Ok(self.turned(file, g, map)?.get(&page).copied())
     }
 
     /// Pointer-map page `map` turned round: read and turned the first
