@@ -172,7 +172,6 @@ impl Snapshot<'_> {
         &self,
         listing: &crate::catalog::Listing,
     ) -> Result<Vec<SourceDescription>> {
-        let sources = self.sources()?;
         let mut streams: BTreeMap<(i64, String), StreamDescription> = BTreeMap::new();
         for s in listing.all() {
             let stream = streams
@@ -188,6 +187,17 @@ impl Snapshot<'_> {
                 caller_index: s.caller_index,
             });
         }
+        self.describe_streams(streams)
+    }
+
+    /// The sources, with `streams` (their sealed segments already filed)
+    /// joined by the live tails and caller rows, each stream under its
+    /// source.
+    fn describe_streams(
+        &self,
+        mut streams: BTreeMap<(i64, String), StreamDescription>,
+    ) -> Result<Vec<SourceDescription>> {
+        let sources = self.sources()?;
         for (source_id, name, tail) in self.all_live_spans()? {
             let stream = streams
                 .entry((source_id, name.clone()))
@@ -257,6 +267,45 @@ pub fn describe_with(
         file_bytes: archive.file_bytes()?,
         schema_version,
         sources,
+    })
+}
+
+/// A first description of an archive from its catalog's small trees (see
+/// [`crate::catalog::SealedOutline`]): what [`describe`] says, except that
+/// no stream lists its segments (`segments` is empty and `sealed_rows`
+/// is 0); each stream with sealed data has its count and span in
+/// `sealed` instead. For a reader in place, whose full listing of a large
+/// archive is a read per few segments, this is a read per few hundred.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outline {
+    /// Sources, streams, live tails and caller rows, as [`describe`] gives them, with no segments listed.
+    pub description: Description,
+    /// Each stream's sealed segments, counted and spanned, in `(source_id, stream)` order.
+    pub sealed: Vec<crate::catalog::SealedOutline>,
+}
+
+/// The archive's [`Outline`], in one snapshot.
+pub fn outline(archive: &Archive) -> Result<Outline> {
+    let (schema_version, sources, sealed) = archive.read_snapshot(|s| {
+        let sealed = s.sealed_outlines()?;
+        let streams = sealed
+            .iter()
+            .map(|o| {
+                (
+                    (o.source_id, o.stream.clone()),
+                    StreamDescription::empty(&o.stream),
+                )
+            })
+            .collect();
+        Ok((s.schema_version()?, s.describe_streams(streams)?, sealed))
+    })?;
+    Ok(Outline {
+        description: Description {
+            file_bytes: archive.file_bytes()?,
+            schema_version,
+            sources,
+        },
+        sealed,
     })
 }
 

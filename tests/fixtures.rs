@@ -150,3 +150,60 @@ fn a_whole_archive_read_hands_out_each_segment_exactly_as_stored() {
     }
     assert!(segments >= 6, "only {segments} segments were compared");
 }
+
+/// The outline a reader in place shows first (`dendro::read::outline`)
+/// says what the full description says, short of the listed segments:
+/// the same sources, streams, live tails and caller rows, and for each
+/// stream the same segment count and sealed span.
+#[test]
+fn every_sound_fixture_outlines_as_its_description_sums_up() {
+    let mut checked = 0;
+    for (path, manifest) in common::fixtures() {
+        if expected_refusal(&manifest).is_some() {
+            continue;
+        }
+        let (_dir, copy) = common::copy_fixture(&path);
+        let archive = Archive::open(&copy).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let full = dendro::read::describe(&archive).unwrap();
+        let outline = dendro::read::outline(&archive).unwrap();
+        let mut expected_sealed = Vec::new();
+        let mut stripped = full.clone();
+        for source in &mut stripped.sources {
+            for stream in &mut source.streams {
+                if let Some((first, last)) = stream
+                    .segments
+                    .iter()
+                    .map(|s| (s.first_ts, s.last_ts))
+                    .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+                {
+                    expected_sealed.push((
+                        source.id,
+                        stream.name.clone(),
+                        stream.segments.len() as i64,
+                        first,
+                        last,
+                    ));
+                }
+                stream.segments.clear();
+                stream.sealed_rows = 0;
+            }
+        }
+        assert_eq!(outline.description, stripped, "{}", path.display());
+        let sealed: Vec<_> = outline
+            .sealed
+            .iter()
+            .map(|o| {
+                (
+                    o.source_id,
+                    o.stream.clone(),
+                    o.segments,
+                    o.first_ts,
+                    o.last_ts,
+                )
+            })
+            .collect();
+        assert_eq!(sealed, expected_sealed, "{}", path.display());
+        checked += usize::from(!sealed.is_empty());
+    }
+    assert!(checked >= 4, "only {checked} fixtures with sealed segments");
+}

@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 
 mod listing;
+mod outline;
 pub use listing::Listing;
+pub use outline::SealedOutline;
 
 use rusqlite::{params, OptionalExtension, Row};
 use serde::Serialize;
