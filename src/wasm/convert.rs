@@ -121,6 +121,34 @@ pub(crate) fn description(d: &Description) -> JsValue {
 /// [`description`]'s objects: 100,000 segments are 600,000 property sets
 /// across the boundary there, six array copies here.
 pub(crate) fn packed_description(d: &Description) -> JsValue {
+    packed_with(d, |_, _| None)
+}
+
+/// An outline (`describeOutline`): the packed description of its sources
+/// and streams, which list no segments, with `outline: true`, and on each
+/// stream with sealed data `outline: { segments, first_ts, last_ts }`.
+pub(crate) fn packed_outline(o: &crate::read::Outline) -> JsValue {
+    let packed = packed_with(&o.description, |source_id, name| {
+        let at = o
+            .sealed
+            .binary_search_by(|s| (s.source_id, s.stream.as_str()).cmp(&(source_id, name)))
+            .ok()?;
+        let s = &o.sealed[at];
+        Some(
+            Obj::new()
+                .set("segments", num(s.segments))
+                .set("first_ts", big(s.first_ts))
+                .set("last_ts", big(s.last_ts))
+                .build(),
+        )
+    });
+    let _ = js_sys::Reflect::set(&packed, &JsValue::from_str("outline"), &JsValue::TRUE);
+    packed
+}
+
+/// [`packed_description`], each stream given the `outline` property
+/// `extra` returns for its `(source id, name)`, if any.
+fn packed_with(d: &Description, extra: impl Fn(i64, &str) -> Option<JsValue>) -> JsValue {
     let n: usize = d
         .sources
         .iter()
@@ -148,7 +176,11 @@ pub(crate) fn packed_description(d: &Description) -> JsValue {
                 .set("start", start as f64)
                 .set("end", seq.len() as f64)
                 .build();
-            stream_with(st, run)
+            let js = stream_with(st, run);
+            if let Some(outline) = extra(src.id, &st.name) {
+                let _ = js_sys::Reflect::set(&js, &JsValue::from_str("outline"), &outline);
+            }
+            js
         });
         source_with(src, streams)
     });

@@ -132,6 +132,24 @@ impl RangeAsk {
     }
 }
 
+/// Where an outline's prefetch (`outlinePlan`) has got to.
+enum OutlineWalk {
+    NotStarted,
+    /// The sources table and the primary key's index on `segments`.
+    Trees(crate::container::lazy::TreeWalk),
+    /// `segments_by_time`, where there are many streams to seek in it.
+    ByTime(crate::container::lazy::TreeWalk),
+    /// About to walk toward each stream's first segment.
+    FirstRows,
+    /// The table's pages toward each stream's first segment.
+    Rows(crate::container::lazy::TreeWalk),
+    Done,
+}
+
+/// Up to this many streams, an outline seeks `segments_by_time` as SQLite
+/// asks (a page or two a stream) rather than fetching the whole index.
+const OUTLINE_SEEKS: i64 = 32;
+
 /// An archive open in this engine, read-only: held in memory, or read in
 /// place through a byte source (`openLazy`).
 #[wasm_bindgen(js_name = Archive)]
@@ -152,6 +170,8 @@ pub struct JsArchive {
     sparse_reads: bool,
     /// The catalog prefetch under way (`prefetchPlan`), once started.
     walk: RefCell<Option<crate::container::lazy::TreeWalk>>,
+    /// The outline's prefetch (`outlinePlan`), where it has got to.
+    outline_walk: RefCell<OutlineWalk>,
     /// Every segment of this image, once listed: describe, the footer
     /// plan and every range read take their segments from it instead of
     /// listing the catalog again. An image held here never changes (a
@@ -188,6 +208,7 @@ impl JsArchive {
             lazy: None,
             sparse_reads: false,
             walk: RefCell::new(None),
+            outline_walk: RefCell::new(OutlineWalk::NotStarted),
             listing: RefCell::new(None),
             footers_held: RefCell::default(),
         })
@@ -225,6 +246,7 @@ impl JsArchive {
             lazy: Some(file),
             sparse_reads: !http,
             walk: RefCell::new(None),
+            outline_walk: RefCell::new(OutlineWalk::NotStarted),
             listing: RefCell::new(None),
             footers_held: RefCell::default(),
         })
@@ -265,6 +287,104 @@ impl JsArchive {
             return Vec::new();
         };
         flat(file.borrow_mut().walk_step(walk))
+    }
+
+    /// The next ranges an outline (`describeOutline`) wants, as
+    /// `[offset, length, ...]`, to be fetched and handed to `prefetchFill`
+    /// as `prefetchPlan`'s are; empty when it is done, and always for an
+    /// archive held in memory. First the pages of the sources table and of
+    /// the two indexes on `segments`, a round per level; then, where the
+    /// archive has at least `minSegments` segments (an outline will be
+    /// drawn), the table's pages holding each stream's first segment.
+    #[wasm_bindgen(js_name = outlinePlan)]
+    pub fn outline_plan(&self, min_segments: f64) -> Vec<f64> {
+        let Some(file) = &self.lazy else {
+            return Vec::new();
+        };
+        let mut state = self.outline_walk.borrow_mut();
+        loop {
+            match &mut *state {
+                OutlineWalk::NotStarted => {
+                    let roots = vfs::outline_roots(&self.archive);
+                    *state = match file.borrow().tree_walk(&roots) {
+                        Some(walk) => OutlineWalk::Trees(walk),
+                        None => OutlineWalk::Done,
+                    };
+                }
+                OutlineWalk::Trees(walk) => {
+                    let plan = file.borrow_mut().walk_step(walk);
+                    if !plan.is_empty() {
+                        return flat(plan);
+                    }
+                    // Each stream's newest timestamp is a seek of
+                    // `segments_by_time`, a page or two a stream read as
+                    // SQLite asks; past a few dozen streams those seeks
+                    // cover most of its pages, fetched better in batches.
+                    let streams = self.archive.read_snapshot(|s| s.sealed_stream_count());
+                    let many = matches!(streams, Ok(n) if n > OUTLINE_SEEKS);
+                    let walk = match vfs::by_time_root(&self.archive) {
+                        Some(root) if many && self.outline_worth(min_segments) => {
+                            file.borrow().tree_walk(&[root])
+                        }
+                        _ => None,
+                    };
+                    *state = walk.map_or(OutlineWalk::FirstRows, OutlineWalk::ByTime);
+                }
+                OutlineWalk::ByTime(walk) => {
+                    let plan = file.borrow_mut().walk_step(walk);
+                    if !plan.is_empty() {
+                        return flat(plan);
+                    }
+                    *state = OutlineWalk::FirstRows;
+                }
+                OutlineWalk::FirstRows => {
+                    // The primary key's index is held: which rows are
+                    // first is its to say, at no read.
+                    let rows = if self.outline_worth(min_segments) {
+                        self.archive
+                            .read_snapshot(|s| s.first_segment_rowids())
+                            .unwrap_or_default()
+                    } else {
+                        Vec::new()
+                    };
+                    let (table, _) = vfs::lookup_roots(&self.archive);
+                    let walk = match table {
+                        Some(root) if !rows.is_empty() => file.borrow().row_walk(root, rows),
+                        _ => None,
+                    };
+                    *state = walk.map_or(OutlineWalk::Done, OutlineWalk::Rows);
+                }
+                OutlineWalk::Rows(walk) => {
+                    let plan = file.borrow_mut().walk_step(walk);
+                    if plan.is_empty() {
+                        *state = OutlineWalk::Done;
+                    }
+                    return flat(plan);
+                }
+                OutlineWalk::Done => return Vec::new(),
+            }
+        }
+    }
+
+    /// Whether the archive holds at least `min_segments` segments, counted
+    /// on an index: a listing of fewer is read about as soon as an outline.
+    fn outline_worth(&self, min_segments: f64) -> bool {
+        let count = self.archive.read_snapshot(|s| s.segment_count());
+        matches!(count, Ok(n) if n as f64 >= min_segments)
+    }
+
+    /// A first description of an archive read in place, from its catalog's
+    /// small trees (`Outline` in src/read.rs): sources and streams with no
+    /// segments listed, each stream's count and sealed span in its
+    /// `outline`. `null` for an archive held in memory or one with fewer
+    /// than `minSegments` segments, whose full description is as quick.
+    #[wasm_bindgen(js_name = describeOutline)]
+    pub fn describe_outline(&self, min_segments: f64) -> JsResult<JsValue> {
+        if self.lazy.is_none() || !self.outline_worth(min_segments) {
+            return Ok(JsValue::NULL);
+        }
+        let outline = crate::read::outline(&self.archive).map_err(fail)?;
+        Ok(convert::packed_outline(&outline))
     }
 
     /// The byte ranges the footers a `readRange` with these arguments
