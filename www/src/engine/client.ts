@@ -265,6 +265,13 @@ class WorkerEngine implements Engine {
   }
 }
 
+/**
+ * Below this many segments `outline` answers null: the listing is then a
+ * few dozen reads or fewer, and a second drawing of the page would cost
+ * about what it saves.
+ */
+export const OUTLINE_MIN_SEGMENTS = 256;
+
 class Handle implements ArchiveHandle {
   private closed = false;
 
@@ -306,6 +313,11 @@ class Handle implements ArchiveHandle {
 
   async describe(): Promise<Description> {
     return unpackDescription(await this.call("describe", [], "describe"));
+  }
+
+  async outline(minSegments = OUTLINE_MIN_SEGMENTS): Promise<Description | null> {
+    const packed = await this.call("outline", [minSegments], "an outline");
+    return packed && unpackDescription(packed);
   }
 
   schema(source: number, stream: string): Promise<StreamSchema> {

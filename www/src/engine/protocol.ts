@@ -43,6 +43,11 @@ export interface Calls {
    * batches, for an archive read in place (nothing for one in memory).
    */
   prefetch: { args: [source: number, stream: string, from: bigint, to: bigint]; result: null };
+  /**
+   * A first description from the catalog's small trees, for an archive
+   * read in place with at least minSegments segments; null otherwise.
+   */
+  outline: { args: [minSegments: number]; result: PackedDescription | null };
   liveTail: { args: [source: number, stream: string]; result: LiveTail };
   callerIndex: { args: [source: number, stream: string, seq: number]; result: Uint8Array | null };
   callerRows: { args: [source: number, name: string, from: bigint, to: bigint]; result: CallerRow[] };

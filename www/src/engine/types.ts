@@ -44,6 +44,20 @@ export interface StreamInfo {
   live_span: [bigint, bigint] | null;
   /** Rows in the caller_rows store under this stream's name. */
   caller_rows: number;
+  /**
+   * Only in an outline (Description.outline), on a stream with sealed
+   * data: its segments counted and its sealed span, from the catalog's
+   * indexes. `segments` is then empty and `sealed_rows` 0 (not counted).
+   */
+  outline?: SealedOutline;
+}
+
+/** A stream's sealed segments as an outline knows them (see `ArchiveHandle.outline`). */
+export interface SealedOutline {
+  segments: number;
+  /** The first segment's first row, and the newest sealed row. */
+  first_ts: bigint;
+  last_ts: bigint;
 }
 
 /** A reserved key's value as the engine parsed it, or why it could not. */
@@ -118,6 +132,11 @@ export interface Description {
   file_bytes: number;
   schema_version: number;
   sources: SourceInfo[];
+  /**
+   * true: an outline (`ArchiveHandle.outline`). No stream lists its
+   * segments or counts its sealed rows; each has its `outline` instead.
+   */
+  outline?: boolean;
 }
 
 export interface ColumnSchema {
@@ -312,6 +331,18 @@ export interface ArchiveHandle {
   readonly name: string;
   readonly mode: OpenMode;
   describe(): Promise<Description>;
+  /**
+   * A first description of a large archive read in place, from its
+   * catalog's small trees alone: sources, streams, live tails and caller
+   * rows as `describe` gives them, and for each stream with sealed data
+   * its segment count and sealed span (`StreamInfo.outline`), with no
+   * segment listed. Listing a large catalog in place reads a page per few
+   * segments, scattered through the file; this reads a few dozen pages,
+   * so a page can show it while `describe` reads the rest. Null for an
+   * archive held in memory, or one with fewer than `minSegments` segments
+   * (default 256), whose description comes about as soon.
+   */
+  outline(minSegments?: number): Promise<Description | null>;
   schema(source: number, stream: string): Promise<StreamSchema>;
   readSegment(source: number, stream: string, seq: number, columns?: string[], opts?: Cancellable): Promise<DecodedBatch>;
   readRange(

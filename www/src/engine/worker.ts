@@ -122,6 +122,7 @@ const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls
     a.readRange(source, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined),
   // Run in callOn, where the archive's source is at hand; nothing to do here.
   prefetch: () => null,
+  outline: () => null,
   liveTail: (a, source, stream) => a.liveTail(source, stream),
   callerIndex: (a, source, stream, seq) => a.callerIndex(source, stream, seq) ?? null,
   callerRows: (a, source, name, from, to) => a.callerRows(source, name, from, to),
@@ -165,9 +166,9 @@ function keep(a: Archive): number {
 const baseline = (self as { __dendroLazyBaseline?: boolean }).__dendroLazyBaseline === true;
 
 /**
- * Opens `source` in place, then brings the catalog's pages in with a few
- * batched reads (primeCatalog), so that the first describe does not read
- * them one synchronous miss at a time.
+ * Opens `source` in place. The catalog's pages come in later, with a few
+ * batched reads each (see readyCatalog): the small trees an outline reads
+ * when one is asked for, the whole listing before any other call.
  */
 async function openInPlace(source: BatchSource, name: string, http: boolean): Promise<number> {
   const a = Archive.openLazy(source, name, http, headBytes);
@@ -177,16 +178,56 @@ async function openInPlace(source: BatchSource, name: string, http: boolean): Pr
     setWalkHints(false);
     return keep(a);
   }
-  try {
-    await primeCatalog(a, source, (round) => mark("prefetch", round));
-  } catch (e) {
-    a.free();
-    throw e;
-  }
   const handle = keep(a);
   inPlace.set(handle, source);
+  unlisted.add(handle);
   return handle;
 }
+
+/** Archives read in place whose catalog listing has not been fetched ahead yet. */
+const unlisted = new Set<number>();
+
+/**
+ * Before a call that lists the catalog (any call but an outline), brings
+ * the catalog's pages in with a few batched reads (primeCatalog), so that
+ * SQLite does not read them one synchronous miss at a time. Once per
+ * archive; a failure is left for the listing to report in its words.
+ */
+async function readyCatalog(a: Archive, handle: number): Promise<void> {
+  const source = inPlace.get(handle);
+  if (!source || !unlisted.delete(handle)) return;
+  await primeCatalog(a, source, (round) => mark("prefetch", round));
+}
+
+/**
+ * outline: the pages the outline reads (the sources table, the indexes
+ * on segments, each stream's first row) fetched in a few batches, then
+ * the outline itself, or null where a full description is as quick.
+ */
+async function outlineOf(a: Archive, handle: number, minSegments: number): Promise<Calls["outline"]["result"]> {
+  const source = inPlace.get(handle);
+  if (!source || noOutline) return null;
+  for (let round = 0; round < OUTLINE_ROUNDS; round++) {
+    const plan = a.outlinePlan(minSegments);
+    if (plan.length === 0) break;
+    const parts = await fillPlan(a, source, plan);
+    if (parts === null) break;
+    mark("outline prefetch", { ranges: parts.length, bytes: parts.reduce((n, p) => n + p.byteLength, 0) });
+  }
+  const outline = a.describeOutline(minSegments) as Calls["outline"]["result"];
+  mark("outlined", { fetches: (a.lazyStats() as { fetches?: number } | null)?.fetches ?? 0 });
+  return outline;
+}
+
+/**
+ * Set only by scripts/bench-lazy.mjs (`--no-outline`), to measure the open
+ * as it was before outlines: none is given, so the page waits for the
+ * full listing. The page never sets it.
+ */
+const noOutline = (self as { __dendroNoOutline?: boolean }).__dendroNoOutline === true;
+
+/** The most rounds an outline's prefetch takes: a round per level of three small trees, then of the table toward the first rows. */
+const OUTLINE_ROUNDS = 12;
 
 /** The sources of archives read in place, by handle: footer prefetches read through them. */
 const inPlace = new Map<number, BatchSource>();
@@ -514,6 +555,8 @@ async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unkno
 }
 
 async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
+  if (req.method === "outline") return outlineOf(a, req.handle, (req.args as Calls["outline"]["args"])[0]);
+  if (req.method !== "lazyStats") await readyCatalog(a, req.handle);
   if (req.method === "prefetch") return prefetchWindow(a, req.handle, req.args as Calls["prefetch"]["args"]);
   const source = inPlace.get(req.handle);
   if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
@@ -569,6 +612,7 @@ function run(req: Request): unknown {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);
       inPlace.delete(req.handle);
+      unlisted.delete(req.handle);
       followed.delete(req.handle);
       return null;
     }
@@ -609,7 +653,8 @@ let loaded: { failed: EngineError | null } | null = null;
 
 /**
  * Opens a small archive (laid down in memory by the engine) in place once,
- * through the path a dropped file takes: open, catalog prefetch, describe.
+ * through the path a dropped file takes: open, outline, catalog prefetch,
+ * describe.
  * The module's code is compiled on first use, so without this the first
  * real open paid for compiling it, a hundred milliseconds and more of its
  * drop-to-overview; now that happens while the page waits for a file.
@@ -620,9 +665,13 @@ function warmUp(): void {
     const bytes = warmUpArchive();
     const source = { size: bytes.byteLength, read: (offset: number, length: number) => bytes.slice(offset, offset + length) };
     const a = Archive.openLazy(source, "the warm-up archive", false, OPEN_HEAD_BYTES);
+    const fill = (plan: Float64Array | number[]) => {
+      for (let i = 0; i + 1 < plan.length; i += 2) a.prefetchFill(plan[i]!, bytes.subarray(plan[i]!, plan[i]! + plan[i + 1]!));
+    };
     try {
-      for (let plan = a.prefetchPlan(); plan.length > 0; plan = a.prefetchPlan())
-        for (let i = 0; i + 1 < plan.length; i += 2) a.prefetchFill(plan[i]!, bytes.subarray(plan[i]!, plan[i]! + plan[i + 1]!));
+      for (let plan = a.outlinePlan(0); plan.length > 0; plan = a.outlinePlan(0)) fill(plan);
+      a.describeOutline(0);
+      for (let plan = a.prefetchPlan(); plan.length > 0; plan = a.prefetchPlan()) fill(plan);
       a.describePacked();
     } finally {
       a.free();
