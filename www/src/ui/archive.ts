@@ -70,7 +70,9 @@ export class ArchiveView {
   private streamView: StreamView | null = null;
   private streamInit: Promise<void> = Promise.resolve();
   private full: Span;
-  private readonly origin: bigint;
+  private origin: bigint;
+  /** Shown in place of the cards while an outline waits for the full description (see `complete`). */
+  private listingNote: HTMLElement | null = null;
   private from: bigint;
   private to: bigint;
   /** Following: the window keeps the newest data in sight (off when a person pans back). */
@@ -90,7 +92,7 @@ export class ArchiveView {
     public handle: ArchiveHandle,
     public desc: Description,
     readonly meta: ArchiveMeta,
-    init: ViewState = {},
+    private readonly init: ViewState = {},
   ) {
     this.full = fullWindow(archiveSpan(desc));
     this.origin = originFor(this.full);
@@ -143,7 +145,45 @@ export class ArchiveView {
         ? h("div", { class: "dv-panel dv-empty-archive" }, "This archive is sound but empty: it holds no sources, streams or rows yet.")
         : null,
     );
+    // An outline (a large archive read in place): the overview's counts
+    // and span now, the cards, timeline and plots once `described` brings
+    // the full description.
+    if (desc.outline) {
+      let segments = 0;
+      for (const src of desc.sources) for (const st of src.streams) segments += st.outline?.segments ?? 0;
+      this.listingNote = h(
+        "div",
+        { class: "dv-panel dv-listing-note", data: { testid: "listing" } },
+        `Listing the catalog's ${plural(segments, "segment")}: the sources, timeline and plots follow…`,
+      );
+      this.el.append(this.listingNote);
+      return;
+    }
+    this.begin();
+  }
 
+  /**
+   * The full description after an outline: the overview takes its counts,
+   * and the view is built as it is for an archive described at once.
+   */
+  described(desc: Description): void {
+    if (this.destroyed || !this.desc.outline) return;
+    this.desc = desc;
+    this.full = fullWindow(archiveSpan(desc));
+    this.origin = originFor(this.full);
+    const init = this.init;
+    [this.from, this.to] = init.from !== undefined && init.to !== undefined && init.to > init.from ? [init.from, init.to] : this.full;
+    this.overview.update(desc);
+    this.filtered = filterCatalog(desc, this.filtered.query);
+    if (this.finder) this.paintFinderCount();
+    this.listingNote?.remove();
+    this.listingNote = null;
+    this.begin();
+  }
+
+  /** Picks the stream to open, asks ahead for what its plot reads, and builds the rest a frame later. */
+  private begin(): void {
+    const { desc, handle, init } = this;
     // Open the asked-for stream, else the first one with sealed rows to plot.
     let pick: Pick | null = null;
     if (init.source !== undefined && init.stream !== undefined) {

@@ -16,7 +16,7 @@ const sealedSpans = new WeakMap<StreamInfo, Span | null>();
 export function sealedSpan(st: StreamInfo): Span | null {
   const known = sealedSpans.get(st);
   if (known !== undefined) return known;
-  let s: Span | null = null;
+  let s: Span | null = st.outline ? [st.outline.first_ts, st.outline.last_ts] : null;
   for (const seg of st.segments) s = widen(s, seg.first_ts, seg.last_ts);
   sealedSpans.set(st, s);
   return s;
@@ -55,14 +55,16 @@ export interface Totals {
   liveRows: number;
   rows: number;
   sealedBytes: number;
+  /** false for an outline: sealed rows and bytes are not counted yet. */
+  counted: boolean;
 }
 
 export function totals(d: Description): Totals {
-  const t: Totals = { sources: d.sources.length, streams: 0, segments: 0, sealedRows: 0, liveRows: 0, rows: 0, sealedBytes: 0 };
+  const t: Totals = { sources: d.sources.length, streams: 0, segments: 0, sealedRows: 0, liveRows: 0, rows: 0, sealedBytes: 0, counted: !d.outline };
   for (const src of d.sources) {
     for (const st of src.streams) {
       t.streams++;
-      t.segments += st.segments.length;
+      t.segments += st.outline?.segments ?? st.segments.length;
       t.sealedRows += st.sealed_rows;
       t.liveRows += st.live_rows;
       for (const seg of st.segments) t.sealedBytes += seg.bytes;

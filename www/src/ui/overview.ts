@@ -194,7 +194,9 @@ export class Overview {
     setValue(this.counts.streams, count(t.streams), t.streams);
     setValue(this.counts.segments, count(t.segments), t.segments);
     const rows = this.counts.rows;
-    setValue(rows, count(t.rows), t.rows);
+    if (t.counted) setValue(rows, count(t.rows), t.rows, "");
+    // An outline: the sealed rows are counted by the listing, on its way.
+    else setValue(rows, "counting…", "counting", "The catalog's segments are being listed; their rows are counted then");
     const live = t.liveRows > 0 ? ` ${count(t.liveRows)} live` : "";
     const value = rows.querySelector<HTMLElement>(".dv-stat-value")!;
     let sub = value.querySelector<HTMLElement>(".dv-stat-sub");

@@ -359,6 +359,22 @@ export class Viewer {
       if ("failed" in opened) return opened.failed;
       ({ handle, size } = opened);
     }
+    // A large archive read in place: its outline is on screen while the
+    // catalog is listed (a read per few segments, scattered through the
+    // file). Not for a followed one, whose images come and go meanwhile.
+    // The description is asked for with it, so the worker lists the
+    // catalog while this page draws the outline.
+    let early: ArchiveView | null = null;
+    let described: Promise<Description> | null = null;
+    if (handle.mode === "lazy" && !getter.follow) {
+      const outlined = handle.outline().catch(() => null);
+      described = handle.describe();
+      described.catch(() => {});
+      const outline = await outlined;
+      if (outline && this.tabs.includes(tab)) {
+        early = this.showArchive(tab, handle, outline, name, url, getter, init);
+      }
+    }
     let desc: Description;
     // Followed, the image being read may go before its catalog is read (a
     // writer faster than this reader, on a busy host): the open reads on
@@ -368,11 +384,13 @@ export class Viewer {
     let stalls = 0;
     for (let attempt = 1; ; attempt++) {
       try {
-        desc = await handle.describe();
+        desc = await (described ?? handle.describe());
         break;
       } catch (e) {
+        described = null;
         const failed = handle;
         if (!getter.resume || !isChanged(e)) {
+          early?.destroy();
           void failed.close().catch(() => {});
           return this.fail(tab, e, size);
         }
@@ -397,24 +415,12 @@ export class Viewer {
       }
     }
     if (!this.tabs.includes(tab)) {
+      early?.destroy();
       void handle.close().catch(() => {});
       return { ok: true, name, description: desc };
     }
-    const view = new ArchiveView(
-      { tz: () => this.tzMode, tooltip: this.tooltip, dialog: this.dialog, changed: (v) => this.viewChanged(v) },
-      handle,
-      desc,
-      { name, url, ...(getter.follow ? { follow: engine() } : {}) },
-      init,
-    );
-    tab.state = { kind: "archive", view, handle };
-    tab.button.dataset["state"] = "open";
-    tab.button.dataset["mode"] = handle.mode;
-    replace(tab.el, view.el);
-    if (this.active === tab) {
-      view.shown();
-      this.syncUrl();
-    }
+    if (early) early.described(desc);
+    else this.showArchive(tab, handle, desc, name, url, getter, init);
     const r: OpenResult = { ok: true, name, description: desc };
     this.opts.onOpen?.(r);
     return r;
@@ -450,6 +456,34 @@ export class Viewer {
     } catch (e) {
       return { failed: this.fail(tab, e, size) };
     }
+  }
+
+  /** The archive's view in its tab, from a description or an outline of it. */
+  private showArchive(
+    tab: Tab,
+    handle: ArchiveHandle,
+    desc: Description,
+    name: string,
+    url: string | null,
+    getter: Getter,
+    init: ViewState | undefined,
+  ): ArchiveView {
+    const view = new ArchiveView(
+      { tz: () => this.tzMode, tooltip: this.tooltip, dialog: this.dialog, changed: (v) => this.viewChanged(v) },
+      handle,
+      desc,
+      { name, url, ...(getter.follow ? { follow: engine() } : {}) },
+      init,
+    );
+    tab.state = { kind: "archive", view, handle };
+    tab.button.dataset["state"] = "open";
+    tab.button.dataset["mode"] = handle.mode;
+    replace(tab.el, view.el);
+    if (this.active === tab) {
+      view.shown();
+      this.syncUrl();
+    }
+    return view;
   }
 
   private fail(tab: Tab, e: unknown, size: number | undefined): OpenResult {
