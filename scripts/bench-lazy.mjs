@@ -6,6 +6,8 @@
 //           disk-backed File, so the viewer reads it in place): time from
 //           the drop to the overview's counts on screen, and to the first
 //           plot drawn.                              target: <= 300 ms each
+//           A large catalog's overview is first an outline (rows still
+//           being counted); `counted_ms` is when the full counts were up.
 //   memory  the 5 GB drop again, sampled every 50 ms through the DevTools
 //           protocol until a second after the first plot: JS heap of page
 //           and worker plus the worker's WebAssembly memory, peak.
@@ -27,7 +29,7 @@
 // Prints a JSON summary of medians on stdout; progress on stderr.
 //
 //   node scripts/bench-lazy.mjs [--runs N] [--skip open,memory,decode,http] [--sizes 100,1024,5120] [--json-out FILE]
-//                               [--baseline | --no-ranges | --open-as-before] [--steps]
+//                               [--baseline | --no-ranges | --open-as-before | --no-outline] [--steps]
 //                               [--overview-only] [--files A.dendro,B.dendro] [--http-file PATH]
 
 import { execFileSync, spawn } from "node:child_process";
@@ -58,6 +60,9 @@ const noRanges = args.includes("--no-ranges");
 // open), through the same build. (Up to c4635e1 it also described through
 // one object per segment, packed in JS: DESIGN.md "The open, step by step".)
 const openAsBefore = args.includes("--open-as-before");
+// --no-outline: no outline first (the page waits for the full listing), as
+// before outlines, through the same build.
+const noOutline = args.includes("--no-outline");
 // --overview-only: an open run ends at the overview (no first plot waited for).
 const overviewOnly = args.includes("--overview-only");
 // --files A,B: open runs of these archives too (by path), after the sizes.
@@ -139,6 +144,12 @@ function watcher() {
         const el = panel.querySelector('[data-testid="overview"] [data-field="rows"]');
         if (el && el.getBoundingClientRect().height > 0) seen.overview = { t: performance.now(), wall: Date.now() };
       }
+      // An outline shows the rows stat as "counting" until the listing is read.
+      if (seen.overview && !seen.counted) {
+        const el = panel.querySelector('[data-testid="overview"] [data-field="rows"]');
+        if (el && el.dataset.value !== "counting") seen.counted = { t: performance.now(), wall: Date.now(), outlined: !!seen.outlined };
+        else if (el) seen.outlined = true;
+      }
       if (!seen.plot) {
         const c = panel.querySelector(".uplot canvas");
         if (c && inked(c)) {
@@ -162,7 +173,7 @@ async function waitSeen(page, timeout = 120_000) {
   for (;;) {
     const seen = await page.evaluate(() => window.__watch.seen);
     if (seen.error) throw new Error(`the viewer says: ${seen.error}`);
-    if (seen.overview && (seen.plot || overviewOnly)) return seen;
+    if (seen.overview && seen.counted && (seen.plot || overviewOnly)) return seen;
     if (Date.now() - t0 > timeout) throw new Error(`timed out: ${JSON.stringify(seen)}`);
     await sleep(25);
   }
@@ -221,6 +232,7 @@ async function hookWorkers(context, { memory = false } = {}) {
       baseline ? "self.__dendroLazyBaseline = true;" : "",
       noRanges ? "self.__dendroNoRanges = true;" : "",
       openAsBefore ? "self.__dendroOpenAsBefore = true;" : "",
+      noOutline ? "self.__dendroNoOutline = true;" : "",
     ].join("\n");
     await route.fulfill({ response: res, body: `${head}\n${await res.text()}` });
   });
@@ -290,7 +302,15 @@ async function openRuns(browser, server, mb) {
     const seen = await waitSeen(page);
     const steps = await openSteps(page, t0, seen);
     if (showSteps) log(`${mb} MB steps (ms after the drop): ${JSON.stringify(steps)}`);
-    out.push({ overview_ms: seen.overview.t - t0, plot_ms: seen.plot ? seen.plot.t - t0 : null, mode: seen.mode, status: seen.status, steps });
+    out.push({
+      overview_ms: seen.overview.t - t0,
+      counted_ms: seen.counted.t - t0,
+      outlined: seen.counted.outlined,
+      plot_ms: seen.plot ? seen.plot.t - t0 : null,
+      mode: seen.mode,
+      status: seen.status,
+      steps,
+    });
     if (problems.length) log(`${mb} MB: ${problems.join("; ")}`);
     await context.close();
   }
@@ -470,6 +490,7 @@ const result = {
   baseline,
   no_ranges: noRanges,
   open_as_before: openAsBefore,
+  no_outline: noOutline,
   when: new Date().toISOString(),
   load_before: loadavg().map((l) => Math.round(l * 100) / 100),
   file_bytes: Object.fromEntries(sizes.map((mb) => [mb, statSync(paths[mb]).size])),
@@ -519,6 +540,10 @@ for (const mb of [...sizes, ...extraFiles.map((f) => f.split("/").pop())]) {
       mode: o[0]?.mode,
       overview_ms: median(o.map((r) => r.overview_ms)),
       overview_ms_all: o.map((r) => Math.round(r.overview_ms)),
+      // The overview above is an outline where `outlined` (the rows still
+      // being counted); this is when the full description's counts were up.
+      outlined: o.filter((r) => r.outlined).length,
+      counted_ms: median(o.map((r) => r.counted_ms)),
       first_plot_ms: median(o.map((r) => r.plot_ms)),
       steps_ms: Object.fromEntries(Object.keys(o[0]?.steps ?? {}).map((k) => [k, median(o.map((r) => r.steps?.[k]))])),
       plot_status: o[0]?.status,

@@ -416,6 +416,62 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
     await page.close();
   });
 
+  it("outlines a large catalog from its indexes, reading a few pages, before listing it", T, async () => {
+    // MANY: a stream of about forty 1 MiB segments, its catalog's leaves a
+    // MiB apart. The page asks for an outline from 256 segments; this asks
+    // from 0, and again from 256 to see the null below the threshold.
+    const page = await enginePage();
+    await page.locator("#files").setInputFiles(MANY);
+    const r = await page.evaluate(async () => {
+      const text = (v) => JSON.stringify(v, (_, x) => (typeof x === "bigint" ? `${x}n` : x));
+      const engine = window.createEngine();
+      const file = document.getElementById("files").files[0];
+      const small = await engine.openFile(file, file.name);
+      const belowThreshold = await small.outline();
+      await small.close();
+      const whole = await engine.open(await file.arrayBuffer(), file.name);
+      const inMemory = await whole.outline(0);
+      const full = await whole.describe();
+      await whole.close();
+      const h = await engine.openFile(file, file.name);
+      const opened = await h.lazyStats();
+      const outline = await h.outline(0);
+      const outlined = await h.lazyStats();
+      const described = await h.describe();
+      const listed = await h.lazyStats();
+      engine.terminate();
+      const st = outline.sources[0].streams[0];
+      const fullSt = full.sources[0].streams[0];
+      return {
+        belowThreshold,
+        inMemory,
+        flagged: outline.outline === true && described.outline === undefined,
+        listedNone: outline.sources.every((s) => s.streams.every((x) => x.segments.length === 0 && x.sealed_rows === 0)),
+        outline: text(st.outline),
+        expected: text({ segments: fullSt.segments.length, first_ts: fullSt.segments[0].first_ts, last_ts: fullSt.segments.at(-1).last_ts }),
+        sameDescription: text(described) === text(full),
+        sameRest: text(outline.sources.map((s) => ({ ...s, streams: s.streams.map(({ name, live_rows, live_span, caller_rows }) => ({ name, live_rows, live_span, caller_rows })) }))) ===
+          text(full.sources.map((s) => ({ ...s, streams: s.streams.map(({ name, live_rows, live_span, caller_rows }) => ({ name, live_rows, live_span, caller_rows })) }))),
+        segments: fullSt.segments.length,
+        outlinePages: (outlined.fetchedBytes - opened.fetchedBytes) / 4096,
+        listingPages: (listed.fetchedBytes - outlined.fetchedBytes) / 4096,
+      };
+    });
+    assert.equal(r.belowThreshold, null, "below the threshold, no outline");
+    assert.equal(r.inMemory, null, "held in memory, no outline");
+    assert.ok(r.flagged && r.listedNone, JSON.stringify(r));
+    assert.equal(r.outline, r.expected, "the stream's count and sealed span");
+    assert.ok(r.sameRest, "sources, streams, live tails and caller rows as describe says");
+    assert.ok(r.sameDescription, "the description after it as the whole file's");
+    // The indexes and the first segment's leaf: a few pages. The listing
+    // then reads a leaf per few segments, each a MiB from the next.
+    console.log(`# outline of ${r.segments} segments: ${r.outlinePages} pages read, then ${r.listingPages} by the listing`);
+    assert.ok(r.segments >= 30, `${r.segments} segments`);
+    assert.ok(r.outlinePages <= 6, `the outline read ${r.outlinePages} pages`);
+    assert.ok(r.listingPages >= r.segments / 4, `the listing read ${r.listingPages} pages after it`);
+    await page.close();
+  });
+
   it("says the archive changed when the server's copy is rewritten between reads", T, async () => {
     const dir = join(WORK, "changing");
     await rm(dir, { recursive: true, force: true });
