@@ -288,15 +288,13 @@ pub struct Outline {
 pub fn outline(archive: &Archive) -> Result<Outline> {
     let (schema_version, sources, sealed) = archive.read_snapshot(|s| {
         let sealed = s.sealed_outlines()?;
-        let streams = sealed
-            .iter()
-            .map(|o| {
-                (
-                    (o.source_id, o.stream.clone()),
-                    StreamDescription::empty(&o.stream),
-                )
-            })
-            .collect();
+        let mut streams = BTreeMap::new();
+        for o in &sealed {
+            streams.insert(
+                (o.source_id, o.stream.clone()),
+                StreamDescription::empty(&o.stream),
+            );
+        }
         Ok((s.schema_version()?, s.describe_streams(streams)?, sealed))
     })?;
     Ok(Outline {

@@ -203,6 +203,9 @@ fn every_sound_fixture_outlines_as_its_description_sums_up() {
             })
             .collect();
         assert_eq!(sealed, expected_sealed, "{}", path.display());
+        let segments: i64 = expected_sealed.iter().map(|s| s.2).sum();
+        let count = archive.read_snapshot(|s| s.segment_count()).unwrap();
+        assert_eq!(count, segments, "{}", path.display());
         checked += usize::from(!sealed.is_empty());
     }
     assert!(checked >= 4, "only {checked} fixtures with sealed segments");

@@ -10,8 +10,6 @@
 //! table row a stream (its first segment) gives the oldest. That is enough
 //! for a first overview while the full listing is read.
 
-use rusqlite::params;
-
 use super::Snapshot;
 use crate::error::{Result, SqlContext};
 
@@ -56,68 +54,49 @@ SELECT (SELECT rowid FROM segments AS s \
 FROM (SELECT source_id, stream, min(seq) AS first_seq \
       FROM segments GROUP BY source_id, stream) AS g";
 
-/// Counts on the primary key's index: naming `seq`, which only that index
-/// holds, keeps SQLite off `segments_by_time` (as small, and covering a
-/// bare count as well), whose pages an outline does not fetch ahead.
-const SEGMENT_COUNT_SQL: &str = "SELECT count(seq) FROM segments";
-const STREAM_COUNT_SQL: &str =
-    "SELECT count(*) FROM (SELECT min(seq) FROM segments GROUP BY source_id, stream)";
+/// The segments, counted on the primary key's index: naming `seq`, which
+/// only that index holds, keeps SQLite off `segments_by_time` (as small,
+/// and covering a bare count as well), whose pages an outline does not
+/// fetch ahead.
+const COUNT_SQL: &str = "SELECT count(seq) FROM segments";
 
 impl Snapshot<'_> {
     /// Every stream with a sealed segment, in `(source_id, stream)` order,
     /// outlined from the indexes (see the module's comment).
     pub fn sealed_outlines(&self) -> Result<Vec<SealedOutline>> {
-        let what = "cannot outline the segments";
-        let mut stmt = self.conn.prepare_cached(OUTLINE_SQL).ctx(self.file, what)?;
-        let rows = stmt
-            .query_map(params![], |r| {
-                Ok(SealedOutline {
-                    source_id: r.get(0)?,
-                    stream: r.get(1)?,
-                    segments: r.get(2)?,
-                    first_ts: r.get(3)?,
-                    last_ts: r.get(4)?,
-                })
+        self.collect("cannot outline the segments", OUTLINE_SQL, [], |r| {
+            Ok(SealedOutline {
+                source_id: r.get(0)?,
+                stream: r.get(1)?,
+                segments: r.get(2)?,
+                first_ts: r.get(3)?,
+                last_ts: r.get(4)?,
             })
-            .ctx(self.file, what)?;
-        rows.collect::<rusqlite::Result<Vec<_>>>()
-            .ctx(self.file, what)
+        })
     }
 
     /// The rowids of each stream's first segment (see [`FIRST_ROWIDS_SQL`]).
     pub fn first_segment_rowids(&self) -> Result<Vec<i64>> {
-        let what = "cannot find the streams' first segments";
-        let mut stmt = self
-            .conn
-            .prepare_cached(FIRST_ROWIDS_SQL)
-            .ctx(self.file, what)?;
-        let rows = stmt
-            .query_map(params![], |r| r.get::<_, Option<i64>>(0))
-            .ctx(self.file, what)?;
-        let found = rows
-            .collect::<rusqlite::Result<Vec<_>>>()
-            .ctx(self.file, what)?;
-        Ok(found.into_iter().flatten().collect())
-    }
-
-    /// How many streams have a sealed segment, counted on the primary key's index.
-    pub fn sealed_stream_count(&self) -> Result<i64> {
-        self.conn
-            .query_row(STREAM_COUNT_SQL, [], |r| r.get(0))
-            .ctx(self.file, "cannot count the streams")
+        // The subquery finds a row for every group: NULL cannot come back.
+        self.collect(
+            "cannot find the streams' first segments",
+            FIRST_ROWIDS_SQL,
+            [],
+            |r| r.get(0),
+        )
     }
 
     /// How many segments the catalog holds, counted on the primary key's index.
     pub fn segment_count(&self) -> Result<i64> {
         self.conn
-            .query_row(SEGMENT_COUNT_SQL, [], |r| r.get(0))
+            .query_row(COUNT_SQL, [], |r| r.get(0))
             .ctx(self.file, "cannot count the segments")
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{FIRST_ROWIDS_SQL, OUTLINE_SQL, SEGMENT_COUNT_SQL, STREAM_COUNT_SQL};
+    use super::{COUNT_SQL, FIRST_ROWIDS_SQL, OUTLINE_SQL};
 
     /// The query plans SQLite picks for the outline on the format's
     /// schema: every scan is of the primary key's index (the one tree an
@@ -127,12 +106,7 @@ mod tests {
     fn the_outline_scans_indexes_only_and_looks_up_one_row_a_stream() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
         conn.execute_batch(crate::container::SCHEMA_SQL).unwrap();
-        for sql in [
-            OUTLINE_SQL,
-            FIRST_ROWIDS_SQL,
-            SEGMENT_COUNT_SQL,
-            STREAM_COUNT_SQL,
-        ] {
+        for sql in [OUTLINE_SQL, FIRST_ROWIDS_SQL, COUNT_SQL] {
             let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
             let plan: Vec<String> = stmt
                 .query_map([], |r| r.get::<_, String>(3))

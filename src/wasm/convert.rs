@@ -121,14 +121,14 @@ pub(crate) fn description(d: &Description) -> JsValue {
 /// [`description`]'s objects: 100,000 segments are 600,000 property sets
 /// across the boundary there, six array copies here.
 pub(crate) fn packed_description(d: &Description) -> JsValue {
-    packed_with(d, |_, _| None)
+    packed_with(d, &|_, _| None)
 }
 
 /// An outline (`describeOutline`): the packed description of its sources
 /// and streams, which list no segments, with `outline: true`, and on each
 /// stream with sealed data `outline: { segments, first_ts, last_ts }`.
 pub(crate) fn packed_outline(o: &crate::read::Outline) -> JsValue {
-    let packed = packed_with(&o.description, |source_id, name| {
+    let packed = packed_with(&o.description, &|source_id, name| {
         let at = o
             .sealed
             .binary_search_by(|s| (s.source_id, s.stream.as_str()).cmp(&(source_id, name)))
@@ -148,7 +148,7 @@ pub(crate) fn packed_outline(o: &crate::read::Outline) -> JsValue {
 
 /// [`packed_description`], each stream given the `outline` property
 /// `extra` returns for its `(source id, name)`, if any.
-fn packed_with(d: &Description, extra: impl Fn(i64, &str) -> Option<JsValue>) -> JsValue {
+fn packed_with(d: &Description, extra: &dyn Fn(i64, &str) -> Option<JsValue>) -> JsValue {
     let n: usize = d
         .sources
         .iter()

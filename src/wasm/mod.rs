@@ -137,18 +137,10 @@ enum OutlineWalk {
     NotStarted,
     /// The sources table and the primary key's index on `segments`.
     Trees(crate::container::lazy::TreeWalk),
-    /// `segments_by_time`, where there are many streams to seek in it.
-    ByTime(crate::container::lazy::TreeWalk),
-    /// About to walk toward each stream's first segment.
-    FirstRows,
     /// The table's pages toward each stream's first segment.
     Rows(crate::container::lazy::TreeWalk),
     Done,
 }
-
-/// Up to this many streams, an outline seeks `segments_by_time` as SQLite
-/// asks (a page or two a stream) rather than fetching the whole index.
-const OUTLINE_SEEKS: i64 = 32;
 
 /// An archive open in this engine, read-only: held in memory, or read in
 /// place through a byte source (`openLazy`).
@@ -293,7 +285,7 @@ impl JsArchive {
     /// `[offset, length, ...]`, to be fetched and handed to `prefetchFill`
     /// as `prefetchPlan`'s are; empty when it is done, and always for an
     /// archive held in memory. First the pages of the sources table and of
-    /// the two indexes on `segments`, a round per level; then, where the
+    /// the primary key's index on `segments`, a round per level; then, where the
     /// archive has at least `minSegments` segments (an outline will be
     /// drawn), the table's pages holding each stream's first segment.
     #[wasm_bindgen(js_name = outlinePlan)]
@@ -316,31 +308,11 @@ impl JsArchive {
                     if !plan.is_empty() {
                         return flat(plan);
                     }
-                    // Each stream's newest timestamp is a seek of
-                    // `segments_by_time`, a page or two a stream read as
-                    // SQLite asks; past a few dozen streams those seeks
-                    // cover most of its pages, fetched better in batches.
-                    let streams = self.archive.read_snapshot(|s| s.sealed_stream_count());
-                    let many = matches!(streams, Ok(n) if n > OUTLINE_SEEKS);
-                    let walk = match vfs::by_time_root(&self.archive) {
-                        Some(root) if many && self.outline_worth(min_segments) => {
-                            file.borrow().tree_walk(&[root])
-                        }
-                        _ => None,
-                    };
-                    *state = walk.map_or(OutlineWalk::FirstRows, OutlineWalk::ByTime);
-                }
-                OutlineWalk::ByTime(walk) => {
-                    let plan = file.borrow_mut().walk_step(walk);
-                    if !plan.is_empty() {
-                        return flat(plan);
-                    }
-                    *state = OutlineWalk::FirstRows;
-                }
-                OutlineWalk::FirstRows => {
                     // The primary key's index is held: which rows are
-                    // first is its to say, at no read.
-                    let rows = if self.outline_worth(min_segments) {
+                    // first is its to say, at no read. (Each stream's newest
+                    // timestamp is a seek of `segments_by_time`, a page or
+                    // two a stream that SQLite reads as it asks.)
+                    let rows = if self.segment_count() >= min_segments {
                         self.archive
                             .read_snapshot(|s| s.first_segment_rowids())
                             .unwrap_or_default()
@@ -366,11 +338,13 @@ impl JsArchive {
         }
     }
 
-    /// Whether the archive holds at least `min_segments` segments, counted
-    /// on an index: a listing of fewer is read about as soon as an outline.
-    fn outline_worth(&self, min_segments: f64) -> bool {
-        let count = self.archive.read_snapshot(|s| s.segment_count());
-        matches!(count, Ok(n) if n as f64 >= min_segments)
+    /// How many segments the archive holds, counted on an index (none where
+    /// that fails: the listing then says why). A listing of fewer than an
+    /// outline's `minSegments` is read about as soon as the outline.
+    fn segment_count(&self) -> f64 {
+        self.archive
+            .read_snapshot(|s| s.segment_count())
+            .map_or(0.0, |n| n as f64)
     }
 
     /// A first description of an archive read in place, from its catalog's
@@ -380,7 +354,7 @@ impl JsArchive {
     /// than `minSegments` segments, whose full description is as quick.
     #[wasm_bindgen(js_name = describeOutline)]
     pub fn describe_outline(&self, min_segments: f64) -> JsResult<JsValue> {
-        if self.lazy.is_none() || !self.outline_worth(min_segments) {
+        if self.lazy.is_none() || self.segment_count() < min_segments {
             return Ok(JsValue::NULL);
         }
         let outline = crate::read::outline(&self.archive).map_err(fail)?;

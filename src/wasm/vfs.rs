@@ -187,12 +187,6 @@ pub(crate) fn outline_roots(archive: &Archive) -> Vec<u32> {
     roots_of(archive, &OUTLINE_TREES)
 }
 
-/// The root page of `segments_by_time`, which an outline seeks once a
-/// stream for its newest timestamp.
-pub(crate) fn by_time_root(archive: &Archive) -> Option<u32> {
-    roots_of(archive, &["segments_by_time"]).first().copied()
-}
-
 /// The root pages of the `segments` table, whose leaves hold the rows a
 /// footer prefetch looks up (and small payloads whole), and of its primary
 /// key's index, through which a lookup by key finds a row.
