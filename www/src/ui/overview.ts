@@ -164,7 +164,9 @@ export class Overview {
   update(desc: Description): void {
     const before = this.desc;
     this.desc = desc;
-    this.generation++;
+    // After an outline comes the same image's full description, not a newer image.
+    const newer = !before.outline;
+    if (newer) this.generation++;
     setValue(this.size, bytes(desc.file_bytes), desc.file_bytes, `${count(desc.file_bytes)} bytes`);
     this.paintCounts();
     const a = archiveSpan(before);
@@ -185,7 +187,7 @@ export class Overview {
     }
     if (this.verdict) this.paintVerdict();
     // After the plots have asked for the newer image: the worker answers in order.
-    if (this.verifyWanted) setTimeout(() => void this.verify(), VERIFY_AFTER_UPDATE_MS);
+    if (this.verifyWanted && newer) setTimeout(() => void this.verify(), VERIFY_AFTER_UPDATE_MS);
   }
 
   private paintCounts(): void {
@@ -235,7 +237,7 @@ export class Overview {
       do {
         this.verifyAgain = false;
         const gen = this.generation;
-        const segments = segmentKeys(this.desc);
+        const verifying = this.desc;
         let report: VerifyReport;
         try {
           report = await this.host.handle.verify();
@@ -249,6 +251,10 @@ export class Overview {
           if (!(this.host.followed && isChanged(e))) this.verifyFailed(e);
           return;
         }
+        // The segments of the image verified: as described now, unless a
+        // newer image came meanwhile (an outline's full description is the
+        // same image, so its segments count).
+        const segments = segmentKeys(gen === this.generation ? this.desc : verifying);
         this.verdict = { report, segments, generation: gen };
         this.paintVerdict();
         // A newer image came meanwhile: after a pause, so verify does not stand in front of every plot.
