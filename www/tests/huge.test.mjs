@@ -185,6 +185,48 @@ describe("huge and odd catalogs", () => {
     await page.context().close();
   });
 
+  it("read in place, a large catalog shows its outline and cards first; a stream picked meanwhile opens once it is listed", T, async () => {
+    const page = await fresh();
+    // The engine's listing is held back (the test-only hold goes to the
+    // worker just ahead of the page's describe), so the outline stays up
+    // for as long as the test looks at it.
+    await page.addInitScript(() => {
+      const w = window;
+      const post = Worker.prototype.postMessage;
+      Worker.prototype.postMessage = function (m, t) {
+        if (m && m.op === "call" && m.method === "describe" && !w.__held) {
+          w.__held = this;
+          post.call(this, { op: "hold", id: 0 });
+        }
+        return post.call(this, m, t);
+      };
+    });
+    await page.goto(page.serverUrl + "/?mode=lazy");
+    await page.locator('[data-testid="file-input"]').setInputFiles(join(DIR, "streams10k.dendro"));
+    const panel = active(page);
+    await panel.locator('[data-testid="listing"]').waitFor({ timeout: 60_000 });
+    assert.match(await panel.locator('[data-testid="listing"]').innerText(), /^Listing the catalog's 10,000 segments/);
+    const rows = panel.locator('[data-testid="stream-row"]');
+    await rows.first().waitFor();
+    assert.equal(await panel.locator('[data-field="streams"]').getAttribute("data-value"), "10000");
+    assert.equal(await panel.locator('[data-field="segments"]').getAttribute("data-value"), "10000");
+    assert.equal(await panel.locator('[data-field="rows"]').getAttribute("data-value"), "counting");
+    assert.equal(await rows.count(), 20, "the card's first streams, from the outline");
+    const name = await rows.nth(2).locator("button").innerText();
+    assert.match(await rows.nth(2).innerText(), /^\S+\s+1\s+counting…/);
+    assert.equal(await panel.locator('[data-testid="lane"]').count(), 0, "no timeline before the listing");
+    // A stream picked in the outline's card: not the first, which opens by itself.
+    await rows.nth(2).locator("button").click();
+    await page.evaluate(() => window.__held.postMessage({ op: "release", id: 0 }));
+    assert.match(await plotted(panel, name), /rows in this window/);
+    assert.equal(await panel.locator('[data-testid="stream-view"]').getAttribute("data-stream"), name);
+    assert.equal(await panel.locator('[data-testid="listing"]').count(), 0);
+    assert.match(await panel.locator('[data-field="rows"]').getAttribute("data-value"), /^[1-9]\d*$/, "the rows counted");
+    assert.match(await rows.nth(2).innerText(), /^\S+\s+1\s+[\d,]+\s/);
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+
   it("10,000 streams in a source: the first lanes, what was left out, and a filter to the rest", T, async () => {
     const page = await fresh();
     const { panel, fig } = await open(page, "streams10k");

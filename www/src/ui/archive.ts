@@ -154,9 +154,12 @@ export class ArchiveView {
       this.listingNote = h(
         "div",
         { class: "dv-panel dv-listing-note", data: { testid: "listing" } },
-        `Listing the catalog's ${plural(segments, "segment")}: the sources, timeline and plots follow…`,
+        `Listing the catalog's ${plural(segments, "segment")}: the timeline and plots follow…`,
       );
       this.el.append(this.listingNote);
+      // The source cards from the outline too, a frame after the overview
+      // (a stream picked in one opens once the listing is read).
+      requestAnimationFrame(() => setTimeout(() => this.outlineCards(), 0));
       return;
     }
     this.begin();
@@ -181,12 +184,20 @@ export class ArchiveView {
     this.begin();
   }
 
+  /** An outline's source cards, before the timeline: their streams' rows are counted once `described`. */
+  private outlineCards(): void {
+    if (this.destroyed || !this.desc.outline || !this.listingNote) return;
+    this.renderSources();
+    if (this.desc.sources.length > 0) this.el.insertBefore(this.sources, this.listingNote);
+  }
+
   /** Picks the stream to open, asks ahead for what its plot reads, and builds the rest a frame later. */
   private begin(): void {
     const { desc, handle, init } = this;
-    // Open the asked-for stream, else the first one with sealed rows to plot.
-    let pick: Pick | null = null;
-    if (init.source !== undefined && init.stream !== undefined) {
+    // The stream picked in an outline's cards, else the asked-for one,
+    // else the first one with sealed rows to plot.
+    let pick: Pick | null = this.pending;
+    if (!pick && init.source !== undefined && init.stream !== undefined) {
       const src = desc.sources.find((s) => s.id === init.source);
       if (src?.streams.some((s) => s.name === init.stream)) pick = { source: init.source, stream: init.stream, columns: init.columns };
     }
@@ -268,7 +279,8 @@ export class ArchiveView {
 
   /** The first source cards of what the filter keeps, and a line saying what was left out. */
   private renderSources(): void {
-    if (!this.timeline) return;
+    // Built with the timeline, or from an outline before it.
+    if (!this.timeline && !this.desc.outline) return;
     const f = this.filtered;
     this.cards = [];
     replace(

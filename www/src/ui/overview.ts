@@ -651,8 +651,9 @@ function streamRow(host: OverviewHost, src: SourceInfo, st: StreamInfo, tz: Time
 /** A stream row's counts and span, each written only when it differs. */
 function patchStreamRow(row: StreamRow, st: StreamInfo, tz: TimeZoneMode): void {
   const sp = streamSpan(st);
-  setText(row.segments, count(st.segments.length));
-  setText(row.sealed, count(st.sealed_rows));
+  // An outline counts a stream's segments but not yet their rows.
+  setText(row.segments, count(st.outline ? st.outline.segments : st.segments.length));
+  setText(row.sealed, st.outline ? "counting…" : count(st.sealed_rows));
   setText(row.live, count(st.live_rows));
   row.live.classList.toggle("dv-live-text", st.live_rows > 0);
   setText(row.caller, count(st.caller_rows));
