@@ -289,7 +289,10 @@ fn main() {
         .and_then(|i| args.get(i + 1));
     let dir = tempfile::tempdir().unwrap();
     let path = match keep {
-        Some(kept) => Path::new(kept).join(format!("read-{mb}mb.dendro")),
+        Some(kept) => {
+            std::fs::create_dir_all(kept).unwrap();
+            Path::new(kept).join(format!("read-{mb}mb.dendro"))
+        }
         None => dir.path().join("read.dendro"),
     };
     let build_s = if path.exists() { 0.0 } else { build(&path, mb) };

@@ -160,6 +160,32 @@ fn creating_over_an_existing_file_is_refused() {
     assert_eq!(std::fs::read(&path).unwrap(), b"precious");
 }
 
+#[test]
+fn creating_in_a_missing_or_non_directory_folder_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("no-such-folder").join("run.dendro");
+    let Err(err) = ArchiveMut::create(&missing) else {
+        panic!("created in a missing folder")
+    };
+    let text = err.to_string();
+    assert!(
+        matches!(&err, dendro::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound),
+        "{err:?}"
+    );
+    assert!(
+        text.contains("no-such-folder") && text.contains("run.dendro"),
+        "{text}"
+    );
+    assert!(!text.contains("read-only"), "{text}");
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    let Err(err) = ArchiveMut::create(file.join("run.dendro")) else {
+        panic!("created under a file")
+    };
+    assert!(err.to_string().ends_with("not a directory"), "{err}");
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
+
 /// A read-only view of a folder: a read-only bind mount when running as
 /// root (permissions do not bind root), otherwise permission bits.
 struct ReadOnlyDir {

@@ -510,6 +510,26 @@ pub(crate) fn create_file(path: &Path) -> Result<()> {
             message: "cannot create an archive over an existing file".into(),
         });
     }
+    // SQLite says only that it cannot open the file; a missing folder is
+    // the common cause, and not the read-only media that answer suggests.
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        match std::fs::metadata(dir) {
+            Ok(m) if !m.is_dir() => {
+                return Err(Error::Invalid {
+                    message: format!(
+                        "cannot create an archive in {}: not a directory",
+                        dir.display()
+                    ),
+                    file,
+                })
+            }
+            Ok(_) => {}
+            Err(e) => {
+                let context = format!("cannot create an archive in {}", dir.display());
+                return Err(Error::io(&file, &context, e));
+            }
+        }
+    }
     let conn = Connection::open_with_flags(
         path,
         OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
