@@ -19,7 +19,7 @@ export type Range = readonly [number, number];
 
 /**
  * A source that can also read many ranges at once, asynchronously: the
- * catalog prefetch (primeCatalog) asks for scattered pages this way
+ * catalog prefetch (fetchPlanned) asks for scattered pages this way
  * instead of one synchronous read each.
  */
 export interface BatchSource extends ByteSource {
@@ -40,29 +40,31 @@ async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) 
   return out;
 }
 
-/** The engine's side of a catalog prefetch (Archive.prefetchPlan / prefetchFill). */
+/** The engine's side of a prefetch: where fetched bytes go (Archive.prefetchFill). */
 export interface Prefetching {
-  prefetchPlan(): Float64Array | number[];
   prefetchFill(offset: number, bytes: Uint8Array): void;
 }
 
 /**
- * Brings the pages the catalog's listing will read into the engine's cache
- * before it asks for them: one batch of reads per level of the catalog's
- * b-trees (the engine says which pages; see src/container/lazy/walk.rs).
- * A failure here is not reported: the prefetch only saves time, and the
- * engine's own read of the same bytes reports it in its words.
+ * Brings the pages the engine is about to read into its cache before it
+ * asks for them: `plan` says which (Archive.prefetchPlan for the catalog's
+ * listing, outlinePlan for an outline), a round per level of the b-trees
+ * it walks (see src/container/lazy/walk.rs), each round fetched in one
+ * batch, until it says nothing more. A failure here is not reported: the
+ * prefetch only saves time, and the engine's own read of the same bytes
+ * reports it in its words.
  */
-export async function primeCatalog(
+export async function fetchPlanned(
   archive: Prefetching,
   source: BatchSource,
+  plan: () => ArrayLike<number>,
   onRound?: (round: { ranges: number; bytes: number }) => void,
 ): Promise<{ rounds: number; ranges: number; bytes: number }> {
   const done = { rounds: 0, ranges: 0, bytes: 0 };
   for (let round = 0; round < 16; round++) {
-    const plan = archive.prefetchPlan();
-    if (plan.length === 0) break;
-    const parts = await fillPlan(archive, source, plan);
+    const next = plan();
+    if (next.length === 0) break;
+    const parts = await fillPlan(archive, source, next);
     if (parts === null) break;
     const bytes = parts.reduce((n, p) => n + p.byteLength, 0);
     done.rounds++;
@@ -80,7 +82,7 @@ export async function primeCatalog(
  * time, and SQLite's own read then reports the failure in its words.
  */
 export async function fillPlan(
-  archive: Pick<Prefetching, "prefetchFill">,
+  archive: Prefetching,
   source: BatchSource,
   plan: ArrayLike<number>,
 ): Promise<Uint8Array[] | null> {

@@ -25,7 +25,7 @@ import init, * as module from "../../pkg/dendro.js";
 import { Archive, decodingNow, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import type { PackedDescription } from "./packing";
-import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fillPlan, primeCatalog, probeFollow, probeUrl } from "./sources";
+import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, fillPlan, probeFollow, probeUrl } from "./sources";
 import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
@@ -109,8 +109,11 @@ function archive(handle: number): Archive {
   return a;
 }
 
-/** What each method of an open archive runs: one typed entry per method of `Calls`. */
-const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"] } = {
+/** Methods that need the archive's byte source as well, run by callOn itself. */
+type SourceMethod = "prefetch" | "outline";
+
+/** What each other method of an open archive runs: one typed entry per method of `Calls`. */
+const methods: { [M in Exclude<Method, SourceMethod>]: (a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"] } = {
   describe: (a) => {
     const packed = a.describePacked() as PackedDescription;
     mark("described", { fetches: (a.lazyStats() as { fetches?: number } | null)?.fetches ?? 0 });
@@ -120,9 +123,6 @@ const methods: { [M in Method]: (a: Archive, ...args: Calls[M]["args"]) => Calls
   readSegment: (a, source, stream, seq, columns) => a.readSegment(source, stream, seq, columns ?? undefined),
   readRange: (a, source, stream, from, to, columns, maxPoints, rates) =>
     a.readRange(source, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined),
-  // Run in callOn, where the archive's source is at hand; nothing to do here.
-  prefetch: () => null,
-  outline: () => null,
   liveTail: (a, source, stream) => a.liveTail(source, stream),
   callerIndex: (a, source, stream, seq) => a.callerIndex(source, stream, seq) ?? null,
   callerRows: (a, source, name, from, to) => a.callerRows(source, name, from, to),
@@ -189,31 +189,26 @@ const unlisted = new Set<number>();
 
 /**
  * Before a call that lists the catalog (any call but an outline), brings
- * the catalog's pages in with a few batched reads (primeCatalog), so that
- * SQLite does not read them one synchronous miss at a time. Once per
- * archive; a failure is left for the listing to report in its words.
+ * the catalog's pages in with a few batched reads, so that SQLite does
+ * not read them one synchronous miss at a time. Once per archive; a
+ * failure is left for the listing to report in its words.
  */
 async function readyCatalog(a: Archive, handle: number): Promise<void> {
   const source = inPlace.get(handle);
   if (!source || !unlisted.delete(handle)) return;
-  await primeCatalog(a, source, (round) => mark("prefetch", round));
+  await fetchPlanned(a, source, () => a.prefetchPlan(), (round) => mark("prefetch", round));
 }
 
 /**
- * outline: the pages the outline reads (the sources table, the indexes
- * on segments, each stream's first row) fetched in a few batches, then
- * the outline itself, or null where a full description is as quick.
+ * outline: the pages the outline reads (the sources table, the primary
+ * key's index on segments, each stream's first row) fetched in a few
+ * batches, then the outline itself, or null where a full description is
+ * as quick.
  */
 async function outlineOf(a: Archive, handle: number, minSegments: number): Promise<Calls["outline"]["result"]> {
   const source = inPlace.get(handle);
   if (!source || noOutline) return null;
-  for (let round = 0; round < OUTLINE_ROUNDS; round++) {
-    const plan = a.outlinePlan(minSegments);
-    if (plan.length === 0) break;
-    const parts = await fillPlan(a, source, plan);
-    if (parts === null) break;
-    mark("outline prefetch", { ranges: parts.length, bytes: parts.reduce((n, p) => n + p.byteLength, 0) });
-  }
+  await fetchPlanned(a, source, () => a.outlinePlan(minSegments), (round) => mark("outline prefetch", round));
   const outline = a.describeOutline(minSegments) as Calls["outline"]["result"];
   mark("outlined", { fetches: (a.lazyStats() as { fetches?: number } | null)?.fetches ?? 0 });
   return outline;
@@ -225,9 +220,6 @@ async function outlineOf(a: Archive, handle: number, minSegments: number): Promi
  * full listing. The page never sets it.
  */
 const noOutline = (self as { __dendroNoOutline?: boolean }).__dendroNoOutline === true;
-
-/** The most rounds an outline's prefetch takes: a round per level of three small trees, then of the table toward the first rows. */
-const OUTLINE_ROUNDS = 12;
 
 /** The sources of archives read in place, by handle: footer prefetches read through them. */
 const inPlace = new Map<number, BatchSource>();
@@ -346,7 +338,7 @@ async function openFollow(req: Extract<Request, { op: "openFollow" }>): Promise<
   return { unchanged: false, handle, etag: found.probe.etag, kept: moved.kept, size: found.probe.size, netBytes: cache.netBytes, requests: cache.requests, units: cache.count };
 }
 
-function call<M extends Method>(a: Archive, method: M, args: Calls[M]["args"]): Calls[M]["result"] {
+function call<M extends Exclude<Method, SourceMethod>>(a: Archive, method: M, args: Calls[M]["args"]): Calls[M]["result"] {
   const run = methods[method] as ((a: Archive, ...args: Calls[M]["args"]) => Calls[M]["result"]) | undefined;
   if (!run) throw Object.assign(new Error(`unknown engine method ${String(method)}`), { kind: "Internal" });
   return run(a, ...args);
@@ -555,9 +547,9 @@ async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unkno
 }
 
 async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
-  if (req.method === "outline") return outlineOf(a, req.handle, (req.args as Calls["outline"]["args"])[0]);
+  if (req.method === "outline") return outlineOf(a, req.handle, req.args[0]);
   if (req.method !== "lazyStats") await readyCatalog(a, req.handle);
-  if (req.method === "prefetch") return prefetchWindow(a, req.handle, req.args as Calls["prefetch"]["args"]);
+  if (req.method === "prefetch") return prefetchWindow(a, req.handle, req.args);
   const source = inPlace.get(req.handle);
   if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
   // A preview asked for is posted once, ahead of the answer, under the request's id.
