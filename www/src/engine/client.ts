@@ -270,7 +270,7 @@ class WorkerEngine implements Engine {
  * few dozen reads or fewer, and a second drawing of the page would cost
  * about what it saves.
  */
-export const OUTLINE_MIN_SEGMENTS = 256;
+const OUTLINE_MIN_SEGMENTS = 256;
 
 class Handle implements ArchiveHandle {
   private closed = false;

@@ -6,7 +6,7 @@ import { CAPS, type Filtered, filterCatalog, needsFilter, plural, shownText } fr
 import { debounce, h, moreBar, replace, setText } from "./dom";
 import { explain, isChanged } from "./errors";
 import { type TimeZoneMode, count, floorDiv } from "./format";
-import { type Span, archiveSpan, fullWindow, originFor, streamSpan } from "./model";
+import { type Span, archiveSpan, fullWindow, originFor, streamSpan, totals } from "./model";
 import { Overview, type OverviewHost, SourceCard, marksOf } from "./overview";
 import type { Dialog, Tooltip } from "./overlay";
 import type { ViewState } from "./state";
@@ -44,6 +44,11 @@ interface Pick {
   notify?: boolean;
 }
 
+/** The window a view opens on: the one asked for, if it is one, else the whole span. */
+function startWindow(init: ViewState, full: Span): Span {
+  return init.from !== undefined && init.to !== undefined && init.to > init.from ? [init.from, init.to] : full;
+}
+
 export class ArchiveView {
   readonly el: HTMLElement;
   private readonly overview: Overview;
@@ -71,7 +76,7 @@ export class ArchiveView {
   private streamInit: Promise<void> = Promise.resolve();
   private full: Span;
   private origin: bigint;
-  /** Shown in place of the cards while an outline waits for the full description (see `complete`). */
+  /** Shown in place of the timeline and plots while an outline waits for the full description (see `described`). */
   private listingNote: HTMLElement | null = null;
   private from: bigint;
   private to: bigint;
@@ -96,7 +101,7 @@ export class ArchiveView {
   ) {
     this.full = fullWindow(archiveSpan(desc));
     this.origin = originFor(this.full);
-    [this.from, this.to] = init.from !== undefined && init.to !== undefined && init.to > init.from ? [init.from, init.to] : this.full;
+    [this.from, this.to] = startWindow(init, this.full);
 
     const overviewHost = {
       handle: handle as ArchiveHandle,
@@ -149,12 +154,10 @@ export class ArchiveView {
     // and span now, the cards, timeline and plots once `described` brings
     // the full description.
     if (desc.outline) {
-      let segments = 0;
-      for (const src of desc.sources) for (const st of src.streams) segments += st.outline?.segments ?? 0;
       this.listingNote = h(
         "div",
         { class: "dv-panel dv-listing-note", data: { testid: "listing" } },
-        `Listing the catalog's ${plural(segments, "segment")}: the timeline and plots follow…`,
+        `Listing the catalog's ${plural(totals(desc).segments, "segment")}: the timeline and plots follow…`,
       );
       this.el.append(this.listingNote);
       // The source cards from the outline too, a frame after the overview
@@ -174,8 +177,7 @@ export class ArchiveView {
     this.desc = desc;
     this.full = fullWindow(archiveSpan(desc));
     this.origin = originFor(this.full);
-    const init = this.init;
-    [this.from, this.to] = init.from !== undefined && init.to !== undefined && init.to > init.from ? [init.from, init.to] : this.full;
+    [this.from, this.to] = startWindow(this.init, this.full);
     this.overview.update(desc);
     this.filtered = filterCatalog(desc, this.filtered.query);
     if (this.finder) this.paintFinderCount();
