@@ -164,6 +164,10 @@ pub struct JsArchive {
     walk: RefCell<Option<crate::container::lazy::TreeWalk>>,
     /// The outline's prefetch (`outlinePlan`), where it has got to.
     outline_walk: RefCell<OutlineWalk>,
+    /// How many segments the image holds, once counted (see
+    /// [`JsArchive::segment_count`]): the outline's plan and the outline
+    /// both ask, and counting scans an index.
+    segments_counted: std::cell::Cell<Option<f64>>,
     /// Every segment of this image, once listed: describe, the footer
     /// plan and every range read take their segments from it instead of
     /// listing the catalog again. An image held here never changes (a
@@ -201,6 +205,7 @@ impl JsArchive {
             sparse_reads: false,
             walk: RefCell::new(None),
             outline_walk: RefCell::new(OutlineWalk::NotStarted),
+            segments_counted: Default::default(),
             listing: RefCell::new(None),
             footers_held: RefCell::default(),
         })
@@ -239,6 +244,7 @@ impl JsArchive {
             sparse_reads: !http,
             walk: RefCell::new(None),
             outline_walk: RefCell::new(OutlineWalk::NotStarted),
+            segments_counted: Default::default(),
             listing: RefCell::new(None),
             footers_held: RefCell::default(),
         })
@@ -342,9 +348,15 @@ impl JsArchive {
     /// that fails: the listing then says why). A listing of fewer than an
     /// outline's `minSegments` is read about as soon as the outline.
     fn segment_count(&self) -> f64 {
-        self.archive
+        if let Some(n) = self.segments_counted.get() {
+            return n;
+        }
+        let n = self
+            .archive
             .read_snapshot(|s| s.segment_count())
-            .map_or(0.0, |n| n as f64)
+            .map_or(0.0, |n| n as f64);
+        self.segments_counted.set(Some(n));
+        n
     }
 
     /// A first description of an archive read in place, from its catalog's
