@@ -64,6 +64,12 @@ pub struct Applied {
     pub gaps: u64,
     /// Replicas finalized because their origin said it is complete.
     pub finalized: u64,
+    /// Handshakes that changed what a replica's source row says (labels,
+    /// metadata, `complete`), written to it as they arrived.
+    pub restated: u64,
+    /// Held segments replaced by one of their origin's that covers them
+    /// (the origin merged them).
+    pub segments_replaced: u64,
     /// The newest row timestamp applied, for lag.
     pub newest_ts: Option<i64>,
 }
@@ -100,7 +106,6 @@ pub struct Subscriber {
     replicas: HashMap<String, Replica>,
     ordinals: HashMap<u32, Ordinal>,
     applied: Applied,
-    minted: u64,
     reader: Option<Archive>,
     /// `Segment` frames accepted and not yet adopted, by replica key, in
     /// arrival order; and their payload bytes.
@@ -168,7 +173,6 @@ impl Subscriber {
             replicas: HashMap::new(),
             ordinals: HashMap::new(),
             applied: Applied::default(),
-            minted: 0,
             reader: None,
             pending: Vec::new(),
             pending_bytes: 0,
@@ -347,15 +351,15 @@ impl Subscriber {
         }
     }
 
-    fn handshake(&mut self, ordinal: u32, source: NewSource) -> Result<()> {
-        let key = match &source.uuid {
+    fn handshake(&mut self, ordinal: u32, mut source: NewSource) -> Result<()> {
+        // A source without a uuid is given one derived from what does not
+        // change over its life, so every re-apply and reconnect finds it.
+        let uuid = match &source.uuid {
             Some(uuid) => uuid.to_ascii_lowercase(),
-            None => {
-                // No identity to find it by again: a fresh source each time.
-                self.minted += 1;
-                format!("minted-{}", self.minted)
-            }
+            None => derived_uuid(&source),
         };
+        source.uuid = Some(uuid.clone());
+        let key = uuid;
         if let Some(known) = self.ordinals.get(&ordinal) {
             if known.key != key {
                 return Err(self.refused(format!(
@@ -366,18 +370,24 @@ impl Subscriber {
         }
         let newest = match self.replicas.get_mut(&key) {
             Some(replica) => {
-                // The same source said again: what it says may have changed.
-                replica.source = source;
+                // The same source said again: what it says may have changed,
+                // and the replica's row says it too, durably, at once.
+                if !same_said(&replica.source, &source) {
+                    let writer = live(&self.writer, &self.file)?;
+                    let reopened = replica.writer.is_none();
+                    replica.source = source.clone();
+                    // Reopening a finalized replica restates it already.
+                    let handle = replica.handle(writer)?;
+                    if !reopened {
+                        handle.restate_replica(source)?;
+                    }
+                    self.applied.restated += 1;
+                }
                 None
             }
             None => {
                 let writer = self.live()?.mirror_source(source.clone())?;
                 let newest = self.held_newest(writer.id())?;
-                // A source that came without a uuid was given one here; it
-                // is found by it when its handle is opened again (after the
-                // move into place, or a finalize).
-                let mut source = source;
-                source.uuid = source.uuid.or_else(|| Some(writer.uuid().to_string()));
                 self.replicas.insert(
                     key.clone(),
                     Replica {
@@ -580,6 +590,10 @@ impl Subscriber {
                 match adopted {
                     Adopted::Inserted { .. } => self.applied.segments += 1,
                     Adopted::AlreadyHeld => self.applied.segments_held += 1,
+                    Adopted::Replaced { replaced, .. } => {
+                        self.applied.segments += 1;
+                        self.applied.segments_replaced += replaced as u64;
+                    }
                 }
             }
         }
@@ -599,6 +613,57 @@ impl Subscriber {
         }
         Ok(())
     }
+}
+
+/// Whether two handshakes of one source say the same about it.
+fn same_said(a: &NewSource, b: &NewSource) -> bool {
+    (&a.labels, &a.metadata, a.complete, a.clock_anchor_wall_ns)
+        == (&b.labels, &b.metadata, b.complete, b.clock_anchor_wall_ns)
+}
+
+/// The uuid a replica gives a source that arrived without one (written
+/// before archives had uuids): a digest of what stays fixed over the
+/// source's life — its clock anchor and the first writer session recorded
+/// in `writer_sessions` (resumes only append), or its labels where it has
+/// no sessions — so the same source is found again by every re-apply and
+/// reconnect instead of being added once more. Formatted as a version-8
+/// (custom) uuid, never mistaken for a minted v4 one.
+pub fn derived_uuid(source: &NewSource) -> String {
+    let first_session = source
+        .metadata
+        .get(crate::keys::WRITER_SESSIONS)
+        .and_then(|text| serde_json::from_str::<Vec<serde_json::Value>>(text).ok())
+        .and_then(|list| list.into_iter().next())
+        .and_then(|entry| {
+            entry
+                .get("session")
+                .and_then(|s| s.as_str())
+                .map(String::from)
+        });
+    let mut material = b"dendro-replica-source\0".to_vec();
+    material.extend_from_slice(&source.clock_anchor_wall_ns.to_le_bytes());
+    match first_session {
+        Some(session) => {
+            material.push(1);
+            material.extend_from_slice(session.as_bytes());
+        }
+        None => {
+            material.push(0);
+            for (k, v) in &source.labels {
+                for part in [k, v] {
+                    material.extend_from_slice(&(part.len() as u64).to_le_bytes());
+                    material.extend_from_slice(part.as_bytes());
+                }
+            }
+        }
+    }
+    let (a, b) = super::publisher::index_entry_digest("", 0, &material);
+    let mut bytes = [0u8; 16];
+    bytes[..8].copy_from_slice(&a.to_be_bytes());
+    bytes[8..].copy_from_slice(&b.to_be_bytes());
+    bytes[6] = (bytes[6] & 0x0f) | 0x80;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    uuid::Uuid::from_bytes(bytes).hyphenated().to_string()
 }
 
 /// The subscriber's writer, which is gone only if a staged catch-up could

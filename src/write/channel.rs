@@ -68,6 +68,12 @@ pub(super) enum Msg {
         patch: BTreeMap<String, Option<String>>,
         reply: Reply<()>,
     },
+    /// A replica's source row brought up to what its origin says.
+    Restate {
+        source_id: i64,
+        source: NewSource,
+        reply: Reply<()>,
+    },
     AppendEvent {
         source_id: i64,
         event: Event,

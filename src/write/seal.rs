@@ -446,6 +446,14 @@ pub enum Adopted {
     },
     /// The stream's sealed rows already reach its last row: nothing to do.
     AlreadyHeld,
+    /// A replica's segment that covers segments it held (its origin merged
+    /// them): those were removed and this one put at the first one's seq.
+    Replaced {
+        /// The seq it was given.
+        seq: i64,
+        /// How many held segments it replaced.
+        replaced: usize,
+    },
 }
 
 /// Inserts segments someone else encoded (a replica, a copy), each at its
@@ -453,9 +461,10 @@ pub enum Adopted {
 /// the segments before it in `segments`), all in one transaction: a
 /// catch-up of many segments pays for one commit, not one each. A segment
 /// that does not fit refuses the whole batch before anything is written.
-/// Seals in flight must be drained first. With `covers_live` (a replica) a
-/// segment may cover rows of the stream's unsealed tail: they are the
-/// origin's rows that it sealed there, so the segment holds them too.
+/// Seals in flight must be drained first. With `covers_live` (a replica),
+/// [`adopt_replica`]'s rules apply instead: a segment may cover rows of the
+/// stream's unsealed tail (the origin's rows that it sealed there, so the
+/// segment holds them too), and may replace segments its origin merged.
 pub(super) fn adopt(
     conn: &Connection,
     file: &str,
@@ -464,6 +473,9 @@ pub(super) fn adopt(
     segments: Vec<(String, Segment)>,
     covers_live: bool,
 ) -> Result<Vec<Adopted>> {
+    if covers_live {
+        return adopt_replica(conn, file, streams, source_id, segments);
+    }
     // Per stream touched: the watermark and next seq as the batch leaves them.
     let mut planned: Vec<(String, Option<i64>, i64)> = Vec::new();
     let mut outcomes = Vec::with_capacity(segments.len());
@@ -472,15 +484,7 @@ pub(super) fn adopt(
             file: file.to_string(),
             message: format!("cannot adopt a segment into stream {stream:?}: {message}"),
         };
-        if segment.rows < 1 || segment.first_ts > segment.last_ts {
-            return Err(invalid(format!(
-                "it claims {} rows from {} to {}",
-                segment.rows, segment.first_ts, segment.last_ts
-            )));
-        }
-        if !crate::segment::has_parquet_magic(&segment.bytes) {
-            return Err(invalid("its bytes are not a Parquet file".into()));
-        }
+        check_adoptable(file, stream, segment)?;
         let at = match planned.iter().position(|(name, _, _)| name == stream) {
             Some(at) => at,
             None => {
@@ -505,14 +509,12 @@ pub(super) fn adopt(
                 )));
             }
         }
-        if !covers_live {
-            let live = Snapshot::on_writer(conn, file).live_wal_span(source_id, stream)?;
-            if let Some(live) = live.filter(|l| l.first_ts <= segment.last_ts) {
-                return Err(invalid(format!(
-                    "it reaches to {}, past the unsealed row at {}; it would hide rows it does not hold",
-                    segment.last_ts, live.first_ts
-                )));
-            }
+        let live = Snapshot::on_writer(conn, file).live_wal_span(source_id, stream)?;
+        if let Some(live) = live.filter(|l| l.first_ts <= segment.last_ts) {
+            return Err(invalid(format!(
+                "it reaches to {}, past the unsealed row at {}; it would hide rows it does not hold",
+                segment.last_ts, live.first_ts
+            )));
         }
         let seq = planned[at].2;
         planned[at].1 = Some(segment.last_ts);
@@ -524,7 +526,7 @@ pub(super) fn adopt(
         .zip(&outcomes)
         .filter_map(|(s, o)| match o {
             Adopted::Inserted { seq } => Some((s, *seq)),
-            Adopted::AlreadyHeld => None,
+            Adopted::AlreadyHeld | Adopted::Replaced { .. } => None,
         })
         .collect();
     if inserts.is_empty() {
@@ -538,12 +540,6 @@ pub(super) fn adopt(
         tx.commit()
     })?;
     for (stream, watermark, next_seq) in planned {
-        if covers_live {
-            // Rows of the replica's tail the segments now cover are counted
-            // as covered, for the prune, by reading the stream back.
-            streams.refresh(conn, file, source_id, &stream)?;
-            continue;
-        }
         let st = streams.get_mut(source_id, &stream);
         st.next_seq = next_seq;
         st.watermark = watermark;
@@ -552,4 +548,171 @@ pub(super) fn adopt(
         }
     }
     Ok(outcomes)
+}
+
+/// The facts of one held segment an adopted one is measured against.
+struct Held {
+    seq: i64,
+    rows: i64,
+    bytes: i64,
+    first_ts: i64,
+    last_ts: i64,
+}
+
+/// [`adopt`] for a replica, whose segments are its origin's and converge to
+/// them whatever the origin did to its own (`WIRE.md` §5.5). Each segment,
+/// against the held segments of its stream that overlap its span:
+/// - none, past the watermark (or no watermark): inserted at the next seq;
+/// - none, below the watermark: already held (the replica's own retention
+///   may have removed it, and it is not brought back);
+/// - exactly one with the same span, row count and size: already held (a
+///   different size is the origin's rewrite of it, e.g. a projection, and
+///   replaces it as below);
+/// - all lying within its span: the origin merged them; they are removed
+///   and it takes the first one's seq (the seqs between are theirs, so the
+///   stream's order holds);
+/// - one reaching outside its span, wholly below the watermark: already
+///   held (the replica holds those rows cut differently, e.g. compacted
+///   here);
+/// - otherwise refused, naming both spans: the rows cannot be reconciled
+///   without decoding them.
+///
+/// Everything in one transaction, decided against the transaction's own
+/// view so that segments of one batch see each other.
+fn adopt_replica(
+    conn: &Connection,
+    file: &str,
+    streams: &mut StreamCache,
+    source_id: i64,
+    segments: Vec<(String, Segment)>,
+) -> Result<Vec<Adopted>> {
+    for (stream, segment) in &segments {
+        check_adoptable(file, stream, segment)?;
+    }
+    let outcomes = with_retries(file, "adopting segments", || {
+        let tx = Transaction::begin(conn, file)?;
+        let mut outcomes = Vec::with_capacity(segments.len());
+        for (stream, segment) in &segments {
+            let outcome = place_replica_segment(&tx, file, source_id, stream, segment)?;
+            outcomes.push(outcome);
+        }
+        tx.commit()?;
+        Ok(outcomes)
+    })?;
+    let mut touched: Vec<&str> = segments.iter().map(|(s, _)| s.as_str()).collect();
+    touched.sort_unstable();
+    touched.dedup();
+    for stream in touched {
+        // Rows of the replica's tail the segments now cover are counted
+        // as covered, for the prune, by reading the stream back.
+        streams.refresh(conn, file, source_id, stream)?;
+    }
+    Ok(outcomes)
+}
+
+/// One replica segment, placed by the rules of [`adopt_replica`].
+fn place_replica_segment(
+    tx: &Transaction<'_>,
+    file: &str,
+    source_id: i64,
+    stream: &str,
+    segment: &Segment,
+) -> Result<Adopted> {
+    let sql = tx.sql();
+    let what = "cannot read the segments a replica's segment overlaps";
+    let (watermark, max_seq): (Option<i64>, Option<i64>) = sql
+        .query_row(
+            "SELECT MAX(last_ts), MAX(seq) FROM segments WHERE source_id = ?1 AND stream = ?2",
+            rusqlite::params![source_id, stream],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map_err(|e| Error::sqlite(file, what, e))?;
+    let mut stmt = sql
+        .prepare_cached(
+            "SELECT seq, rows, first_ts, last_ts, length(bytes) FROM segments
+             WHERE source_id = ?1 AND stream = ?2 AND last_ts >= ?3 AND first_ts <= ?4
+             ORDER BY seq",
+        )
+        .map_err(|e| Error::sqlite(file, what, e))?;
+    let held: Vec<Held> = stmt
+        .query_map(
+            rusqlite::params![source_id, stream, segment.first_ts, segment.last_ts],
+            |r| {
+                Ok(Held {
+                    seq: r.get(0)?,
+                    rows: r.get(1)?,
+                    first_ts: r.get(2)?,
+                    last_ts: r.get(3)?,
+                    bytes: r.get(4)?,
+                })
+            },
+        )
+        .and_then(|rows| rows.collect())
+        .map_err(|e| Error::sqlite(file, what, e))?;
+    let below = watermark.is_some_and(|w| segment.last_ts <= w);
+    if held.is_empty() {
+        if below {
+            return Ok(Adopted::AlreadyHeld);
+        }
+        let seq = max_seq.map_or(0, |s| s + 1);
+        tx.insert_segment(source_id, stream, seq, segment)?;
+        return Ok(Adopted::Inserted { seq });
+    }
+    if let [one] = held.as_slice() {
+        let size = segment.bytes.len() as i64;
+        if (one.first_ts, one.last_ts, one.rows, one.bytes)
+            == (segment.first_ts, segment.last_ts, segment.rows, size)
+        {
+            return Ok(Adopted::AlreadyHeld);
+        }
+    }
+    let outside = held
+        .iter()
+        .find(|h| h.first_ts < segment.first_ts || h.last_ts > segment.last_ts);
+    if let Some(h) = outside {
+        if below {
+            return Ok(Adopted::AlreadyHeld);
+        }
+        return Err(Error::Invalid {
+            file: file.to_string(),
+            message: format!(
+                "cannot adopt a segment into stream {stream:?}: it spans {}..={}, which \
+                 overlaps the held segment {} ({}..={}) without containing it; the origin's \
+                 segments are cut differently from this replica's, so rebuild the replica",
+                segment.first_ts, segment.last_ts, h.seq, h.first_ts, h.last_ts
+            ),
+        });
+    }
+    for h in &held {
+        sql.execute(
+            "DELETE FROM segments WHERE source_id = ?1 AND stream = ?2 AND seq = ?3",
+            rusqlite::params![source_id, stream, h.seq],
+        )
+        .map_err(|e| Error::sqlite(file, "cannot remove a segment its origin merged", e))?;
+    }
+    let seq = held[0].seq;
+    tx.insert_segment(source_id, stream, seq, segment)?;
+    Ok(Adopted::Replaced {
+        seq,
+        replaced: held.len(),
+    })
+}
+
+/// A segment built elsewhere is refused before anything else when its
+/// facts contradict themselves or its bytes are not Parquet.
+fn check_adoptable(file: &str, stream: &str, segment: &Segment) -> Result<()> {
+    let invalid = |message: String| Error::Invalid {
+        file: file.to_string(),
+        message: format!("cannot adopt a segment into stream {stream:?}: {message}"),
+    };
+    if segment.rows < 1 || segment.first_ts > segment.last_ts {
+        return Err(invalid(format!(
+            "it claims {} rows from {} to {}",
+            segment.rows, segment.first_ts, segment.last_ts
+        )));
+    }
+    if !crate::segment::has_parquet_magic(&segment.bytes) {
+        return Err(invalid("its bytes are not a Parquet file".into()));
+    }
+    Ok(())
 }

@@ -44,6 +44,87 @@ fn sessions_with(file: &str, current: Option<&String>, entry: &WriterSession) ->
     Ok(serde_json::to_string(&sessions).expect("JSON values serialize"))
 }
 
+/// Makes a replica's source row say what its origin says, in one durable
+/// transaction: the origin's labels and metadata (its `writer_sessions`
+/// followed by the replica's own sessions it does not list), and
+/// `complete` cleared when the origin is no longer complete (it resumed).
+/// Setting `complete` is left to the replica's finalize, which records the
+/// last clock observation with it.
+fn restate(
+    conn: &Connection,
+    file: &str,
+    encoder: &dyn SegmentEncoder,
+    source_id: i64,
+    source: &NewSource,
+) -> Result<()> {
+    crate::segment::check_encoder(file, source_id, &source.metadata, encoder)?;
+    with_retries(file, "restating a replica", || {
+        let tx = Transaction::begin(conn, file)?;
+        let record = Snapshot::on_writer(tx.sql(), file).source(source_id)?;
+        let mut metadata = source.metadata.clone();
+        let sessions = merged_sessions(
+            file,
+            source.metadata.get(keys::WRITER_SESSIONS),
+            record.metadata.get(keys::WRITER_SESSIONS),
+        )?;
+        match sessions {
+            Some(text) => metadata.insert(keys::WRITER_SESSIONS.to_string(), text),
+            None => metadata.remove(keys::WRITER_SESSIONS),
+        };
+        if metadata != record.metadata || source.labels != record.labels {
+            let json = |map: &Labels| serde_json::to_string(map).expect("a string map serializes");
+            tx.sql()
+                .execute(
+                    "UPDATE sources SET labels = ?1, metadata = ?2 WHERE id = ?3",
+                    rusqlite::params![json(&source.labels), json(&metadata), source_id],
+                )
+                .map_err(|e| Error::sqlite(file, "cannot restate a replica's source", e))?;
+        }
+        if record.complete && !source.complete {
+            tx.set_complete(source_id, false)?;
+        }
+        tx.commit()
+    })
+}
+
+/// The origin's `writer_sessions`, then the entries of the replica's own
+/// list whose session the origin's does not name (the replica's sessions).
+fn merged_sessions(
+    file: &str,
+    origin: Option<&String>,
+    held: Option<&String>,
+) -> Result<Option<String>> {
+    let parse = |text: &String| -> Result<Vec<serde_json::Value>> {
+        serde_json::from_str(text).map_err(|e| Error::Invalid {
+            file: file.to_string(),
+            message: format!(
+                "metadata key {} is not a JSON array ({e})",
+                keys::WRITER_SESSIONS
+            ),
+        })
+    };
+    let Some(held) = held else {
+        return Ok(origin.cloned());
+    };
+    let mut merged = match origin {
+        Some(text) => parse(text)?,
+        None => Vec::new(),
+    };
+    let named: HashSet<String> = merged
+        .iter()
+        .filter_map(|e| e.get("session").and_then(|s| s.as_str()).map(String::from))
+        .collect();
+    for entry in parse(held)? {
+        let session = entry.get("session").and_then(|s| s.as_str());
+        if !session.is_some_and(|s| named.contains(s)) {
+            merged.push(entry);
+        }
+    }
+    Ok(Some(
+        serde_json::to_string(&merged).expect("JSON values serialize"),
+    ))
+}
+
 /// `events` with one more entry, or why it cannot be appended to.
 fn events_with(current: Option<&String>, event: &Event) -> std::result::Result<String, String> {
     let mut events = match current {
@@ -341,23 +422,7 @@ impl Sessions {
                         ),
                     });
                 }
-                crate::segment::check_encoder(file, source_id, &source.metadata, encoder)?;
-                let mut patch: BTreeMap<String, Option<String>> = source
-                    .metadata
-                    .iter()
-                    .filter(|(k, _)| *k != keys::WRITER_SESSIONS)
-                    .map(|(k, v)| (k.clone(), Some(v.clone())))
-                    .collect();
-                for key in record.metadata.keys() {
-                    if key != keys::WRITER_SESSIONS && !source.metadata.contains_key(key) {
-                        patch.insert(key.clone(), None);
-                    }
-                }
-                with_retries(file, "reopening a replica", || {
-                    let tx = Transaction::begin(conn, file)?;
-                    tx.patch_metadata(source_id, &patch)?;
-                    tx.commit()
-                })?;
+                restate(conn, file, encoder, source_id, &source)?;
                 for stream in Snapshot::on_writer(conn, file).streams(source_id)? {
                     streams.refresh(conn, file, source_id, &stream)?;
                 }
@@ -374,6 +439,27 @@ impl Sessions {
             state.mirrored = true;
         }
         Ok(opened)
+    }
+
+    /// Brings an open replica's source row up to what its origin says now
+    /// (a second handshake on a live connection): see [`restate`].
+    pub fn restate_replica(
+        &self,
+        conn: &Connection,
+        file: &str,
+        encoder: &dyn SegmentEncoder,
+        source_id: i64,
+        source: &NewSource,
+    ) -> Result<()> {
+        if !self.require(file, source_id)?.mirrored {
+            return Err(Error::Invalid {
+                file: file.to_string(),
+                message: format!(
+                    "source {source_id} is not a replica; only a replica's row follows its origin"
+                ),
+            });
+        }
+        restate(conn, file, encoder, source_id, source)
     }
 
     /// Continues a source as a new session anchored at `anchor` (§7).

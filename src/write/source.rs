@@ -13,6 +13,7 @@ use super::retention::{EvictRequest, Evicted, Floors};
 use super::seal::Adopted;
 use super::session::{Event, Opened, SourceRef};
 use crate::catalog::{CallerRow, ClockOffset};
+use crate::container::NewSource;
 use crate::error::Result;
 use crate::segment::Segment;
 
@@ -209,6 +210,20 @@ impl SourceWriter {
         request(&self.tx, &self.shared, |reply| Msg::UpdateMetadata {
             source_id,
             patch,
+            reply,
+        })
+    }
+
+    /// On a replica ([`crate::Writer::mirror_source`]): makes its source
+    /// row say what the origin's latest handshake says, durably — labels,
+    /// metadata (the origin's `writer_sessions`, then the replica's own),
+    /// and `complete` cleared if the origin resumed. Refused on a source
+    /// that is not a replica.
+    pub fn restate_replica(&self, source: NewSource) -> Result<()> {
+        let source_id = self.source_id;
+        request(&self.tx, &self.shared, |reply| Msg::Restate {
+            source_id,
+            source,
             reply,
         })
     }

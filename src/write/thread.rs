@@ -432,6 +432,19 @@ impl WriterThread {
             } => {
                 let _ = reply.send(self.sessions.update_metadata(conn, file, source_id, &patch));
             }
+            Msg::Restate {
+                source_id,
+                source,
+                reply,
+            } => {
+                let _ = reply.send(self.sessions.restate_replica(
+                    conn,
+                    file,
+                    self.encoder.as_ref(),
+                    source_id,
+                    &source,
+                ));
+            }
             Msg::AppendEvent {
                 source_id,
                 event,
