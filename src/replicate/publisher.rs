@@ -5,14 +5,15 @@
 //! caller's.
 //!
 //! Per source it remembers what it has shipped on this connection: the
-//! newest segment seq and row timestamp of each stream, the newest clock
-//! observation, how far into each caller-row series it is. A poll ships
-//! what lies past those marks, read in one snapshot so that segments and
+//! segments of each stream (seq and facts) and its newest row timestamp,
+//! the newest clock observation, how far into each caller-row series it
+//! is. A poll ships what it has not shipped (a segment the origin rewrote
+//! is new again) and the rows past those marks, read in one snapshot so that segments and
 //! rows agree: the segments first, then the rows past the newest sealed
 //! one, so a row the subscriber receives is never below a segment it has
 //! yet to receive.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::codec::{Frame, IndexKind, IndexState, WireRow};
 use crate::catalog::{Labels, SegmentRecord, Snapshot, SourceRecord};
@@ -54,14 +55,26 @@ struct Said {
     complete: bool,
 }
 
+/// What identifies a segment's content cheaply: its span, row count and
+/// payload size. A rewrite of a segment in place changes one of them.
+type SegmentFacts = (i64, i64, i64, i64);
+
+fn facts(record: &SegmentRecord) -> SegmentFacts {
+    (record.first_ts, record.last_ts, record.rows, record.bytes)
+}
+
 /// How far into one source this connection has shipped.
 struct Shipped {
     ordinal: u32,
     said: Said,
     /// The next `Rows` frame's seq.
     seq: u64,
-    /// Per stream: the newest publisher seq shipped as a `Segment`.
-    segments: HashMap<String, i64>,
+    /// Per stream: the segments shipped, by seq, with their facts. A
+    /// segment is shipped when its seq is not here with the same facts, so
+    /// a run the origin merged (it takes its first segment's seq, at or
+    /// below what was shipped) goes out again (`WIRE.md` §5.5). Seqs the
+    /// archive no longer holds are forgotten at each poll.
+    segments: HashMap<String, HashMap<i64, SegmentFacts>>,
     /// Per stream: the newest timestamp the subscriber holds, by a row or
     /// a segment. Rows at or below it are not shipped again.
     newest: HashMap<String, i64>,
@@ -198,11 +211,13 @@ impl Shipped {
         // frames, which go before them, know whether the source sealed.
         let mut fresh = Vec::new();
         for stream in snap.streams(record.id)? {
-            let shipped = self.segments.get(&stream).copied();
-            let records: Vec<SegmentRecord> = snap
-                .segments(record.id, &stream)?
+            let all = snap.segments(record.id, &stream)?;
+            let shipped = self.segments.entry(stream.clone()).or_default();
+            let held: HashSet<i64> = all.iter().map(|r| r.seq).collect();
+            shipped.retain(|seq, _| held.contains(seq));
+            let records: Vec<SegmentRecord> = all
                 .into_iter()
-                .filter(|r| shipped.is_none_or(|s| r.seq > s))
+                .filter(|r| shipped.get(&r.seq) != Some(&facts(r)))
                 .collect();
             if !records.is_empty() {
                 fresh.push((stream, records));
@@ -256,7 +271,10 @@ impl Shipped {
                 bytes,
                 caller_index: indexes.remove(&record.seq).flatten(),
             })?;
-            self.segments.insert(stream.to_string(), record.seq);
+            self.segments
+                .entry(stream.to_string())
+                .or_default()
+                .insert(record.seq, facts(&record));
             let newest = self.newest.entry(stream.to_string()).or_insert(i64::MIN);
             *newest = (*newest).max(record.last_ts);
         }
