@@ -426,3 +426,73 @@ fn a_second_handshake_writes_labels_metadata_and_a_resume_to_the_replica_file() 
     assert_eq!(sessions.len(), 2, "{sessions:?}");
     sub.finish().unwrap();
 }
+
+#[test]
+fn a_replica_follows_its_origin_projected_into_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin_path, replica_path) = paths(&dir);
+    let (writer, source) = origin(&origin_path);
+    sealed(&source, 1, 10);
+    sealed(&source, 11, 20);
+    append(&source, 21, 25);
+    source.finalize(ClockOffset { ts: 25, offset_ns: 3 }).unwrap();
+    writer.join().unwrap();
+    apply_stream(&catch_up_stream(&origin_path), &replica_path);
+    // Every segment rewritten with fewer columns, spans unchanged, and the
+    // copy moved over the origin.
+    let projected = dir.path().join("projected.dendro");
+    dendro::rewrite::project(&origin_path, &projected, &["value".to_string()], false).unwrap();
+    std::fs::rename(&projected, &origin_path).unwrap();
+    let applied = apply_stream(&catch_up_stream(&origin_path), &replica_path);
+    assert_eq!(applied.segments_replaced, 2, "{applied:?}");
+    assert_replica(&origin_path, &replica_path);
+}
+
+#[test]
+fn a_replica_follows_its_origin_finalized_then_resumed_in_a_new_session() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin_path, replica_path) = paths(&dir);
+    let (writer, source) = origin(&origin_path);
+    let uuid = source.uuid().to_string();
+    sealed(&source, 1, 10);
+    source.finalize(ClockOffset { ts: 10, offset_ns: 3 }).unwrap();
+    writer.join().unwrap();
+    apply_stream(&catch_up_stream(&origin_path), &replica_path);
+    assert!(replica_source(&replica_path).unwrap().complete);
+    // Resumed and still being written: the replica is no longer complete.
+    let writer = Writer::open(&origin_path, FixtureEncoder::default()).unwrap();
+    let source = writer.resume_source_at(uuid.as_str(), 100).unwrap();
+    sealed(&source, 101, 110);
+    append(&source, 111, 115);
+    apply_stream(&catch_up_stream(&origin_path), &replica_path);
+    assert_replica(&origin_path, &replica_path);
+    assert!(!replica_source(&replica_path).unwrap().complete);
+    // Finalized again: so is the replica.
+    source.finalize(ClockOffset { ts: 115, offset_ns: 3 }).unwrap();
+    writer.join().unwrap();
+    apply_stream(&catch_up_stream(&origin_path), &replica_path);
+    assert_replica(&origin_path, &replica_path);
+    assert!(replica_source(&replica_path).unwrap().complete);
+}
+
+#[test]
+fn a_replica_keeps_what_its_origin_evicted_and_goes_on_following_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin_path, replica_path) = paths(&dir);
+    let (writer, source) = origin(&origin_path);
+    sealed(&source, 1, 10);
+    sealed(&source, 11, 20);
+    apply_stream(&catch_up_stream(&origin_path), &replica_path);
+    source.evict_before(15).unwrap();
+    sealed(&source, 21, 30);
+    assert_eq!(segment_spans(&origin_path), vec![(11, 20), (21, 30)]);
+    let applied = apply_stream(&catch_up_stream(&origin_path), &replica_path);
+    assert_eq!((applied.segments, applied.segments_held), (1, 1), "{applied:?}");
+    // No delete travels: the replica holds the evicted segment still.
+    assert_eq!(
+        segment_spans(&replica_path),
+        vec![(1, 10), (11, 20), (21, 30)]
+    );
+    source.finalize(ClockOffset { ts: 30, offset_ns: 3 }).unwrap();
+    writer.join().unwrap();
+}
