@@ -4,8 +4,11 @@
 //!
 //! Applying is idempotent, which is what makes a reconnect (rule 8: a new
 //! handshake and full state) and a kill at any moment harmless:
-//! - a source is found again by its uuid ([`Writer::mirror_source`]);
-//! - a segment the stream already reaches is recognised as held;
+//! - a source is found again by its uuid ([`Writer::mirror_source`]), or
+//!   by the one [`derived_uuid`] gives a source that came without one;
+//! - a segment is placed against the held segments it overlaps
+//!   (`WIRE.md` §5.5): held when the replica has its rows, replacing them
+//!   when it covers them (its origin merged or rewrote them);
 //! - a row at or below its stream's newest held timestamp is held: a
 //!   stream's rows arrive in order and each `Rows` frame is one
 //!   transaction, so everything below the newest is there;
@@ -13,7 +16,8 @@
 //! - a clock observation is kept once per timestamp by the table itself.
 //!
 //! It never seals: a replica's segments are the origin's, adopted byte
-//! for byte.
+//! for byte. A handshake that says something new about a source is
+//! written to the replica's source row at once.
 //!
 //! A replica that does not exist yet is caught up in a staging file beside
 //! it (`container::staging`), written with no journal and made durable

@@ -435,7 +435,12 @@ fn a_replica_follows_its_origin_projected_into_place() {
     sealed(&source, 1, 10);
     sealed(&source, 11, 20);
     append(&source, 21, 25);
-    source.finalize(ClockOffset { ts: 25, offset_ns: 3 }).unwrap();
+    source
+        .finalize(ClockOffset {
+            ts: 25,
+            offset_ns: 3,
+        })
+        .unwrap();
     writer.join().unwrap();
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
     // Every segment rewritten with fewer columns, spans unchanged, and the
@@ -455,7 +460,12 @@ fn a_replica_follows_its_origin_finalized_then_resumed_in_a_new_session() {
     let (writer, source) = origin(&origin_path);
     let uuid = source.uuid().to_string();
     sealed(&source, 1, 10);
-    source.finalize(ClockOffset { ts: 10, offset_ns: 3 }).unwrap();
+    source
+        .finalize(ClockOffset {
+            ts: 10,
+            offset_ns: 3,
+        })
+        .unwrap();
     writer.join().unwrap();
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
     assert!(replica_source(&replica_path).unwrap().complete);
@@ -468,7 +478,12 @@ fn a_replica_follows_its_origin_finalized_then_resumed_in_a_new_session() {
     assert_replica(&origin_path, &replica_path);
     assert!(!replica_source(&replica_path).unwrap().complete);
     // Finalized again: so is the replica.
-    source.finalize(ClockOffset { ts: 115, offset_ns: 3 }).unwrap();
+    source
+        .finalize(ClockOffset {
+            ts: 115,
+            offset_ns: 3,
+        })
+        .unwrap();
     writer.join().unwrap();
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
     assert_replica(&origin_path, &replica_path);
@@ -487,12 +502,58 @@ fn a_replica_keeps_what_its_origin_evicted_and_goes_on_following_it() {
     sealed(&source, 21, 30);
     assert_eq!(segment_spans(&origin_path), vec![(11, 20), (21, 30)]);
     let applied = apply_stream(&catch_up_stream(&origin_path), &replica_path);
-    assert_eq!((applied.segments, applied.segments_held), (1, 1), "{applied:?}");
+    assert_eq!(
+        (applied.segments, applied.segments_held),
+        (1, 1),
+        "{applied:?}"
+    );
     // No delete travels: the replica holds the evicted segment still.
     assert_eq!(
         segment_spans(&replica_path),
         vec![(1, 10), (11, 20), (21, 30)]
     );
-    source.finalize(ClockOffset { ts: 30, offset_ns: 3 }).unwrap();
+    source
+        .finalize(ClockOffset {
+            ts: 30,
+            offset_ns: 3,
+        })
+        .unwrap();
     writer.join().unwrap();
+}
+
+#[test]
+fn a_replica_cut_differently_from_its_origin_is_refused_naming_both_spans() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin_path, replica_path) = paths(&dir);
+    let (writer, source) = origin(&origin_path);
+    sealed(&source, 1, 10);
+    sealed(&source, 11, 15);
+    sealed(&source, 16, 20);
+    apply_stream(&catch_up_stream(&origin_path), &replica_path);
+    sealed(&source, 21, 25);
+    source
+        .finalize(ClockOffset {
+            ts: 25,
+            offset_ns: 3,
+        })
+        .unwrap();
+    writer.join().unwrap();
+    // Each side compacts on its own, cutting the stream at other places.
+    compact_rows(&replica_path, 20);
+    assert_eq!(segment_spans(&replica_path), vec![(1, 20)]);
+    compact_rows(&origin_path, 15);
+    assert_eq!(segment_spans(&origin_path), vec![(1, 15), (16, 25)]);
+    let mut sub = Subscriber::open(&replica_path, fixture_encoder()).unwrap();
+    let refused = decode_all(&catch_up_stream(&origin_path))
+        .into_iter()
+        .try_for_each(|frame| sub.apply(frame))
+        .and_then(|()| sub.sync().map(|_| ()))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("16..=25") && refused.contains("1..=20") && refused.contains("r.dendro"),
+        "{refused}"
+    );
+    // Nothing of the refused batch was written.
+    assert_eq!(segment_spans(&replica_path), vec![(1, 20)]);
 }
