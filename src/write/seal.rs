@@ -620,35 +620,49 @@ fn place_replica_segment(
 ) -> Result<Adopted> {
     let sql = tx.sql();
     let what = "cannot read the segments a replica's segment overlaps";
-    let (watermark, max_seq): (Option<i64>, Option<i64>) = sql
-        .query_row(
-            "SELECT MAX(last_ts), MAX(seq) FROM segments WHERE source_id = ?1 AND stream = ?2",
-            rusqlite::params![source_id, stream],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .map_err(|e| Error::sqlite(file, what, e))?;
+    // One aggregate per statement: SQLite answers a lone MAX from an index
+    // in a step, two together by scanning the stream.
+    let max = |column: &str| -> Result<Option<i64>> {
+        sql.prepare_cached(&format!(
+            "SELECT MAX({column}) FROM segments WHERE source_id = ?1 AND stream = ?2"
+        ))
+        .and_then(|mut stmt| stmt.query_row(rusqlite::params![source_id, stream], |r| r.get(0)))
+        .map_err(|e| Error::sqlite(file, what, e))
+    };
+    let (watermark, max_seq) = (max("last_ts")?, max("seq")?);
+    // A stream's segments do not overlap one another, so in `last_ts`
+    // order the ones overlapping the span are the run from the first that
+    // ends at or after its start, up to the first that starts past its
+    // end: read through the time index and stopped there.
     let mut stmt = sql
         .prepare_cached(
             "SELECT seq, rows, first_ts, last_ts, length(bytes) FROM segments
-             WHERE source_id = ?1 AND stream = ?2 AND last_ts >= ?3 AND first_ts <= ?4
-             ORDER BY seq",
+             WHERE source_id = ?1 AND stream = ?2 AND last_ts >= ?3
+             ORDER BY last_ts",
         )
         .map_err(|e| Error::sqlite(file, what, e))?;
-    let held: Vec<Held> = stmt
-        .query_map(
-            rusqlite::params![source_id, stream, segment.first_ts, segment.last_ts],
-            |r| {
-                Ok(Held {
-                    seq: r.get(0)?,
-                    rows: r.get(1)?,
-                    first_ts: r.get(2)?,
-                    last_ts: r.get(3)?,
-                    bytes: r.get(4)?,
-                })
-            },
-        )
-        .and_then(|rows| rows.collect())
+    let mut rows = stmt
+        .query(rusqlite::params![source_id, stream, segment.first_ts])
         .map_err(|e| Error::sqlite(file, what, e))?;
+    let mut held = Vec::new();
+    while let Some(r) = rows.next().map_err(|e| Error::sqlite(file, what, e))? {
+        let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Held> {
+            Ok(Held {
+                seq: r.get(0)?,
+                rows: r.get(1)?,
+                first_ts: r.get(2)?,
+                last_ts: r.get(3)?,
+                bytes: r.get(4)?,
+            })
+        };
+        let h = read(r).map_err(|e| Error::sqlite(file, what, e))?;
+        if h.first_ts > segment.last_ts {
+            break;
+        }
+        held.push(h);
+    }
+    drop(rows);
+    held.sort_by_key(|h| h.seq);
     let below = watermark.is_some_and(|w| segment.last_ts <= w);
     if held.is_empty() {
         if below {
