@@ -13,7 +13,7 @@
 //! rows are handed to the encoder, not when the segment commits, so a row
 //! arriving in between is judged exactly as it would be after the commit.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::mpsc::{self, Receiver, Sender, TryRecvError};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -589,11 +589,22 @@ fn adopt_replica(
     for (stream, segment) in &segments {
         check_adoptable(file, stream, segment)?;
     }
+    let cache = &*streams;
     let outcomes = with_retries(file, "adopting segments", || {
         let tx = Transaction::begin(conn, file)?;
+        // Per stream: the watermark and next seq as the batch leaves them,
+        // from the writer's cache (it holds the file; nobody else writes).
+        let mut planned: HashMap<&str, Tip> = HashMap::new();
         let mut outcomes = Vec::with_capacity(segments.len());
         for (stream, segment) in &segments {
-            let outcome = place_replica_segment(&tx, file, source_id, stream, segment)?;
+            let tip = planned.entry(stream.as_str()).or_insert_with(|| {
+                let st = cache.get(source_id, stream);
+                Tip {
+                    watermark: st.and_then(|st| st.watermark),
+                    next_seq: st.map_or(0, |st| st.next_seq),
+                }
+            });
+            let outcome = place_replica_segment(&tx, file, source_id, stream, segment, tip)?;
             outcomes.push(outcome);
         }
         tx.commit()?;
@@ -610,6 +621,12 @@ fn adopt_replica(
     Ok(outcomes)
 }
 
+/// A stream's newest sealed row and next seq, as a batch leaves them.
+struct Tip {
+    watermark: Option<i64>,
+    next_seq: i64,
+}
+
 /// One replica segment, placed by the rules of [`adopt_replica`].
 fn place_replica_segment(
     tx: &Transaction<'_>,
@@ -617,19 +634,19 @@ fn place_replica_segment(
     source_id: i64,
     stream: &str,
     segment: &Segment,
+    tip: &mut Tip,
 ) -> Result<Adopted> {
+    let below = tip.watermark.is_some_and(|w| segment.last_ts <= w);
+    if tip.watermark.is_none_or(|w| segment.first_ts > w) {
+        // Past everything held: nothing to compare it with.
+        let seq = tip.next_seq;
+        tx.insert_segment(source_id, stream, seq, segment)?;
+        tip.watermark = Some(segment.last_ts);
+        tip.next_seq = seq + 1;
+        return Ok(Adopted::Inserted { seq });
+    }
     let sql = tx.sql();
     let what = "cannot read the segments a replica's segment overlaps";
-    // One aggregate per statement: SQLite answers a lone MAX from an index
-    // in a step, two together by scanning the stream.
-    let max = |column: &str| -> Result<Option<i64>> {
-        sql.prepare_cached(&format!(
-            "SELECT MAX({column}) FROM segments WHERE source_id = ?1 AND stream = ?2"
-        ))
-        .and_then(|mut stmt| stmt.query_row(rusqlite::params![source_id, stream], |r| r.get(0)))
-        .map_err(|e| Error::sqlite(file, what, e))
-    };
-    let (watermark, max_seq) = (max("last_ts")?, max("seq")?);
     // A stream's segments do not overlap one another, so in `last_ts`
     // order the ones overlapping the span are the run from the first that
     // ends at or after its start, up to the first that starts past its
@@ -663,14 +680,10 @@ fn place_replica_segment(
     }
     drop(rows);
     held.sort_by_key(|h| h.seq);
-    let below = watermark.is_some_and(|w| segment.last_ts <= w);
     if held.is_empty() {
-        if below {
-            return Ok(Adopted::AlreadyHeld);
-        }
-        let seq = max_seq.map_or(0, |s| s + 1);
-        tx.insert_segment(source_id, stream, seq, segment)?;
-        return Ok(Adopted::Inserted { seq });
+        // Below the watermark (above it, the segment holding the
+        // watermark would overlap): removed here, and not brought back.
+        return Ok(Adopted::AlreadyHeld);
     }
     if let [one] = held.as_slice() {
         let size = segment.bytes.len() as i64;
@@ -706,6 +719,7 @@ fn place_replica_segment(
     }
     let seq = held[0].seq;
     tx.insert_segment(source_id, stream, seq, segment)?;
+    tip.watermark = tip.watermark.max(Some(segment.last_ts));
     Ok(Adopted::Replaced {
         seq,
         replaced: held.len(),

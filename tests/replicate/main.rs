@@ -14,6 +14,7 @@ mod interop;
 #[cfg(feature = "cli")]
 mod kill;
 mod live;
+mod placement_cost;
 mod round_trip;
 mod rules;
 mod staged;
