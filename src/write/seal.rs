@@ -577,8 +577,9 @@ struct Held {
 /// - otherwise refused, naming both spans: the rows cannot be reconciled
 ///   without decoding them.
 ///
-/// Everything in one transaction, decided against the transaction's own
-/// view so that segments of one batch see each other.
+/// Everything in one transaction. Where a stream ends comes from the
+/// writer's cache, carried through the batch; what a segment overlaps is
+/// read in the transaction, so segments of one batch see each other.
 fn adopt_replica(
     conn: &Connection,
     file: &str,
