@@ -33,3 +33,6 @@ pub use compact::{
 pub use copy::{copy, project, vacuum_into, CopyReport, CopySpec, SourceSelector};
 pub use export::{export, hive_escape, ExportReport, EXPORT_FORMAT};
 pub use merge::{same_series, union_fields};
+/// Cutting a segment to a window, for a replica whose segments straddle
+/// one of its origin's (`write::seal`).
+pub(crate) use reencode::{reencode, Reencode};

@@ -574,8 +574,9 @@ struct Held {
 /// - one reaching outside its span, wholly below the watermark: already
 ///   held (the replica holds those rows cut differently, e.g. compacted
 ///   here);
-/// - otherwise refused, naming both spans: the rows cannot be reconciled
-///   without decoding them.
+/// - otherwise one straddles its start (both sides compacted, cutting the
+///   stream at other places): that one is cut down to its rows before the
+///   span, re-encoded at its seq; the ones inside are replaced as above.
 ///
 /// Everything in one transaction. Where a stream ends comes from the
 /// writer's cache, carried through the batch; what a segment overlaps is
@@ -696,35 +697,93 @@ fn place_replica_segment(
     }
     let outside = held
         .iter()
-        .find(|h| h.first_ts < segment.first_ts || h.last_ts > segment.last_ts);
-    if let Some(h) = outside {
-        if below {
-            return Ok(Adopted::AlreadyHeld);
-        }
-        return Err(Error::Invalid {
-            file: file.to_string(),
-            message: format!(
-                "cannot adopt a segment into stream {stream:?}: it spans {}..={}, which \
-                 overlaps the held segment {} ({}..={}) without containing it; the origin's \
-                 segments are cut differently from this replica's, so rebuild the replica",
-                segment.first_ts, segment.last_ts, h.seq, h.first_ts, h.last_ts
-            ),
-        });
+        .any(|h| h.first_ts < segment.first_ts || h.last_ts > segment.last_ts);
+    if outside && below {
+        return Ok(Adopted::AlreadyHeld);
     }
-    for h in &held {
+    let delete = |seq: i64| {
         sql.execute(
             "DELETE FROM segments WHERE source_id = ?1 AND stream = ?2 AND seq = ?3",
-            rusqlite::params![source_id, stream, h.seq],
+            rusqlite::params![source_id, stream, seq],
         )
-        .map_err(|e| Error::sqlite(file, "cannot remove a segment its origin merged", e))?;
+        .map_err(|e| Error::sqlite(file, "cannot remove a segment its origin merged", e))
+    };
+    let mut inside = Vec::with_capacity(held.len());
+    for h in &held {
+        if h.last_ts > segment.last_ts {
+            // Past the span, so past the watermark: cannot be, since the
+            // span ends beyond it. Refused rather than guessed at.
+            return Err(Error::Invalid {
+                file: file.to_string(),
+                message: format!(
+                    "cannot adopt a segment into stream {stream:?}: it spans {}..={}, and the \
+                     held segment {} ({}..={}) reaches past it",
+                    segment.first_ts, segment.last_ts, h.seq, h.first_ts, h.last_ts
+                ),
+            });
+        }
+        if h.first_ts < segment.first_ts {
+            // Straddles the span's start: the replica cut the stream
+            // elsewhere (it was compacted on its own). Its rows before the
+            // span stay, re-encoded alone at its seq; the rest are the
+            // origin's segment's.
+            let kept = trimmed(sql, file, source_id, stream, h, segment.first_ts - 1)?;
+            delete(h.seq)?;
+            if let Some(kept) = kept {
+                tx.insert_segment(source_id, stream, h.seq, &kept)?;
+            }
+        } else {
+            delete(h.seq)?;
+            inside.push(h.seq);
+        }
     }
-    let seq = held[0].seq;
+    let seq = match inside.first() {
+        Some(&seq) => seq,
+        None => {
+            tip.next_seq += 1;
+            tip.next_seq - 1
+        }
+    };
     tx.insert_segment(source_id, stream, seq, segment)?;
     tip.watermark = tip.watermark.max(Some(segment.last_ts));
     Ok(Adopted::Replaced {
         seq,
         replaced: held.len(),
     })
+}
+
+/// A held segment's rows at or before `to`, re-encoded as one segment
+/// (`None` if it has none).
+fn trimmed(
+    sql: &rusqlite::Transaction<'_>,
+    file: &str,
+    source_id: i64,
+    stream: &str,
+    held: &Held,
+    to: i64,
+) -> Result<Option<Segment>> {
+    let bytes: Vec<u8> = sql
+        .query_row(
+            "SELECT bytes FROM segments WHERE source_id = ?1 AND stream = ?2 AND seq = ?3",
+            rusqlite::params![source_id, stream, held.seq],
+            |r| r.get(0),
+        )
+        .map_err(|e| Error::sqlite(file, "cannot read a segment to cut it", e))?;
+    let record = crate::catalog::SegmentRecord {
+        source_id,
+        stream: stream.to_string(),
+        seq: held.seq,
+        rows: held.rows,
+        first_ts: held.first_ts,
+        last_ts: held.last_ts,
+        bytes: held.bytes,
+        caller_index: false,
+    };
+    let how = crate::rewrite::Reencode {
+        window: Some((held.first_ts, to)),
+        columns: None,
+    };
+    crate::rewrite::reencode(file, &record, bytes, &how)
 }
 
 /// A segment built elsewhere is refused before anything else when its
