@@ -8,10 +8,10 @@
 //! segments of each stream (seq and facts) and its newest row timestamp,
 //! the newest clock observation, how far into each caller-row series it
 //! is. A poll ships what it has not shipped (a segment the origin rewrote
-//! is new again) and the rows past those marks, read in one snapshot so that segments and
-//! rows agree: the segments first, then the rows past the newest sealed
-//! one, so a row the subscriber receives is never below a segment it has
-//! yet to receive.
+//! is new again) and the rows past those marks, read in one snapshot so
+//! that segments and rows agree: the segments first, then the rows past
+//! the newest sealed one, so a row the subscriber receives is never below
+//! a segment it has yet to receive.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
