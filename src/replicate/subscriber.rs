@@ -515,21 +515,65 @@ impl Subscriber {
             .expect("an ordinal names a replica");
         let mut fresh = Vec::with_capacity(rows.len());
         let mut newest = replica.newest.clone();
+        // Rows not above what the stream holds are looked up, not assumed
+        // held: a row the origin took out of order, or one skipped here
+        // earlier, is below the newest and still missing.
+        let mut doubtful = Vec::new();
         for row in rows {
             if newest.get(&row.stream).is_some_and(|&n| row.ts <= n) {
-                self.applied.rows_held += 1;
+                doubtful.push(row);
                 continue;
             }
             newest.insert(row.stream.clone(), row.ts);
-            fresh.push((
-                row.stream,
-                WalRow {
-                    ts: row.ts,
-                    wall_offset: row.wall_offset,
-                    row: row.row,
-                },
-            ));
+            fresh.push(row);
         }
+        if !doubtful.is_empty() {
+            let source_id = replica.handle(live(&self.writer, &self.file)?)?.id();
+            let held = self.reader()?.read_snapshot(|snap| {
+                let mut sealed: HashMap<String, Option<i64>> = HashMap::new();
+                let mut held = Vec::with_capacity(doubtful.len());
+                for row in &doubtful {
+                    let watermark = match sealed.get(&row.stream) {
+                        Some(w) => *w,
+                        None => {
+                            let w = snap.watermark(source_id, &row.stream)?;
+                            sealed.insert(row.stream.clone(), w);
+                            w
+                        }
+                    };
+                    held.push(
+                        watermark.is_some_and(|w| row.ts <= w)
+                            || snap
+                                .live_wal_span_between(source_id, &row.stream, row.ts, row.ts)?
+                                .is_some(),
+                    );
+                }
+                Ok(held)
+            })?;
+            for (row, held) in doubtful.into_iter().zip(held) {
+                match held {
+                    true => self.applied.rows_held += 1,
+                    false => fresh.push(row),
+                }
+            }
+        }
+        let fresh: Vec<(String, WalRow)> = fresh
+            .into_iter()
+            .map(|row| {
+                (
+                    row.stream,
+                    WalRow {
+                        ts: row.ts,
+                        wall_offset: row.wall_offset,
+                        row: row.row,
+                    },
+                )
+            })
+            .collect();
+        let replica = self
+            .replicas
+            .get_mut(&key)
+            .expect("an ordinal names a replica");
         if !fresh.is_empty() {
             let count = fresh.len() as u64;
             let top = fresh.iter().map(|(_, r)| r.ts).max();

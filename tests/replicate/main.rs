@@ -9,6 +9,7 @@ mod common;
 mod support;
 
 mod codec;
+mod frames;
 mod interop;
 #[cfg(feature = "cli")]
 mod kill;
