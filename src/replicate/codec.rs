@@ -1,9 +1,10 @@
 //! The replication wire format (`WIRE.md`): the preamble, the
-//! `u32 len | u8 kind | payload` framing, the primitives and the five
-//! frames. Encoding is deterministic (maps go out in key order), so equal
-//! frames are equal bytes, and decoding refuses anything it would have to
-//! guess about: a wrong magic, an unknown version, an oversized length, a
-//! non-0/1 bool, bytes left over in a payload.
+//! `u32 len | u8 kind | payload` framing, the primitives, the five frames,
+//! and the digest that frames a stream file (§4.6). Encoding is
+//! deterministic (maps go out in key order), so equal frames are equal
+//! bytes, and decoding refuses anything it would have to guess about: a
+//! wrong magic, an unknown version, an oversized length, a non-0/1 bool,
+//! bytes left over in a payload, a digest that does not match.
 
 use crate::catalog::Labels;
 use crate::error::{Error, Result, WireProblem};

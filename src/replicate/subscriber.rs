@@ -6,9 +6,10 @@
 //! handshake and full state) and a kill at any moment harmless:
 //! - a source is found again by its uuid ([`Writer::mirror_source`]);
 //! - a segment the stream already reaches is recognised as held;
-//! - a row at or below its stream's newest held timestamp is held: a
-//!   stream's rows arrive in order and each `Rows` frame is one
-//!   transaction, so everything below the newest is there;
+//! - a row above its stream's newest held timestamp is new; one at or
+//!   below it is looked up (a segment covers it, or the live tail has its
+//!   timestamp) rather than assumed held, so a row the origin took late,
+//!   or one skipped here earlier, is applied and not counted as held;
 //! - a caller row identical to one held is held;
 //! - a clock observation is kept once per timestamp by the table itself.
 //!

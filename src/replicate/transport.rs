@@ -1,6 +1,8 @@
 //! Transports (feature `write`): the format leaves them to the caller, and
 //! these are the ones the CLI offers. A byte sink or source of any kind (a
-//! file, a pipe, a socket) carries a stream; TCP adds listening,
+//! file, a pipe, a socket) carries a stream; a catch-up written to one
+//! ends with a digest of its bytes (`WIRE.md` §4.6), which a file's
+//! subscriber checks before it applies anything; TCP adds listening,
 //! connecting and reconnecting with capped, jittered back-off.
 //!
 //! Nothing here authenticates or encrypts: put the stream behind a tunnel

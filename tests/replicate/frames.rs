@@ -354,3 +354,18 @@ fn subscribe_refuses_a_damaged_published_file_and_keeps_nothing_of_it() {
     );
     assert_replica(&origin, &out);
 }
+
+#[test]
+fn a_frames_computed_length_is_its_encoded_length() {
+    let (_dir, origin) = copy_fixture(&fixtures_dir().join("g_caller_index.dendro"));
+    let frames = crate::support::decode_all(&catch_up_stream(&origin));
+    assert!(frames.len() > 5);
+    for frame in frames {
+        assert_eq!(
+            frame.encoded_len(),
+            frame.encode().len() as u64,
+            "{}",
+            frame.kind_name()
+        );
+    }
+}
