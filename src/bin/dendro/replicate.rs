@@ -105,7 +105,11 @@ pub fn run_publish(args: PublishArgs) -> Result<(), Failure> {
             .create_new(true)
             .open(&path)
             .map_err(|e| io_error(&name, "cannot create the stream file", e))?;
-        let bytes = write_catch_up(&args.file, file, &name)?;
+        // A file cut short by a refusal would be refused by every reader
+        // (it announces a digest it lacks): none is better than that one.
+        let bytes = write_catch_up(&args.file, file, &name).inspect_err(|_| {
+            let _ = std::fs::remove_file(&path);
+        })?;
         eprintln!("wrote {bytes} bytes to {name}");
     } else if args.follow {
         publish_live(
