@@ -430,6 +430,7 @@ pub fn kind_name(kind: u8) -> &'static str {
         KIND_ROWS => "Rows",
         KIND_SEGMENT => "Segment",
         KIND_CLOCK_OFFSET => "ClockOffset",
+        KIND_DIGEST => "Digest",
         _ => "unknown",
     }
 }

@@ -369,3 +369,54 @@ fn a_frames_computed_length_is_its_encoded_length() {
         );
     }
 }
+
+/// An archive written elsewhere (here, straight through a transaction, as
+/// the original's writer could) may hold a segment or a row no frame can
+/// carry: the publisher refuses it in words naming the archive and what is
+/// too large, instead of sending a frame every subscriber refuses.
+#[test]
+fn content_too_large_for_any_frame_is_refused_by_the_publisher_by_name() {
+    use dendro::{ArchiveMut, Segment};
+    let dir = tempfile::tempdir().unwrap();
+    for what in ["segment", "row"] {
+        let path = dir.path().join(format!("{what}.dendro"));
+        {
+            let mut archive = ArchiveMut::create(&path).unwrap();
+            let tx = archive.transaction().unwrap();
+            let id = tx.insert_source(&Labels::new(), &Labels::new(), 0).unwrap();
+            let mut bytes = b"PAR1".to_vec();
+            bytes.resize(MAX_FRAME_BYTES as usize + 16, 0);
+            bytes.extend_from_slice(b"PAR1");
+            match what {
+                "segment" => {
+                    let segment = Segment {
+                        bytes,
+                        rows: 1,
+                        first_ts: 1,
+                        last_ts: 1,
+                        caller_index: None,
+                    };
+                    tx.insert_segment(id, "cpu", 0, &segment).unwrap()
+                }
+                _ => tx
+                    .insert_wal_rows(
+                        id,
+                        "cpu",
+                        &[WalRow {
+                            ts: 1,
+                            wall_offset: 0,
+                            row: bytes,
+                        }],
+                    )
+                    .unwrap(),
+            }
+            tx.commit().unwrap();
+        }
+        let mut publisher = Publisher::new(Archive::open(&path).unwrap());
+        let err = publisher.poll().unwrap_err();
+        let text = err.to_string();
+        assert!(matches!(err, Error::Replication { .. }), "{text}");
+        assert!(text.contains(&path.display().to_string()), "{text}");
+        assert!(text.contains("\"cpu\""), "{text}");
+    }
+}
