@@ -238,6 +238,12 @@ pub enum WireProblem {
     TrailingBytes(usize),
     /// A field holding a value the format does not allow.
     BadValue(String),
+    /// The stream's digest frame does not match the bytes before it: the
+    /// file was changed after it was written.
+    DigestMismatch,
+    /// The stream announced a digest at its start and ended without one:
+    /// it was cut short, or its last frame was damaged.
+    DigestMissing,
 }
 
 impl fmt::Display for WireProblem {
@@ -271,6 +277,16 @@ impl fmt::Display for WireProblem {
                 write!(f, "a payload has {n} bytes after its last field")
             }
             WireProblem::BadValue(what) => write!(f, "a frame holds an invalid value: {what}"),
+            WireProblem::DigestMismatch => write!(
+                f,
+                "the stream's digest does not match its bytes: it is corrupt; nothing of it \
+                 was applied"
+            ),
+            WireProblem::DigestMissing => write!(
+                f,
+                "the stream announced a digest but ends without one: it is cut short or its \
+                 last frame is damaged; nothing of it was applied"
+            ),
         }
     }
 }
@@ -435,6 +451,49 @@ pub enum Error {
         /// The repeated timestamp.
         ts: i64,
     },
+    /// A row appended out of timestamp order within its stream: above the
+    /// sealed watermark (so not simply dropped) but not later than the
+    /// stream's newest row. Refused rather than stored, since a replica
+    /// tails each stream in timestamp order and could never be sent it.
+    #[error(
+        "{file}: source {source_id}, stream {stream:?}: a row at {ts} is not later than the \
+         stream's newest row {newest}; rows of a stream are appended in timestamp order, and \
+         this one was refused"
+    )]
+    OutOfOrder {
+        /// The file.
+        file: String,
+        /// The source.
+        source_id: i64,
+        /// The stream.
+        stream: String,
+        /// The refused row's timestamp.
+        ts: i64,
+        /// The newest timestamp the stream holds (or the tick before it).
+        newest: i64,
+    },
+    /// A row or caller row too large to travel in one replication frame
+    /// (`replicate::MAX_ROW_BYTES`), refused at the call.
+    #[error(
+        "{file}: source {source_id}, {what} {name:?}: a row at {ts} holds {bytes} bytes, above \
+         the limit of {limit} bytes that one replication frame carries; it was refused"
+    )]
+    RowTooLarge {
+        /// The file.
+        file: String,
+        /// The source.
+        source_id: i64,
+        /// `stream` or `caller-row series`.
+        what: &'static str,
+        /// The stream or series name.
+        name: String,
+        /// The row's timestamp.
+        ts: i64,
+        /// Its size.
+        bytes: u64,
+        /// The most a row may hold.
+        limit: u64,
+    },
     /// An archive opened from memory is larger than one SQLite allocation
     /// can hold (`container::MAX_IN_MEMORY_BYTES`).
     #[error(
@@ -513,6 +572,8 @@ impl Error {
             Error::Io { .. } => "Io",
             Error::WriterStopped { .. } => "WriterStopped",
             Error::DuplicateRow { .. } => "DuplicateRow",
+            Error::OutOfOrder { .. } => "OutOfOrder",
+            Error::RowTooLarge { .. } => "RowTooLarge",
             Error::TickDropped { .. } => "TickDropped",
             Error::TooLarge { .. } => "TooLarge",
             Error::Wire { .. } => "Wire",

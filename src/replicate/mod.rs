@@ -19,8 +19,8 @@ pub mod subscriber;
 pub mod transport;
 
 pub use codec::{
-    Frame, FrameReader, IndexKind, IndexState, WireRow, MAGIC, MAX_FRAME_BYTES, PREAMBLE_BYTES,
-    PROTOCOL_VERSION,
+    Frame, FrameReader, IndexKind, IndexState, StreamDigest, Verification, WireRow, MAGIC,
+    MAX_FRAME_BYTES, MAX_ROW_BYTES, MAX_SEGMENT_BYTES, PREAMBLE_BYTES, PROTOCOL_VERSION,
 };
 pub use publisher::Publisher;
 #[cfg(feature = "write")]

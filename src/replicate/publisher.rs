@@ -15,7 +15,10 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::codec::{Frame, IndexKind, IndexState, WireRow};
+use super::codec::{
+    frame_fits, row_wire_len, segment_frame_len, Frame, IndexKind, IndexState, WireRow,
+    MAX_FRAME_BYTES, ROWS_FRAME_OVERHEAD, ROWS_FRAME_TARGET,
+};
 use crate::catalog::{Labels, SegmentRecord, Snapshot, SourceRecord};
 use crate::container::Archive;
 use crate::error::Result;
@@ -157,7 +160,7 @@ impl Publisher {
                     Shipped::new(ordinal)
                 });
                 shipped.catalog_frames(snap, &record, &mut send)?;
-                rows.push(shipped.rows_frame(snap, &record)?);
+                rows.extend(shipped.rows_frames(snap, &record)?);
             }
             rows.into_iter().try_for_each(&mut send)
         })
@@ -197,14 +200,18 @@ impl Shipped {
         };
         let first = !self.full_sent;
         if first || said != self.said {
-            send(Frame::Handshake {
+            let handshake = Frame::Handshake {
                 source: self.ordinal,
                 uuid: record.uuid.clone(),
                 labels: said.labels.clone(),
                 metadata: said.metadata.clone(),
                 clock_anchor_wall_ns: record.clock_anchor_wall_ns,
                 complete: said.complete,
+            };
+            check_size(snap, &handshake, || {
+                format!("source {}: its labels and metadata", record.id)
             })?;
+            send(handshake)?;
             self.said = said;
         }
         // The fresh segments' records first (no payload), so that the index
@@ -261,8 +268,20 @@ impl Shipped {
             HashMap::new()
         };
         for record in fresh {
+            let what = || {
+                format!(
+                    "source {source_id}, stream {stream:?}: segment {} ({} bytes)",
+                    record.seq, record.bytes
+                )
+            };
+            // Judged by the catalog's length first, before reading a payload
+            // that could not be sent anyway.
+            let len = segment_frame_len(stream, record.bytes.max(0) as usize, None);
+            if !frame_fits(len) {
+                return Err(too_large(snap, format!("{} is a {len}-byte frame", what())));
+            }
             let bytes = snap.segment_bytes(source_id, stream, record.seq)?;
-            send(Frame::Segment {
+            let frame = Frame::Segment {
                 source: self.ordinal,
                 stream: stream.to_string(),
                 rows: record.rows.max(0) as u64,
@@ -270,7 +289,9 @@ impl Shipped {
                 last_ts: record.last_ts,
                 bytes,
                 caller_index: indexes.remove(&record.seq).flatten(),
-            })?;
+            };
+            check_size(snap, &frame, what)?;
+            send(frame)?;
             self.segments
                 .entry(stream.to_string())
                 .or_default()
@@ -314,7 +335,7 @@ impl Shipped {
                     (row.ts, 1)
                 };
                 self.state = add_state(self.state, index_entry_digest(&name, row.ts, &row.blob));
-                send(Frame::Index {
+                let frame = Frame::Index {
                     source: self.ordinal,
                     stream: name.clone(),
                     ts: row.ts,
@@ -325,16 +346,23 @@ impl Shipped {
                     },
                     state: self.state,
                     blob: row.blob,
+                };
+                check_size(snap, &frame, || {
+                    format!("source {source_id}: the caller row {name:?} at {}", row.ts)
                 })?;
+                send(frame)?;
             }
             self.caller.insert(name, cursor);
         }
         Ok(())
     }
 
-    /// This interval's `Rows` frame: every live row past what was shipped,
-    /// in timestamp order across the source's streams.
-    fn rows_frame(&mut self, snap: &Snapshot<'_>, record: &SourceRecord) -> Result<Frame> {
+    /// This interval's `Rows` frames: every live row past what was shipped,
+    /// in timestamp order across the source's streams, cut into frames of
+    /// about [`ROWS_FRAME_TARGET`] bytes (consecutive seqs, so a subscriber
+    /// sees no gap), or one empty frame when there is nothing new. A row
+    /// too large for a frame of its own is refused by name.
+    fn rows_frames(&mut self, snap: &Snapshot<'_>, record: &SourceRecord) -> Result<Vec<Frame>> {
         let mut rows = Vec::new();
         for stream in snap.streams(record.id)? {
             let from = match self.newest.get(&stream) {
@@ -360,13 +388,62 @@ impl Shipped {
             }
         }
         rows.sort_by(|a, b| a.ts.cmp(&b.ts).then_with(|| a.stream.cmp(&b.stream)));
-        let frame = Frame::Rows {
-            source: self.ordinal,
-            seq: self.seq,
-            index_state: self.state,
-            rows,
-        };
-        self.seq += 1;
-        Ok(frame)
+        let mut chunks: Vec<Vec<WireRow>> = vec![Vec::new()];
+        let mut size = ROWS_FRAME_OVERHEAD;
+        for row in rows {
+            let len = row_wire_len(&row.stream, row.row.len());
+            if !frame_fits(ROWS_FRAME_OVERHEAD + len) {
+                return Err(too_large(
+                    snap,
+                    format!(
+                        "source {}, stream {:?}: the row at {} holds {} bytes, more than one \
+                         Rows frame carries",
+                        record.id,
+                        row.stream,
+                        row.ts,
+                        row.row.len()
+                    ),
+                ));
+            }
+            let current = chunks.last_mut().expect("never empty");
+            if !current.is_empty() && size + len > ROWS_FRAME_TARGET {
+                chunks.push(Vec::new());
+                size = ROWS_FRAME_OVERHEAD;
+            }
+            size += len;
+            chunks.last_mut().expect("never empty").push(row);
+        }
+        let mut frames = Vec::with_capacity(chunks.len());
+        for rows in chunks {
+            frames.push(Frame::Rows {
+                source: self.ordinal,
+                seq: self.seq,
+                index_state: self.state,
+                rows,
+            });
+            self.seq += 1;
+        }
+        Ok(frames)
     }
+}
+
+/// A frame this publisher will not send because no reader could take it
+/// (`MAX_FRAME_BYTES`): refused here, naming the archive and the content,
+/// instead of sent for every subscriber to refuse and reconnect over.
+fn too_large(snap: &Snapshot<'_>, what: String) -> crate::Error {
+    crate::Error::Replication {
+        file: snap.file().to_string(),
+        message: format!(
+            "{what}; a frame may hold at most {MAX_FRAME_BYTES} bytes, so it cannot be published"
+        ),
+    }
+}
+
+/// Refuses `frame` when it is too large to be read back.
+fn check_size(snap: &Snapshot<'_>, frame: &Frame, what: impl FnOnce() -> String) -> Result<()> {
+    let len = frame.encoded_len();
+    if frame_fits(len) {
+        return Ok(());
+    }
+    Err(too_large(snap, format!("{} is a {len}-byte frame", what())))
 }

@@ -9,9 +9,10 @@
 //! - a segment is placed against the held segments it overlaps
 //!   (`WIRE.md` §5.5): held when the replica has its rows, replacing them
 //!   when it covers them (its origin merged or rewrote them);
-//! - a row at or below its stream's newest held timestamp is held: a
-//!   stream's rows arrive in order and each `Rows` frame is one
-//!   transaction, so everything below the newest is there;
+//! - a row above its stream's newest held timestamp is new; one at or
+//!   below it is looked up (a segment covers it, or the live tail has its
+//!   timestamp) rather than assumed held, so a row the origin took late,
+//!   or one skipped here earlier, is applied and not counted as held;
 //! - a caller row identical to one held is held;
 //! - a clock observation is kept once per timestamp by the table itself.
 //!
@@ -529,21 +530,65 @@ impl Subscriber {
             .expect("an ordinal names a replica");
         let mut fresh = Vec::with_capacity(rows.len());
         let mut newest = replica.newest.clone();
+        // Rows not above what the stream holds are looked up, not assumed
+        // held: a row the origin took out of order, or one skipped here
+        // earlier, is below the newest and still missing.
+        let mut doubtful = Vec::new();
         for row in rows {
             if newest.get(&row.stream).is_some_and(|&n| row.ts <= n) {
-                self.applied.rows_held += 1;
+                doubtful.push(row);
                 continue;
             }
             newest.insert(row.stream.clone(), row.ts);
-            fresh.push((
-                row.stream,
-                WalRow {
-                    ts: row.ts,
-                    wall_offset: row.wall_offset,
-                    row: row.row,
-                },
-            ));
+            fresh.push(row);
         }
+        if !doubtful.is_empty() {
+            let source_id = replica.handle(live(&self.writer, &self.file)?)?.id();
+            let held = self.reader()?.read_snapshot(|snap| {
+                let mut sealed: HashMap<String, Option<i64>> = HashMap::new();
+                let mut held = Vec::with_capacity(doubtful.len());
+                for row in &doubtful {
+                    let watermark = match sealed.get(&row.stream) {
+                        Some(w) => *w,
+                        None => {
+                            let w = snap.watermark(source_id, &row.stream)?;
+                            sealed.insert(row.stream.clone(), w);
+                            w
+                        }
+                    };
+                    held.push(
+                        watermark.is_some_and(|w| row.ts <= w)
+                            || snap
+                                .live_wal_span_between(source_id, &row.stream, row.ts, row.ts)?
+                                .is_some(),
+                    );
+                }
+                Ok(held)
+            })?;
+            for (row, held) in doubtful.into_iter().zip(held) {
+                match held {
+                    true => self.applied.rows_held += 1,
+                    false => fresh.push(row),
+                }
+            }
+        }
+        let fresh: Vec<(String, WalRow)> = fresh
+            .into_iter()
+            .map(|row| {
+                (
+                    row.stream,
+                    WalRow {
+                        ts: row.ts,
+                        wall_offset: row.wall_offset,
+                        row: row.row,
+                    },
+                )
+            })
+            .collect();
+        let replica = self
+            .replicas
+            .get_mut(&key)
+            .expect("an ordinal names a replica");
         if !fresh.is_empty() {
             let count = fresh.len() as u64;
             let top = fresh.iter().map(|(_, r)| r.ts).max();

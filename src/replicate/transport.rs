@@ -1,6 +1,8 @@
 //! Transports (feature `write`): the format leaves them to the caller, and
 //! these are the ones the CLI offers. A byte sink or source of any kind (a
-//! file, a pipe, a socket) carries a stream; TCP adds listening,
+//! file, a pipe, a socket) carries a stream; a catch-up written to one
+//! ends with a digest of its bytes (`WIRE.md` §4.6), which a file's
+//! subscriber checks before it applies anything; TCP adds listening,
 //! connecting and reconnecting with capped, jittered back-off.
 //!
 //! Nothing here authenticates or encrypts: put the stream behind a tunnel
@@ -12,7 +14,7 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use super::codec::{preamble, FrameReader};
+use super::codec::{preamble, FrameReader, StreamDigest, Verification};
 use super::publisher::Publisher;
 use super::subscriber::{Applied, Subscriber};
 use crate::container::Archive;
@@ -20,12 +22,18 @@ use crate::error::{Error, Result};
 
 /// Writes the preamble and one poll of a fresh publisher (the catch-up:
 /// every source, segment, clock observation, index entry and live row) to
-/// `out`. Returns the bytes written.
+/// `out`, between a digest announcement and the digest of every byte
+/// before it (`WIRE.md` §4.6), which older readers skip. Returns the bytes
+/// written.
 pub fn write_catch_up(archive: &Path, out: impl Write, name: &str) -> Result<u64> {
     let mut publisher = Publisher::new(Archive::open(archive)?);
     let mut out = Counted::new(BufWriter::new(out));
+    out.digest = Some(StreamDigest::default());
     send(&mut out, &preamble(), name)?;
+    send(&mut out, &StreamDigest::announce_frame(), name)?;
     send_poll(&mut publisher, &mut out, name)?;
+    let trailer = out.digest.take().expect("set above").trailer_frame();
+    send(&mut out, &trailer, name)?;
     out.inner
         .flush()
         .map_err(|e| Error::io(name, "cannot flush the stream", e))?;
@@ -72,37 +80,94 @@ fn send(out: &mut Counted<impl Write>, bytes: &[u8], name: &str) -> Result<()> {
         .write_all(bytes)
         .map_err(|e| Error::io(name, "cannot send frames", e))?;
     out.bytes += bytes.len() as u64;
+    if let Some(digest) = &mut out.digest {
+        digest.update(bytes);
+    }
     Ok(())
 }
 
 struct Counted<W> {
     inner: W,
     bytes: u64,
+    /// The digest of what was sent, for a stream file's trailer.
+    digest: Option<StreamDigest>,
 }
 
 impl<W> Counted<W> {
     fn new(inner: W) -> Counted<W> {
-        Counted { inner, bytes: 0 }
+        Counted {
+            inner,
+            bytes: 0,
+            digest: None,
+        }
     }
 }
 
 /// Applies one stream from `input` to `subscriber` until its clean end,
 /// calling `progress` after every frame with the running counts and the
 /// stream's bytes so far. A stream cut inside a frame is an `Err`; the
-/// frames before it are applied.
+/// frames before it are applied. A stream that carries a digest is
+/// checked as it goes, so a corrupt one is an `Err` only at its end, after
+/// its frames were applied: a file is checked whole first by
+/// [`apply_file`].
 pub fn apply_stream(
     subscriber: &mut Subscriber,
     input: impl Read,
     name: &str,
-    mut progress: impl FnMut(&Applied, u64),
+    progress: impl FnMut(&Applied, u64),
 ) -> Result<()> {
+    apply_verified(subscriber, input, name, progress).map(|_| ())
+}
+
+/// [`apply_stream`], saying whether the stream's digest was checked.
+pub fn apply_verified(
+    subscriber: &mut Subscriber,
+    input: impl Read,
+    name: &str,
+    mut progress: impl FnMut(&Applied, u64),
+) -> Result<Verification> {
     let mut reader = FrameReader::new(BufReader::new(input), name)?;
     subscriber.new_connection();
     while let Some(frame) = reader.next_frame()? {
         subscriber.apply(frame)?;
         progress(subscriber.applied(), reader.bytes_read());
     }
-    Ok(())
+    Ok(reader.verification())
+}
+
+/// Reads the stream file at `path` through once, checking its framing
+/// and, when it carries one, its digest (`WIRE.md` §4.6), without decoding
+/// or applying a frame. A damaged file is an `Err` naming the file, the
+/// offset and the cause. A file without a digest (one the original, or
+/// this crate before digests, wrote) passes as
+/// [`Verification::Unverified`]: only its framing could be checked.
+pub fn check_file(path: &Path) -> Result<Verification> {
+    let name = path.display().to_string();
+    let file =
+        std::fs::File::open(path).map_err(|e| Error::io(&name, "cannot open the stream", e))?;
+    FrameReader::new(BufReader::new(file), &name)?.check_to_end()
+}
+
+/// Applies the stream file at `path` once [`check_file`] has passed it
+/// whole: a damaged file is refused before a single frame of it reaches
+/// the replica.
+pub fn apply_file(
+    subscriber: &mut Subscriber,
+    path: &Path,
+    progress: impl FnMut(&Applied, u64),
+) -> Result<Verification> {
+    let name = path.display().to_string();
+    let checked = check_file(path)?;
+    let file =
+        std::fs::File::open(path).map_err(|e| Error::io(&name, "cannot open the stream", e))?;
+    let applied = apply_verified(subscriber, file, &name, progress)?;
+    if applied != checked {
+        return Err(Error::Replication {
+            file: name,
+            message: "the stream file changed while it was being applied".into(),
+        });
+    }
+    Ok(applied)
 }
 
 /// Refuses an address that is not loopback unless the caller asked for

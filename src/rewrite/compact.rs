@@ -193,7 +193,11 @@ impl Compactor<'_> {
     fn stream(&mut self, source_id: i64, stream: &str) -> Result<()> {
         let snapshot = Snapshot::on_writer(self.conn, self.file);
         let segments = snapshot.segments(source_id, stream)?;
-        let limit = self.spec.target.limit();
+        let limit = match self.spec.target {
+            // No merged segment too large for a replication frame (`WIRE.md` §2).
+            Target::Bytes(n) => n.min(crate::replicate::MAX_SEGMENT_BYTES),
+            Target::Rows(n) => n,
+        };
         let mut run: Vec<Pending> = Vec::new();
         let mut schema: Option<Schema> = None;
         let mut run_size = 0u64;
@@ -243,7 +247,15 @@ impl Compactor<'_> {
             stream: stream.clone(),
             segments: segments.len(),
         });
-        let merged = self.merge(&segments, std::sync::Arc::new(schema))?;
+        let merged = self.merge(&segments, std::sync::Arc::new(schema.clone()))?;
+        let fits = crate::replicate::codec::segment_frame_len(&stream, merged.bytes.len(), None);
+        if !crate::replicate::codec::frame_fits(fits) {
+            // Too large to publish: each half is merged on its own instead.
+            let mut later = segments;
+            let mut earlier: Vec<Pending> = later.drain(..later.len() / 2).collect();
+            self.flush(&mut earlier, Some(schema.clone()))?;
+            return self.flush(&mut later, Some(schema));
+        }
         let seq = first.seq;
         let tx = Transaction::begin(self.conn, self.file)?;
         for pending in &segments {

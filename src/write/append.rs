@@ -56,6 +56,22 @@ pub(super) fn screen(
     rows: TickRows,
 ) -> Result<TickRows> {
     let source = sessions.require(file, source_id)?;
+    // A row too large for one `Rows` frame, or one segment, could never
+    // replicate: refused whole, before anything else is judged.
+    if let Some((stream, row)) = rows
+        .iter()
+        .find(|(_, r)| r.row.len() as u64 > crate::replicate::MAX_ROW_BYTES)
+    {
+        return Err(Error::RowTooLarge {
+            file: file.to_string(),
+            source_id,
+            what: "stream",
+            name: stream.clone(),
+            ts: row.ts,
+            bytes: row.row.len() as u64,
+            limit: crate::replicate::MAX_ROW_BYTES,
+        });
+    }
     if source.resumed() {
         for (stream, row) in &rows {
             let watermark = streams
@@ -108,6 +124,52 @@ pub(super) fn screen(
         }
     }
     Ok(kept)
+}
+
+/// Refuses a screened part when a row is below a row its stream already
+/// holds (or an earlier row of the same tick): stored above the watermark,
+/// it would be readable at the origin, but a replica tails each stream in
+/// timestamp order and would never be sent it (`FORMAT.md` §3.3). Judged
+/// after [`screen`] and any seal the tick brings, so a row a seal covers is
+/// dropped and counted as before. A replica's rows are the origin's and
+/// are exempt. A row at
+/// exactly the newest is left to the table's key (`Error::DuplicateRow`).
+pub(super) fn in_order(
+    file: &str,
+    sessions: &Sessions,
+    streams: &StreamCache,
+    source_id: i64,
+    rows: &TickRows,
+) -> Result<()> {
+    if sessions.get(source_id).is_none_or(|s| s.mirrored()) {
+        return Ok(());
+    }
+    let mut newest: Vec<(&str, i64)> = Vec::new();
+    for (stream, row) in rows {
+        let at = match newest.iter().position(|(s, _)| *s == stream.as_str()) {
+            Some(at) => at,
+            None => {
+                let held = streams
+                    .get(source_id, stream)
+                    .and_then(|st| st.newest)
+                    .unwrap_or(i64::MIN);
+                newest.push((stream, held));
+                newest.len() - 1
+            }
+        };
+        let top = newest[at].1;
+        if row.ts < top {
+            return Err(Error::OutOfOrder {
+                file: file.to_string(),
+                source_id,
+                stream: stream.clone(),
+                ts: row.ts,
+                newest: top,
+            });
+        }
+        newest[at].1 = row.ts;
+    }
+    Ok(())
 }
 
 /// What one attempt at a tick's transaction did.

@@ -27,6 +27,7 @@ use super::streams::StreamCache;
 use crate::catalog::{Snapshot, WalRow};
 use crate::container::Transaction;
 use crate::error::{Error, Result};
+use crate::replicate::codec::{frame_fits, segment_frame_len, MAX_SEGMENT_BYTES};
 use crate::segment::{materialize, Segment, SegmentEncoder};
 
 /// One stream's rows, on their way to the encoder.
@@ -46,13 +47,35 @@ struct Done {
     outcome: Result<Option<Encoded>>,
 }
 
-/// A checked segment, the clock observation its last row carries, and how
-/// many input rows it left out (a leading run the encoder dropped, which
-/// the seal deletes rather than leaving them covered).
+/// A seal's checked segments, in timestamp order, each with the first
+/// input row of its part; the clock observation the last one's last row
+/// carries; how many input rows no segment holds (a leading run the
+/// encoder dropped from a part, which the seal deletes rather than leaving
+/// it covered); and the rows past the last segment, given back to the tail
+/// when the encoder made nothing of a later part.
+///
+/// A tail larger than [`MAX_SEGMENT_BYTES`] of payload is cut into parts
+/// at row boundaries, and a part whose segment would not fit one
+/// replication frame is cut again, so no seal makes a segment a publisher
+/// could not send.
 struct Encoded {
-    segment: Segment,
+    parts: Vec<(Segment, i64)>,
     observation: (i64, i64),
     skipped: u64,
+    left: Option<Left>,
+}
+
+/// Rows of a seal that no segment holds and that stay live.
+struct Left {
+    rows: u64,
+    bytes: u64,
+    first: (i64, i64),
+}
+
+impl Encoded {
+    fn last(&self) -> &Segment {
+        &self.parts.last().expect("at least one part").0
+    }
 }
 
 /// The streams one seal request covers: committed together.
@@ -309,14 +332,16 @@ impl Sealer {
                 let seq = streams
                     .get(source_id, &done.stream)
                     .map_or(0, |st| st.next_seq);
-                tx.insert_segment(source_id, &done.stream, seq, &encoded.segment)?;
-                if encoded.segment.first_ts > done.first_in.0 {
-                    tx.sql()
-                        .execute(
-                            "DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts < ?4",
-                            rusqlite::params![source_id, done.stream, done.first_in.0, encoded.segment.first_ts],
-                        )
-                        .map_err(|e| Error::sqlite(&self.file, "cannot drop rows the encoder skipped", e))?;
+                for (at, (segment, first_in)) in encoded.parts.iter().enumerate() {
+                    tx.insert_segment(source_id, &done.stream, seq + at as i64, segment)?;
+                    if segment.first_ts > *first_in {
+                        tx.sql()
+                            .execute(
+                                "DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts >= ?3 AND ts < ?4",
+                                rusqlite::params![source_id, done.stream, first_in, segment.first_ts],
+                            )
+                            .map_err(|e| Error::sqlite(&self.file, "cannot drop rows the encoder skipped", e))?;
+                    }
                 }
                 if observation.is_none_or(|(ts, _)| encoded.observation.0 >= ts) {
                     observation = Some(encoded.observation);
@@ -335,11 +360,21 @@ impl Sealer {
         for sealed in std::mem::take(&mut self.ready) {
             for (done, encoded) in &sealed.segments {
                 let st = streams.get_mut(sealed.source_id, &done.stream);
-                st.next_seq += 1;
-                st.watermark = Some(encoded.segment.last_ts);
+                let last_ts = encoded.last().last_ts;
+                st.next_seq += encoded.parts.len() as i64;
+                st.watermark = Some(last_ts);
                 st.in_flight = None;
-                st.covered_rows += done.rows_in - encoded.skipped;
-                pruner.covered(sealed.source_id, &done.stream, encoded.segment.last_ts);
+                let left = encoded.left.as_ref().map_or(0, |l| l.rows);
+                st.covered_rows += done.rows_in - encoded.skipped - left;
+                if let Some(left) = &encoded.left {
+                    st.unsealed_rows += left.rows;
+                    st.unsealed_bytes += left.bytes;
+                    st.first_unsealed = match st.first_unsealed {
+                        Some(first) if first.0 < left.first.0 => Some(first),
+                        _ => Some(left.first),
+                    };
+                }
+                pruner.covered(sealed.source_id, &done.stream, last_ts);
             }
         }
     }
@@ -395,44 +430,116 @@ fn restore(streams: &mut StreamCache, source_id: i64, done: &Done) {
     };
 }
 
-/// Runs the encoder over one stream's rows, turning a panic into the same
-/// error an `Err` would be: either way it will recur, so it ends the writer.
+/// Runs the encoder over one stream's rows, in parts of at most
+/// [`MAX_SEGMENT_BYTES`] of payload, halving a part again while its
+/// segment would not fit one replication frame. A panic becomes the same
+/// error an `Err` would be: either way it will recur, so it ends the
+/// writer.
 fn encode(
     file: &str,
     encoder: &dyn SegmentEncoder,
     stream: &str,
     rows: &[WalRow],
 ) -> Result<Option<Encoded>> {
+    // Parts by payload, each at least one row, in order.
+    let mut pending: Vec<&[WalRow]> = Vec::new();
+    let (mut start, mut size) = (0, 0u64);
+    for (i, row) in rows.iter().enumerate() {
+        let len = row.row.len() as u64;
+        if i > start && size + len > MAX_SEGMENT_BYTES {
+            pending.push(&rows[start..i]);
+            (start, size) = (i, 0);
+        }
+        size += len;
+    }
+    if start < rows.len() {
+        pending.push(&rows[start..]);
+    }
+    pending.reverse();
+    let mut parts: Vec<(Segment, i64)> = Vec::new();
+    let mut skipped = 0u64;
+    let mut left = None;
+    while let Some(part) = pending.pop() {
+        let Some(segment) = encode_part(file, encoder, stream, part)? else {
+            // Nothing made of this part: it and the rest stay live.
+            let rest: Vec<&WalRow> = std::iter::once(part)
+                .chain(pending.iter().rev().copied())
+                .flatten()
+                .collect();
+            left = rest.first().map(|first| Left {
+                rows: rest.len() as u64,
+                bytes: rest.iter().map(|r| r.row.len() as u64).sum(),
+                first: (first.ts, first.ts.saturating_add(first.wall_offset)),
+            });
+            break;
+        };
+        let len = segment_frame_len(
+            stream,
+            segment.bytes.len(),
+            segment.caller_index.as_ref().map(Vec::len),
+        );
+        if !frame_fits(len) {
+            if part.len() < 2 {
+                return Err(Error::Encoder {
+                    file: file.to_string(),
+                    stream: stream.to_string(),
+                    message: format!(
+                        "the segment of the one row at {} is {} bytes, more than a replication \
+                         frame carries",
+                        part[0].ts,
+                        segment.bytes.len()
+                    ),
+                });
+            }
+            let (a, b) = part.split_at(part.len() / 2);
+            pending.push(b);
+            pending.push(a);
+            continue;
+        }
+        skipped += part.partition_point(|r| r.ts < segment.first_ts) as u64;
+        parts.push((segment, part[0].ts));
+    }
+    let Some((last_segment, _)) = parts.last() else {
+        return Ok(None);
+    };
+    let last = rows
+        .iter()
+        .rev()
+        .find(|r| r.ts == last_segment.last_ts)
+        .expect("materialize checked that the segment ends at an input row");
+    Ok(Some(Encoded {
+        observation: (last.ts, last.wall_offset),
+        skipped,
+        left,
+        parts,
+    }))
+}
+
+/// One part through the encoder, a panic turned into an error.
+fn encode_part(
+    file: &str,
+    encoder: &dyn SegmentEncoder,
+    stream: &str,
+    rows: &[WalRow],
+) -> Result<Option<Segment>> {
     let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
         materialize(file, encoder, stream, rows)
     }));
-    let segment = match run {
-        Ok(result) => result?,
+    match run {
+        Ok(result) => result,
         Err(panic) => {
             let text = panic
                 .downcast_ref::<&str>()
                 .map(|s| s.to_string())
                 .or_else(|| panic.downcast_ref::<String>().cloned())
                 .unwrap_or_else(|| "no message".into());
-            return Err(Error::Encoder {
+            Err(Error::Encoder {
                 file: file.to_string(),
                 stream: stream.to_string(),
                 message: format!("the encoder panicked: {text}"),
-            });
+            })
         }
-    };
-    Ok(segment.map(|segment| {
-        let last = rows
-            .iter()
-            .rev()
-            .find(|r| r.ts == segment.last_ts)
-            .expect("materialize checked that the segment ends at an input row");
-        Encoded {
-            observation: (last.ts, last.wall_offset),
-            skipped: rows.partition_point(|r| r.ts < segment.first_ts) as u64,
-            segment,
-        }
-    }))
+    }
 }
 
 /// What [`super::SourceWriter::adopt_segment`] did with a segment built

@@ -658,6 +658,21 @@ impl Sessions {
         rows: &[CallerRow],
     ) -> Result<()> {
         self.require(file, source_id)?;
+        // An entry too large for one `Index` frame could never replicate.
+        if let Some(row) = rows
+            .iter()
+            .find(|r| r.blob.len() as u64 > crate::replicate::MAX_ROW_BYTES)
+        {
+            return Err(Error::RowTooLarge {
+                file: file.to_string(),
+                source_id,
+                what: "caller-row series",
+                name: name.to_string(),
+                ts: row.ts,
+                bytes: row.blob.len() as u64,
+                limit: crate::replicate::MAX_ROW_BYTES,
+            });
+        }
         with_retries(file, "storing caller rows", || {
             let tx = Transaction::begin(conn, file)?;
             tx.insert_caller_rows(source_id, name, rows)?;

@@ -229,6 +229,18 @@ impl WriterThread {
                 return Ok(outcomes);
             }
         }
+        parts.retain(|(i, source_id, rows)| {
+            match append::in_order(&self.file, &self.sessions, &self.streams, *source_id, rows) {
+                Ok(()) => true,
+                Err(e) => {
+                    outcomes[*i] = Err(e);
+                    false
+                }
+            }
+        });
+        if parts.is_empty() {
+            return Ok(outcomes);
+        }
         let prune = self.pruner.due(&self.streams);
         let inserted = with_retries(&self.file, "committing a tick", || {
             append::insert_tick(

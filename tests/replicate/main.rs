@@ -10,6 +10,7 @@ mod support;
 
 mod codec;
 mod converge;
+mod frames;
 mod interop;
 #[cfg(feature = "cli")]
 mod kill;

@@ -13,6 +13,7 @@ mod appends;
 mod child;
 mod crash;
 mod files;
+mod frames;
 mod live_reader;
 mod retention;
 mod seals;

@@ -11,9 +11,9 @@ use std::time::{Duration, Instant};
 
 use clap::Args;
 use dendro::replicate::transport::{
-    apply_stream, check_address, publish_live, serve_tcp, subscribe_tcp, write_catch_up,
+    apply_stream, check_address, check_file, publish_live, serve_tcp, subscribe_tcp, write_catch_up,
 };
-use dendro::replicate::{Applied, Subscriber, VerbatimOnly};
+use dendro::replicate::{Applied, Subscriber, VerbatimOnly, Verification};
 use dendro::Error;
 
 use crate::Failure;
@@ -105,7 +105,11 @@ pub fn run_publish(args: PublishArgs) -> Result<(), Failure> {
             .create_new(true)
             .open(&path)
             .map_err(|e| io_error(&name, "cannot create the stream file", e))?;
-        let bytes = write_catch_up(&args.file, file, &name)?;
+        // A file cut short by a refusal would be refused by every reader
+        // (it announces a digest it lacks): none is better than that one.
+        let bytes = write_catch_up(&args.file, file, &name).inspect_err(|_| {
+            let _ = std::fs::remove_file(&path);
+        })?;
         eprintln!("wrote {bytes} bytes to {name}");
     } else if args.follow {
         publish_live(
@@ -123,6 +127,17 @@ pub fn run_publish(args: PublishArgs) -> Result<(), Failure> {
 
 /// `dendro subscribe`.
 pub fn run_subscribe(args: SubscribeArgs) -> Result<(), Failure> {
+    // A stream file is checked whole before the replica is opened, so a
+    // damaged one leaves nothing behind.
+    if let Some(path) = &args.from.from {
+        if check_file(path)? == Verification::Unverified {
+            eprintln!(
+                "{}: the stream carries no digest (an older publisher wrote it): only its \
+                 framing was checked",
+                path.display()
+            );
+        }
+    }
     let mut subscriber = Subscriber::open(&args.out, Arc::new(VerbatimOnly))?;
     let mut shown = Progress::new(args.json);
     let mut progress = |applied: &Applied, bytes: u64| shown.maybe(applied, bytes);
