@@ -32,6 +32,9 @@ pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
 pub use sniff::sniff;
 pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};
 #[cfg(feature = "write")]
+#[doc(hidden)]
+pub use place::{observe_steps, Step, StepObserver};
+#[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use staging::STAGING_SUFFIX;
 #[cfg(feature = "write")]
