@@ -385,10 +385,7 @@ fn non_canonical_uuids(s: &Snapshot<'_>) -> Result<Vec<Problem>> {
         .ctx(s.file, what)?;
     let rows = stmt
         .query_map([], |r| {
-            Ok((
-                r.get::<_, i64>(0)?,
-                r.get::<_, rusqlite::types::Value>(1)?,
-            ))
+            Ok((r.get::<_, i64>(0)?, r.get::<_, rusqlite::types::Value>(1)?))
         })
         .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
         .ctx(s.file, what)?;

@@ -25,15 +25,15 @@ pub use handle::ArchiveMut;
 #[cfg(feature = "write")]
 pub(crate) use handle::{create_file, open_streaming, sidecar_path};
 pub use handle::{Archive, Snapshot};
+#[cfg(feature = "write")]
+#[doc(hidden)]
+pub use place::{observe_steps, Step, StepObserver};
 #[cfg(target_arch = "wasm32")]
 pub(crate) use schema::warm_up_archive;
 pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
 #[cfg(not(target_arch = "wasm32"))]
 pub use sniff::sniff;
 pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};
-#[cfg(feature = "write")]
-#[doc(hidden)]
-pub use place::{observe_steps, Step, StepObserver};
 #[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use staging::STAGING_SUFFIX;

@@ -4,7 +4,8 @@
 //! column projection, which is a copy that re-encodes.
 //!
 //! What a copy carries (format §3): each source's uuid (a missing one is
-//! minted, so two copies are never claimed identical), labels, metadata,
+//! minted, so two copies are never claimed identical; a projection mints
+//! new ones, its content being another), labels, metadata,
 //! `complete` and clock anchor; its clock offsets, live WAL rows and caller
 //! rows inside the window (caller rows under the stream filter); the
 //! segments that reach into the window, whole, with their caller index,

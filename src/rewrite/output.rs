@@ -219,7 +219,10 @@ fn sweep(target: &Path, name: &str, file: &str) -> Result<()> {
         let Some(entry_name) = entry_name.to_str() else {
             continue;
         };
-        let Some(rest) = entry_name.strip_prefix('.').and_then(|r| r.strip_prefix(name)) else {
+        let Some(rest) = entry_name
+            .strip_prefix('.')
+            .and_then(|r| r.strip_prefix(name))
+        else {
             continue;
         };
         let (replaced, rest) = match (rest.strip_prefix(PARTIAL), rest.strip_prefix(REPLACED)) {

@@ -61,8 +61,9 @@ fn is_prefix(found: &Summary, full: &Summary) -> bool {
         && found.iter().zip(full).all(|((labels, streams), (l, s))| {
             labels == l
                 && streams.iter().all(|(name, (rows, _, _, live))| {
-                    s.get(name)
-                        .is_some_and(|(r, _, _, lv)| rows <= r && rows + *live as i64 <= r + *lv as i64)
+                    s.get(name).is_some_and(|(r, _, _, lv)| {
+                        rows <= r && rows + *live as i64 <= r + *lv as i64
+                    })
                 })
         })
 }
@@ -82,7 +83,13 @@ fn leftovers(dir: &Path, keep: &[&Path]) -> Vec<String> {
     let mut out: Vec<String> = std::fs::read_dir(dir)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| !keep.iter().any(|k| n == k || n.strip_prefix(k.as_str()).is_some_and(|s| s.starts_with('-'))))
+        .filter(|n| {
+            !keep.iter().any(|k| {
+                n == k
+                    || n.strip_prefix(k.as_str())
+                        .is_some_and(|s| s.starts_with('-'))
+            })
+        })
         .collect();
     out.sort();
     out
@@ -160,7 +167,11 @@ fn sweep(case: &Case) {
     let total = vfs::counters().ops - start;
     names::uninstall();
     let expected = summary(&output);
-    assert_eq!(expected, before, "{}: the clean run changed the content", case.name);
+    assert_eq!(
+        expected, before,
+        "{}: the clean run changed the content",
+        case.name
+    );
     assert!(total > 3, "{}: only {total} operations seen", case.name);
 
     // The power goes right after the work said it was done: all of it
@@ -172,9 +183,18 @@ fn sweep(case: &Case) {
     within(LIMIT, case.name, move || run(&i, &o)).unwrap();
     names::restore();
     names::uninstall();
-    assert!(output.exists(), "{}: the result vanished in a cut after success", case.name);
+    assert!(
+        output.exists(),
+        "{}: the result vanished in a cut after success",
+        case.name
+    );
     assert_sound(&output, case.name);
-    assert_eq!(summary(&output), expected, "{}: a cut after success", case.name);
+    assert_eq!(
+        summary(&output),
+        expected,
+        "{}: a cut after success",
+        case.name
+    );
 
     let step = total.div_ceil(MAX_CUTS).max(1);
     let mut cuts = 0;
@@ -218,7 +238,10 @@ fn sweep(case: &Case) {
                 );
             }
         } else {
-            assert!(!case.in_place, "{what}: the archive compacted in place is gone");
+            assert!(
+                !case.in_place,
+                "{what}: the archive compacted in place is gone"
+            );
         }
         // Running again finishes the work and leaves nothing beside it.
         vfs::reset();

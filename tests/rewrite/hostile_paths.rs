@@ -61,8 +61,13 @@ fn hostile_archive(path: &Path, uuids: &[Option<&str>]) {
         }
         for id in ids {
             for (i, name) in streams.iter().enumerate() {
-                tx.insert_segment(id, name, 0, &fixture_segment(&[i as i64 * 10, 5 + i as i64 * 10]))
-                    .unwrap();
+                tx.insert_segment(
+                    id,
+                    name,
+                    0,
+                    &fixture_segment(&[i as i64 * 10, 5 + i as i64 * 10]),
+                )
+                .unwrap();
             }
         }
     });
@@ -171,8 +176,13 @@ fn a_killed_rewrites_partial_files_are_removed_by_the_next_run_and_a_live_ones_k
     many_small(&input, 3, 4);
     let dead = dead_pid();
     let live = std::os::unix::process::parent_id();
-    let name = |target: &str, pid: u32, tail: &str| dir.path().join(format!(".{target}.partial-{pid}{tail}"));
-    let stale = [name("out.dendro", dead, ""), name("out.dendro", dead, "-wal")];
+    let name = |target: &str, pid: u32, tail: &str| {
+        dir.path().join(format!(".{target}.partial-{pid}{tail}"))
+    };
+    let stale = [
+        name("out.dendro", dead, ""),
+        name("out.dendro", dead, "-wal"),
+    ];
     let kept = [
         name("out.dendro", live, ""),
         name("out.dendro", dead, ".mine"),

@@ -115,7 +115,11 @@ fn an_export_holds_the_typed_live_tail_that_cat_reads() {
             };
             live_total += live;
             let exported = parquet_rows(&out.join(stream["directory"].as_str().unwrap()));
-            assert_eq!(exported, sealed + live, "{name}: the export lacks rows cat reads");
+            assert_eq!(
+                exported,
+                sealed + live,
+                "{name}: the export lacks rows cat reads"
+            );
         }
     }
     assert!(live_total > 0, "the demo has a live tail");
