@@ -250,6 +250,20 @@ fn write_source(
         Some(_) => None,
         None => record.uuid.clone(),
     };
+    if let Some(text) = &uuid {
+        if !crate::catalog::is_canonical_uuid(&text.to_ascii_lowercase()) {
+            let part = source.parts[0];
+            return Err(crate::Error::Invalid {
+                file: inputs[part.input].file().to_string(),
+                message: format!(
+                    "source {} has the uuid {:?}, which is not a canonical uuid; \
+                     a copy cannot carry it (verify reports it)",
+                    part.source_id,
+                    text.chars().take(64).collect::<String>()
+                ),
+            });
+        }
+    }
     let id = batches.tx()?.insert_source_with_uuid(&NewSource {
         uuid,
         labels: record.labels.clone(),

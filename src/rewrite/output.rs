@@ -141,6 +141,15 @@ impl Staged {
             let _ = remove_any(&self.temp, &file);
             return Ok(());
         }
+        self.swap_by_renames()
+    }
+
+    /// The swap where names cannot be exchanged: the old output moved
+    /// aside, the new one renamed in, the old one removed. A crash between
+    /// the two renames leaves the old one aside, where [`sweep`] finds it.
+    fn swap_by_renames(&self) -> Result<()> {
+        let file = self.file();
+        let dir = parent_dir(&self.target);
         let name = self
             .target
             .file_name()
@@ -318,5 +327,50 @@ impl<'a> Batches<'a> {
             Some(tx) => tx.commit(),
             None => Ok(()),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    #[test]
+    fn a_swap_by_renames_replaces_a_directory_and_leaves_nothing_beside_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        std::fs::create_dir(&out).unwrap();
+        std::fs::write(out.join("old"), b"old").unwrap();
+        let staged = Staged::new(&out, true, &[]).unwrap();
+        std::fs::create_dir(staged.path()).unwrap();
+        std::fs::write(staged.path().join("new"), b"new").unwrap();
+        staged.swap_by_renames().unwrap();
+        assert_eq!(std::fs::read(out.join("new")).unwrap(), b"new");
+        assert!(!out.join("old").exists());
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
+        assert_eq!(names.len(), 1, "{names:?}");
+    }
+
+    #[test]
+    fn an_old_output_left_aside_by_a_dead_run_is_put_back_when_nothing_replaced_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out");
+        let aside = dir.path().join(format!(".out{REPLACED}{}", dead_pid()));
+        std::fs::create_dir(&aside).unwrap();
+        std::fs::write(aside.join("old"), b"old").unwrap();
+        drop(Staged::new(&out, true, &[]).unwrap());
+        assert_eq!(std::fs::read(out.join("old")).unwrap(), b"old");
+        assert!(!aside.exists());
+        // With an output in place, a leftover one is removed instead.
+        std::fs::create_dir(&aside).unwrap();
+        drop(Staged::new(&out, true, &[]).unwrap());
+        assert!(!aside.exists());
+        assert!(out.join("old").exists());
     }
 }

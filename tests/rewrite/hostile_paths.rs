@@ -254,3 +254,24 @@ fn export_force_leaves_the_old_dataset_whole_when_the_new_one_cannot_be_placed()
     assert_eq!(names, ["export"]);
     assert_eq!(files_below(&out).len(), before.len());
 }
+
+#[test]
+fn a_copy_refuses_a_non_canonical_uuid_naming_the_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.dendro");
+    hostile_archive(&input, &[Some("x/../../escape")]);
+    let output = dir.path().join("out.dendro");
+    let err = copy(&input, &output, &CopySpec::default()).unwrap_err();
+    let text = err.to_string();
+    assert!(
+        text.contains("in.dendro") && text.contains("x/../../escape"),
+        "{text}"
+    );
+    assert!(!output.exists());
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| !n.starts_with("in.dendro"))
+        .collect();
+    assert!(names.is_empty(), "{names:?}");
+}
