@@ -275,3 +275,41 @@ fn a_copy_refuses_a_non_canonical_uuid_naming_the_input() {
         .collect();
     assert!(names.is_empty(), "{names:?}");
 }
+
+#[test]
+fn a_copy_killed_before_its_move_leaves_a_partial_file_the_next_run_removes() {
+    use std::io::{BufRead, BufReader};
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.dendro");
+    many_small(&input, 3, 4);
+    let output = dir.path().join("out.dendro");
+    let mut child =
+        crate::common::child_command("copy", &[input.to_str().unwrap(), output.to_str().unwrap()])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let pid = loop {
+        match lines.next() {
+            Some(Ok(line)) => {
+                if let Some(pid) = line.strip_prefix("ready ") {
+                    break pid.parse::<u32>().unwrap();
+                }
+            }
+            other => {
+                let _ = child.kill();
+                panic!("the child ended before its copy was ready: {other:?}");
+            }
+        }
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let partial = dir.path().join(format!(".out.dendro.partial-{pid}"));
+    assert!(partial.exists(), "the killed copy left no partial file");
+    assert!(!output.exists());
+
+    copy(&input, &output, &CopySpec::default()).unwrap();
+    assert!(!partial.exists(), "{} was left behind", partial.display());
+    assert_sound(&output);
+}
