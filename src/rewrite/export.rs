@@ -21,7 +21,8 @@
 //! ([`crate::typed`]) are exported as `live.parquet` beside the stream's
 //! segments, the rows `dendro cat` reads. Other live rows are not, since
 //! only their writer's encoder can turn them into columns; the report and
-//! the catalog say how many there are and when.
+//! the catalog say how many there are and when. Caller rows (the caller's
+//! opaque store) are not exported either, and counted the same way.
 
 use std::path::Path;
 
@@ -51,6 +52,9 @@ pub struct ExportReport {
     pub live_rows_exported: i64,
     /// Live rows left out (they need the writer's encoder).
     pub live_rows_not_exported: i64,
+    /// Caller rows left out: the caller's own opaque store (format §3.5),
+    /// which has no columns to export. Counted per name, once per source.
+    pub caller_rows_not_exported: i64,
 }
 
 #[derive(Serialize)]
@@ -69,6 +73,8 @@ struct CatalogSource {
     complete: bool,
     clock_anchor_wall_ns: i64,
     streams: Vec<CatalogStream>,
+    /// Caller rows per name, not exported.
+    caller_rows_not_exported: std::collections::BTreeMap<String, i64>,
 }
 
 #[derive(Serialize)]
@@ -214,6 +220,19 @@ pub fn export<P: AsRef<Path>>(
                 live_span: (live_rows_not_exported > 0).then_some(live_span).flatten(),
             });
         }
+        // The same rows may be in two copies of a source: the larger count
+        // per name stands for both.
+        let mut caller_rows = std::collections::BTreeMap::<String, i64>::new();
+        for part in &source.parts {
+            let counts = pinned[part.input].snapshot().caller_row_counts()?;
+            for (owner, name, n) in counts {
+                if owner == part.source_id {
+                    let seen = caller_rows.entry(name).or_default();
+                    *seen = (*seen).max(n);
+                }
+            }
+        }
+        report.caller_rows_not_exported += caller_rows.values().sum::<i64>();
         report.sources += 1;
         catalog.sources.push(CatalogSource {
             directory,
@@ -223,6 +242,7 @@ pub fn export<P: AsRef<Path>>(
             complete: record.complete,
             clock_anchor_wall_ns: record.clock_anchor_wall_ns,
             streams,
+            caller_rows_not_exported: caller_rows,
         });
     }
     let json = serde_json::to_vec_pretty(&catalog).map_err(|e| Error::Invalid {

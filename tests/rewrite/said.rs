@@ -124,3 +124,17 @@ fn an_export_holds_the_typed_live_tail_that_cat_reads() {
     }
     assert!(live_total > 0, "the demo has a live tail");
 }
+
+#[test]
+fn an_export_counts_the_caller_rows_it_leaves_out() {
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("a.dendro");
+    many_small(&input, 3, 4);
+    let out = dir.path().join("export");
+    // The input twice: one source, its rows counted once.
+    let report = export(&[&input, &input], &out, false).unwrap();
+    assert_eq!(report.caller_rows_not_exported, 2);
+    let catalog: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("catalog.json")).unwrap()).unwrap();
+    assert_eq!(catalog["sources"][0]["caller_rows_not_exported"]["s"], 2);
+}

@@ -196,6 +196,13 @@ pub fn run_export(args: ExportArgs) -> Result<(), Failure> {
             report.live_rows_exported
         );
     }
+    if report.caller_rows_not_exported > 0 {
+        eprintln!(
+            "dendro: {} caller row(s) were not exported: they are the caller's own opaque \
+             store (catalog.json counts them per source and name)",
+            report.caller_rows_not_exported
+        );
+    }
     if report.live_rows_not_exported > 0 {
         eprintln!(
             "dendro: {} live row(s) were not exported: they are committed but need the \
