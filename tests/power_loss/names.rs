@@ -82,16 +82,23 @@ fn observe(step: &Step<'_>) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Starts observing the crate's steps, with nothing pending.
-pub fn install() {
-    pending().clear();
-    dendro::container::observe_steps(Some(observe));
+/// Observing the crate's steps until dropped (a failing test included,
+/// so the next test of the binary does not inherit the observer).
+pub struct Installed;
+
+impl Drop for Installed {
+    fn drop(&mut self) {
+        dendro::container::observe_steps(None);
+        pending().clear();
+    }
 }
 
-/// Stops observing.
-pub fn uninstall() {
-    dendro::container::observe_steps(None);
+/// Starts observing the crate's steps, with nothing pending.
+#[must_use = "observing stops when this is dropped"]
+pub fn install() -> Installed {
     pending().clear();
+    dendro::container::observe_steps(Some(observe));
+    Installed
 }
 
 /// The reboot: the shim restores every file's content as of its last sync

@@ -159,13 +159,13 @@ fn sweep(case: &Case) {
 
     fresh(&output);
     vfs::reset();
-    names::install();
+    let observing = names::install();
     let start = vfs::counters().ops;
     let run = case.run;
     let (i, o) = (input.clone(), output.clone());
     within(LIMIT, case.name, move || run(&i, &o)).unwrap();
     let total = vfs::counters().ops - start;
-    names::uninstall();
+    drop(observing);
     let expected = summary(&output);
     assert_eq!(
         expected, before,
@@ -178,11 +178,11 @@ fn sweep(case: &Case) {
     // must be on disk, names included.
     fresh(&output);
     vfs::reset();
-    names::install();
+    let observing = names::install();
     let (i, o) = (input.clone(), output.clone());
     within(LIMIT, case.name, move || run(&i, &o)).unwrap();
     names::restore();
-    names::uninstall();
+    drop(observing);
     assert!(
         output.exists(),
         "{}: the result vanished in a cut after success",
@@ -202,13 +202,13 @@ fn sweep(case: &Case) {
     for k in (1..=total).step_by(step as usize) {
         fresh(&output);
         vfs::reset();
-        names::install();
+        let observing = names::install();
         vfs::arm(vfs::counters().ops + k);
         let (i, o) = (input.clone(), output.clone());
         let result = within(LIMIT, case.name, move || run(&i, &o));
         let cut = vfs::cut();
         names::restore();
-        names::uninstall();
+        drop(observing);
         let what = format!("{} cut at operation {k} of {total} ({cut:?})", case.name);
         if cut.is_some() {
             cuts += 1;
