@@ -24,7 +24,7 @@
 //! the catalog say how many there are and when. Caller rows (the caller's
 //! opaque store) are not exported either, and counted the same way.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
@@ -115,6 +115,7 @@ pub fn export<P: AsRef<Path>>(
     let root = staged.path().to_path_buf();
     let file = staged.file();
     let mut dirs = vec![root.clone()];
+    let mut written: Vec<PathBuf> = Vec::new();
     let mut mkdir = |dir: &Path| {
         dirs.push(dir.to_path_buf());
         std::fs::create_dir_all(dir).map_err(|e| Error::io(&file, "cannot create a directory", e))
@@ -161,7 +162,7 @@ pub fn export<P: AsRef<Path>>(
                     r.seq,
                 )?;
                 let relative = format!("{stream_dir}/seq={seq}.parquet");
-                write_synced(&root.join(&relative), &bytes)
+                write_file(&root.join(&relative), &bytes, &mut written)
                     .map_err(|e| Error::io(&file, &format!("cannot write {relative}"), e))?;
                 report.files += 1;
                 report.bytes += bytes.len() as u64;
@@ -193,7 +194,7 @@ pub fn export<P: AsRef<Path>>(
                 match typed_tail(&record.metadata, &file, name, &rows)? {
                     Some(bytes) => {
                         let relative = format!("{stream_dir}/live.parquet");
-                        write_synced(&root.join(&relative), &bytes).map_err(|e| {
+                        write_file(&root.join(&relative), &bytes, &mut written).map_err(|e| {
                             Error::io(&file, &format!("cannot write {relative}"), e)
                         })?;
                         report.files += 1;
@@ -249,22 +250,46 @@ pub fn export<P: AsRef<Path>>(
         file: file.clone(),
         message: format!("cannot describe the export: {e}"),
     })?;
-    write_synced(&root.join("catalog.json"), &json)
+    write_file(&root.join("catalog.json"), &json, &mut written)
         .map_err(|e| Error::io(&file, "cannot write catalog.json", e))?;
-    // Every name in the tree durable before the tree gets its final name.
-    for dir in dirs.iter().rev() {
-        sync_path(dir, &file)?;
-    }
+    // Every file and name in the tree durable before the tree gets its
+    // final name.
+    make_durable(&root, &written, &dirs, &file)?;
     staged.finish()?;
     Ok(report)
 }
 
-/// Writes `bytes` to a new file at `path` and makes them durable.
-fn write_synced(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::File::create(path)?;
-    f.write_all(bytes)?;
-    f.sync_all()
+/// Writes `bytes` to a new file at `path`, noting it in `written` for
+/// [`make_durable`].
+fn write_file(path: &Path, bytes: &[u8], written: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    std::fs::write(path, bytes)?;
+    written.push(path.to_path_buf());
+    Ok(())
+}
+
+/// Makes the files and directories of the export durable. On Linux one
+/// `syncfs` of the file system holding `root` does it (one flush instead of
+/// a journal commit per file: 0.05 s against 0.86 s for 160 files in
+/// docs/measurements/2026-12-07-export-durability.md); elsewhere, or if it
+/// fails, each file and then each directory is fsynced.
+fn make_durable(root: &Path, written: &[PathBuf], dirs: &[PathBuf], file: &str) -> Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::fd::AsRawFd;
+        if let Ok(dir) = std::fs::File::open(root) {
+            // SAFETY: a valid descriptor, open for the whole call.
+            if unsafe { libc::syncfs(dir.as_raw_fd()) } == 0 {
+                return Ok(());
+            }
+        }
+    }
+    for path in written {
+        sync_path(path, file)?;
+    }
+    for dir in dirs.iter().rev() {
+        sync_path(dir, file)?;
+    }
+    Ok(())
 }
 
 /// A typed source's live rows of `stream` as one Parquet file; `None` when
