@@ -122,6 +122,7 @@ impl Archive {
                 found
             }));
             record(unparsable_maps(s));
+            record(non_canonical_uuids(s));
             counts = Counts::read(s).unwrap_or_default();
             Ok(())
         });
@@ -368,6 +369,48 @@ fn unparsable_maps(s: &Snapshot<'_>) -> Result<Vec<Problem>> {
         }
     }
     Ok(out)
+}
+
+/// A `sources.uuid` that is not a canonical lowercase uuid (format §3.1):
+/// tools build names and paths from it, so text such as `x/../y` is a
+/// problem, not merely an odd identity. `NULL` is allowed (unknown).
+fn non_canonical_uuids(s: &Snapshot<'_>) -> Result<Vec<Problem>> {
+    if !s.shape.uuid {
+        return Ok(Vec::new());
+    }
+    let what = "cannot read the sources' uuids";
+    let mut stmt = s
+        .conn
+        .prepare("SELECT id, uuid FROM sources WHERE uuid IS NOT NULL ORDER BY id")
+        .ctx(s.file, what)?;
+    let rows = stmt
+        .query_map([], |r| {
+            Ok((r.get::<_, i64>(0)?, r.get::<_, rusqlite::types::Value>(1)?))
+        })
+        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
+        .ctx(s.file, what)?;
+    Ok(rows
+        .into_iter()
+        .filter_map(|(id, value)| {
+            let shown = match &value {
+                rusqlite::types::Value::Text(t) if crate::catalog::is_canonical_uuid(t) => {
+                    return None
+                }
+                rusqlite::types::Value::Text(t) if t.chars().count() > 64 => {
+                    format!("{:?}…", t.chars().take(64).collect::<String>())
+                }
+                rusqlite::types::Value::Text(t) => format!("{t:?}"),
+                other => format!("a {:?} value", other.data_type()),
+            };
+            Some(Problem {
+                kind: ProblemKind::Catalog,
+                message: format!(
+                    "{}: the uuid of source {id} is {shown}, not a canonical lowercase uuid",
+                    s.file
+                ),
+            })
+        })
+        .collect())
 }
 
 /// How much verify looked at.

@@ -93,6 +93,20 @@ const WAL_NEXT_SOURCE_SQL: &str = "SELECT source_id, stream FROM wal \
 const WAL_FIRST_STREAM_OF_SQL: &str =
     "SELECT source_id, stream FROM wal WHERE source_id = ?1 ORDER BY stream LIMIT 1";
 
+/// Whether `text` is a uuid in the form format §3.1 requires: canonical
+/// lowercase `8-4-4-4-12` hex. A `sources.uuid` is read verbatim; anything
+/// that builds a name or a path from it must check this first (and
+/// `verify` reports a value that fails it), since a file may hold any text
+/// there.
+pub fn is_canonical_uuid(text: &str) -> bool {
+    let bytes = text.as_bytes();
+    bytes.len() == 36
+        && bytes.iter().enumerate().all(|(i, b)| match i {
+            8 | 13 | 18 | 23 => *b == b'-',
+            _ => b.is_ascii_digit() || (b'a'..=b'f').contains(b),
+        })
+}
+
 /// One row of `sources`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SourceRecord {

@@ -25,6 +25,9 @@ pub use handle::ArchiveMut;
 #[cfg(feature = "write")]
 pub(crate) use handle::{create_file, open_streaming, sidecar_path};
 pub use handle::{Archive, Snapshot};
+#[cfg(feature = "write")]
+#[doc(hidden)]
+pub use place::{observe_steps, Step, StepObserver};
 #[cfg(target_arch = "wasm32")]
 pub(crate) use schema::warm_up_archive;
 pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};

@@ -12,6 +12,65 @@ use std::path::{Path, PathBuf};
 use super::handle::sidecar_path;
 use crate::error::{Error, Result};
 
+/// One file-system step of putting a result in place, as a model of the
+/// disk sees it. Only tests observe these (see [`observe_steps`]): the
+/// power-cut shim models which names a cut keeps, and a test can fail one
+/// step to check that an interrupted placement loses nothing.
+#[doc(hidden)]
+#[derive(Debug, Clone, Copy)]
+pub enum Step<'a> {
+    /// fsync of a file's content.
+    SyncFile(&'a Path),
+    /// fsync of a directory: the names in it become durable.
+    SyncDir(&'a Path),
+    /// `from` gets the name `to`, replacing what was there.
+    Rename {
+        /// The old name.
+        from: &'a Path,
+        /// The new one.
+        to: &'a Path,
+    },
+    /// `a` and `b` swap names in one step.
+    Exchange {
+        /// One name.
+        a: &'a Path,
+        /// The other.
+        b: &'a Path,
+    },
+    /// `to` becomes a second name of the file at `from`.
+    Link {
+        /// The existing name.
+        from: &'a Path,
+        /// The new one.
+        to: &'a Path,
+    },
+    /// A file's name is removed.
+    Remove(&'a Path),
+}
+
+/// What observes the steps: called before each one, and an error it
+/// returns is that step's error (the step is not taken).
+#[doc(hidden)]
+pub type StepObserver = fn(&Step<'_>) -> std::io::Result<()>;
+
+static OBSERVER: std::sync::RwLock<Option<StepObserver>> = std::sync::RwLock::new(None);
+
+/// Installs (or, with `None`, removes) the process-wide step observer.
+/// For tests only; nothing in the crate installs one.
+#[doc(hidden)]
+pub fn observe_steps(observer: Option<StepObserver>) {
+    *OBSERVER.write().unwrap_or_else(|e| e.into_inner()) = observer;
+}
+
+/// Reports `step` to the observer, if any.
+pub(crate) fn step(step: Step<'_>) -> std::io::Result<()> {
+    let observer = *OBSERVER.read().unwrap_or_else(|e| e.into_inner());
+    match observer {
+        Some(f) => f(&step),
+        None => Ok(()),
+    }
+}
+
 /// What SQLite may leave beside a file it wrote: the WAL, its shared-memory
 /// index and a rollback journal.
 pub(crate) const SIDECARS: [&str; 3] = ["-wal", "-shm", "-journal"];
@@ -28,7 +87,7 @@ pub(crate) enum Replace {
 
 /// Removes `path` if it is there; a missing file is not an error.
 pub(crate) fn remove_if_present(path: &Path, file: &str) -> Result<()> {
-    match std::fs::remove_file(path) {
+    match step(Step::Remove(path)).and_then(|()| std::fs::remove_file(path)) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(Error::io(
@@ -57,7 +116,13 @@ pub(crate) fn remove_with_sidecars(path: &Path, file: &str) -> Result<()> {
 
 /// fsync of a file, or of a directory (which makes the names in it durable).
 pub(crate) fn sync_path(path: &Path, file: &str) -> Result<()> {
-    std::fs::File::open(path)
+    let observed = if path.is_dir() {
+        Step::SyncDir(path)
+    } else {
+        Step::SyncFile(path)
+    };
+    step(observed)
+        .and_then(|()| std::fs::File::open(path))
         .and_then(|f| f.sync_all())
         .map_err(|e| Error::io(file, &format!("cannot sync {}", path.display()), e))
 }
@@ -92,11 +157,72 @@ pub(crate) fn put_in_place(
             if !staged.is_dir() {
                 remove_sidecars(target, file)?;
             }
-            std::fs::rename(staged, target)
-                .map_err(|e| Error::io(file, "cannot move the finished output into place", e))?;
+            step(Step::Rename {
+                from: staged,
+                to: target,
+            })
+            .and_then(|()| std::fs::rename(staged, target))
+            .map_err(|e| Error::io(file, "cannot move the finished output into place", e))?;
         }
     }
     sync_path(&parent_dir(target), file)
+}
+
+/// Swaps the names `a` and `b` in one step, so that each name holds one
+/// whole thing at every moment, a crash included (Linux's `renameat2` with
+/// `RENAME_EXCHANGE`). `Ok(false)` where the system or file system cannot:
+/// the caller then moves things one at a time. The directory is not
+/// fsynced here.
+pub(crate) fn exchange(a: &Path, b: &Path, file: &str) -> Result<bool> {
+    step(Step::Exchange { a, b }).map_err(|e| Error::io(file, "cannot swap the outputs", e))?;
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let c = |p: &Path| {
+            std::ffi::CString::new(p.as_os_str().as_bytes()).map_err(|_| Error::Invalid {
+                file: file.to_string(),
+                message: format!("{} has a NUL byte in its name", p.display()),
+            })
+        };
+        let (ca, cb) = (c(a)?, c(b)?);
+        // SAFETY: both are valid NUL-terminated paths that outlive the call.
+        let rc = unsafe {
+            libc::syscall(
+                libc::SYS_renameat2,
+                libc::AT_FDCWD,
+                ca.as_ptr(),
+                libc::AT_FDCWD,
+                cb.as_ptr(),
+                libc::RENAME_EXCHANGE,
+            )
+        };
+        if rc == 0 {
+            return Ok(true);
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINVAL | libc::ENOSYS | libc::EOPNOTSUPP) => Ok(false),
+            _ => Err(Error::io(file, "cannot swap the outputs", e)),
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = (a, b);
+        Ok(false)
+    }
+}
+
+/// Renames `from` to `to` (reported to the observer like every step).
+pub(crate) fn rename(from: &Path, to: &Path, file: &str) -> Result<()> {
+    step(Step::Rename { from, to })
+        .and_then(|()| std::fs::rename(from, to))
+        .map_err(|e| {
+            Error::io(
+                file,
+                &format!("cannot rename {} to {}", from.display(), to.display()),
+                e,
+            )
+        })
 }
 
 /// Gives `staged` the name `target`, never over a file that appeared there
@@ -107,12 +233,21 @@ fn link_into_place(staged: &Path, target: &Path, file: &str) -> Result<()> {
         file: target.display().to_string(),
         message: "a file appeared at the target during the write; it was left alone".into(),
     };
-    match std::fs::hard_link(staged, target) {
+    let linked = step(Step::Link {
+        from: staged,
+        to: target,
+    })
+    .and_then(|()| std::fs::hard_link(staged, target));
+    match linked {
         Ok(()) => remove_if_present(staged, file),
         Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => Err(taken()),
         Err(_) if std::fs::symlink_metadata(target).is_ok() => Err(taken()),
-        Err(_) => std::fs::rename(staged, target)
-            .map_err(|e| Error::io(file, &format!("cannot move it to {}", target.display()), e)),
+        Err(_) => step(Step::Rename {
+            from: staged,
+            to: target,
+        })
+        .and_then(|()| std::fs::rename(staged, target))
+        .map_err(|e| Error::io(file, &format!("cannot move it to {}", target.display()), e)),
     }
 }
 

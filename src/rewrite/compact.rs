@@ -8,7 +8,8 @@
 //! after each run, with every row. The watermark cannot move (the run's
 //! newest row stays the newest), so the live tail and its WAL rows are not
 //! touched, nor are caller rows; the merged segment has no caller index,
-//! since an index over one input cannot describe two (format §3.2).
+//! since an index over one input cannot describe two (format §3.2), and
+//! the report counts the indexes dropped that way.
 //!
 //! The archive is held through the writers' lock: a `Writer` holding the
 //! file makes compaction refuse with [`Error::InUse`], and readers go on
@@ -115,6 +116,9 @@ pub struct CompactReport {
     pub segments_after: usize,
     /// Places where a run stopped because the schema changed.
     pub schema_breaks: usize,
+    /// Caller indexes dropped: merged segments that had one (a merged
+    /// segment has none, format §3.2).
+    pub caller_indexes_dropped: usize,
     /// The file's size before.
     pub bytes_before: u64,
     /// The file's size after (sidecar folded in).
@@ -178,6 +182,8 @@ pub fn compact(
 struct Pending {
     record: SegmentRecord,
     bytes: Vec<u8>,
+    /// It carries a caller index, which the merge drops.
+    indexed: bool,
 }
 
 struct Compactor<'a> {
@@ -193,6 +199,11 @@ impl Compactor<'_> {
     fn stream(&mut self, source_id: i64, stream: &str) -> Result<()> {
         let snapshot = Snapshot::on_writer(self.conn, self.file);
         let segments = snapshot.segments(source_id, stream)?;
+        let indexed: std::collections::HashSet<i64> = snapshot
+            .caller_indexes(source_id, stream)?
+            .into_iter()
+            .filter_map(|(seq, index)| index.map(|_| seq))
+            .collect();
         let limit = match self.spec.target {
             // No merged segment too large for a replication frame (`WIRE.md` §2).
             Target::Bytes(n) => n.min(crate::replicate::MAX_SEGMENT_BYTES),
@@ -229,7 +240,12 @@ impl Compactor<'_> {
                 }
             }
             run_size += size;
-            run.push(Pending { record, bytes });
+            let indexed = indexed.contains(&record.seq);
+            run.push(Pending {
+                record,
+                bytes,
+                indexed,
+            });
         }
         self.flush(&mut run, schema)
     }
@@ -269,6 +285,7 @@ impl Compactor<'_> {
         tx.insert_segment(source_id, &stream, seq, &merged)?;
         tx.commit()?;
         self.report.runs += 1;
+        self.report.caller_indexes_dropped += segments.iter().filter(|p| p.indexed).count();
         (self.on_event)(&CompactEvent::Committed {
             source_id,
             stream,

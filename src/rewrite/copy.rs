@@ -4,7 +4,8 @@
 //! column projection, which is a copy that re-encodes.
 //!
 //! What a copy carries (format §3): each source's uuid (a missing one is
-//! minted, so two copies are never claimed identical), labels, metadata,
+//! minted, so two copies are never claimed identical; a projection mints
+//! new ones, its content being another), labels, metadata,
 //! `complete` and clock anchor; its clock offsets, live WAL rows and caller
 //! rows inside the window (caller rows under the stream filter); the
 //! segments that reach into the window, whole, with their caller index,
@@ -132,6 +133,9 @@ pub struct CopyReport {
     pub reencoded: usize,
     /// Segments a trim left no row of, not written.
     pub emptied: usize,
+    /// Caller indexes dropped with the segments re-encoded (an index over
+    /// the old rows or columns cannot describe the new ones, format §3.2).
+    pub caller_indexes_dropped: usize,
     /// Segments found in two inputs and written once (combine).
     pub duplicates: usize,
     /// Live WAL rows written.
@@ -156,7 +160,8 @@ pub fn copy(
 /// Copies `input` keeping only `columns` (and each segment's time axis):
 /// every segment is re-encoded and its caller index dropped, since an
 /// index over the original columns may describe columns the copy lacks
-/// (format §3.2). Live rows are carried as they are: they are the
+/// (format §3.2). Every source gets a new uuid: its content is no longer
+/// the original's. Live rows are carried as they are: they are the
 /// encoder's rows, and only a later seal gives them columns.
 pub fn project(
     input: impl AsRef<Path>,
@@ -238,8 +243,29 @@ fn write_source(
 ) -> Result<()> {
     let (from, to) = spec.bound();
     let record = &source.record;
+    // A projection holds other content than its source: it is a new
+    // source, with a uuid of its own, so that combining it with the
+    // original never merges the two as one (format §3.1).
+    let uuid = match spec.columns {
+        Some(_) => None,
+        None => record.uuid.clone(),
+    };
+    if let Some(text) = &uuid {
+        if !crate::catalog::is_canonical_uuid(&text.to_ascii_lowercase()) {
+            let part = source.parts[0];
+            return Err(crate::Error::Invalid {
+                file: inputs[part.input].file().to_string(),
+                message: format!(
+                    "source {} has the uuid {:?}, which is not a canonical uuid; \
+                     a copy cannot carry it (verify reports it)",
+                    part.source_id,
+                    text.chars().take(64).collect::<String>()
+                ),
+            });
+        }
+    }
     let id = batches.tx()?.insert_source_with_uuid(&NewSource {
-        uuid: record.uuid.clone(),
+        uuid,
         labels: record.labels.clone(),
         metadata: record.metadata.clone(),
         complete: record.complete,
@@ -269,8 +295,20 @@ fn write_source(
             let r = &p.record;
             let s = inputs[p.input].snapshot();
             let bytes = s.segment_bytes(r.source_id, &r.stream, r.seq)?;
+            let index = match indexes.entry(p.input) {
+                std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
+                std::collections::hash_map::Entry::Vacant(e) => e.insert(
+                    s.caller_indexes(r.source_id, &r.stream)?
+                        .into_iter()
+                        .collect(),
+                ),
+            };
+            let caller_index = index.remove(&r.seq).flatten();
             let segment = if how.touches(r) {
                 report.reencoded += 1;
+                if caller_index.is_some() {
+                    report.caller_indexes_dropped += 1;
+                }
                 match reencode(s.file(), r, bytes, &how)? {
                     Some(segment) => segment,
                     None => {
@@ -279,20 +317,12 @@ fn write_source(
                     }
                 }
             } else {
-                let index = match indexes.entry(p.input) {
-                    std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                    std::collections::hash_map::Entry::Vacant(e) => e.insert(
-                        s.caller_indexes(r.source_id, &r.stream)?
-                            .into_iter()
-                            .collect(),
-                    ),
-                };
                 Segment {
                     bytes,
                     rows: r.rows,
                     first_ts: r.first_ts,
                     last_ts: r.last_ts,
-                    caller_index: index.remove(&r.seq).flatten(),
+                    caller_index,
                 }
             };
             batches.tx()?.insert_segment(id, stream, seq, &segment)?;

@@ -15,6 +15,8 @@ mod common;
 mod check;
 mod cuts;
 mod disk_full;
+mod names;
+mod rewrites;
 mod shim;
 mod support;
 mod vfs;

@@ -64,6 +64,9 @@ pub enum Op {
     Write,
     Sync,
     Truncate,
+    /// A step outside SQLite: a rename, link, unlink or fsync made by the
+    /// crate itself (`names`).
+    Outside,
 }
 
 /// Where the power went out: the operation, the file, and what SQLite and
@@ -208,6 +211,52 @@ pub fn phase(phase: &'static str) {
 /// The test's encoder finished a seal batch.
 pub fn seal_encoded() {
     state().counters.seals_encoded += 1;
+}
+
+/// Counts a step the crate makes outside SQLite (`names`), so that a cut
+/// can land on it. False when it must fail: the power is out.
+pub fn admit_outside() -> bool {
+    let mut s = state();
+    if s.cut.is_some() {
+        return false;
+    }
+    counted(&mut s, Op::Outside, Kind::Other, 0)
+}
+
+/// An fsync of `path` made outside SQLite succeeded: its image is durable.
+pub fn synced_outside(path: &Path) {
+    let mut s = state();
+    if let Some(kind) = s.files.get(path).map(|i| i.kind) {
+        s.synced(path, kind);
+    }
+}
+
+/// The file at `from` got the name `to`: its image follows it (and stays
+/// at `from` too when `linked`, until `from` is removed).
+pub fn renamed(from: &Path, to: &Path, linked: bool) {
+    let mut s = state();
+    let image = if linked {
+        s.files.get(from).map(|i| Image {
+            kind: i.kind,
+            durable: i.durable.clone(),
+            pending: i.pending.clone(),
+        })
+    } else {
+        s.files.remove(from)
+    };
+    match image {
+        Some(image) => {
+            s.files.insert(to.to_path_buf(), image);
+        }
+        None => {
+            s.files.remove(to);
+        }
+    }
+}
+
+/// `path` was removed outside SQLite: a reboot recreates nothing there.
+pub fn forget(path: &Path) {
+    state().files.remove(path);
 }
 
 /// How [`restore`] treats the operations not yet synced at the cut.

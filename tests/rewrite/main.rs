@@ -16,4 +16,6 @@ mod compact;
 mod copy;
 mod crash;
 mod export_duckdb;
+mod hostile_paths;
 mod project;
+mod said;

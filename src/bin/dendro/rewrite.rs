@@ -166,6 +166,7 @@ pub fn run_project(args: ProjectArgs) -> Result<(), Failure> {
     }
     let report = rewrite::project(&args.input, &args.output, &columns, args.force)?;
     print_copy(&args.output, &report);
+    eprintln!("dendro: the projected sources have new uuids: their content differs");
     Ok(())
 }
 
@@ -188,6 +189,20 @@ pub fn run_export(args: ExportArgs) -> Result<(), Failure> {
         report.files,
         report.bytes
     );
+    if report.live_rows_exported > 0 {
+        println!(
+            "{}: {} live row(s) exported as live.parquet files (rows not sealed yet)",
+            args.out.display(),
+            report.live_rows_exported
+        );
+    }
+    if report.caller_rows_not_exported > 0 {
+        eprintln!(
+            "dendro: {} caller row(s) were not exported: they are the caller's own opaque \
+             store (catalog.json counts them per source and name)",
+            report.caller_rows_not_exported
+        );
+    }
     if report.live_rows_not_exported > 0 {
         eprintln!(
             "dendro: {} live row(s) were not exported: they are committed but need the \
@@ -238,6 +253,12 @@ pub fn run_compact(args: CompactArgs) -> Result<(), Failure> {
         report.bytes_before,
         report.bytes_after
     );
+    if report.caller_indexes_dropped > 0 {
+        eprintln!(
+            "dendro: {} caller index(es) dropped: a merged segment has none",
+            report.caller_indexes_dropped
+        );
+    }
     Ok(())
 }
 
@@ -254,4 +275,10 @@ fn print_copy(output: &std::path::Path, report: &CopyReport) {
         report.caller_rows,
         report.clock_offsets
     );
+    if report.caller_indexes_dropped > 0 {
+        eprintln!(
+            "dendro: {} caller index(es) dropped with the re-encoded segments",
+            report.caller_indexes_dropped
+        );
+    }
 }
