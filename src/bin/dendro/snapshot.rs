@@ -120,7 +120,16 @@ pub struct Retire {
 }
 
 impl Retire {
-    /// The hook from the environment, when set and well-formed.
+    /// The hook from the environment, when set and well-formed; never in a
+    /// release build, whose users' environment it must not depend on.
+    #[cfg(not(debug_assertions))]
+    pub fn from_env() -> Option<Retire> {
+        None
+    }
+
+    /// The hook from the environment, when set and well-formed (debug
+    /// builds, which the tests run, only).
+    #[cfg(debug_assertions)]
     pub fn from_env() -> Option<Retire> {
         let value = std::env::var("DENDRO_SERVE_TEST_RETIRE").ok()?;
         let (r, m) = value.split_once(',')?;
