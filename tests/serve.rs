@@ -357,6 +357,22 @@ fn overlapping_ranges_are_coalesced() {
         [format!("10-29/{len}"), format!("100-109/{len}")],
         "{text}"
     );
+    // The layout readers parse: each part's headers, its bytes, the close.
+    let boundary = reply
+        .header("Content-Type")
+        .and_then(|t| t.strip_prefix("multipart/byteranges; boundary="))
+        .unwrap()
+        .to_string();
+    let mut expected = Vec::new();
+    for (a, b) in [(10usize, 29usize), (100, 109)] {
+        expected.extend_from_slice(
+            format!("\r\n--{boundary}\r\nContent-Type: application/octet-stream\r\nContent-Range: bytes {a}-{b}/{len}\r\n\r\n")
+                .as_bytes(),
+        );
+        expected.extend_from_slice(&data[a..=b]);
+    }
+    expected.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    assert_eq!(reply.body, expected);
 }
 
 #[test]
@@ -521,4 +537,61 @@ fn without_root_and_no_viewer_the_error_says_where_it_looked() {
         ),
         Ok(_) => panic!("served without a viewer"),
     }
+}
+
+/// An archive a writer holds open in WAL mode is answered from images, with
+/// the follow protocol's headers as before the server changed: `304` while
+/// nothing is committed, the changed units after a commit, `If-Match`
+/// ranges on one image, `412` for an image not held.
+#[test]
+fn a_live_archive_is_followed_with_its_headers() {
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    let archive = fixture(dir.path(), "b_multi_source.dendro", "live.dendro");
+    let server = serve(root.path(), &[&archive]);
+    let writer = rusqlite::Connection::open(&archive).unwrap();
+    writer
+        .execute_batch(
+            "PRAGMA journal_mode=WAL; PRAGMA wal_autocheckpoint=0;
+             CREATE TABLE scratch(n INTEGER PRIMARY KEY, b BLOB);
+             INSERT INTO scratch(b) VALUES (randomblob(5000));",
+        )
+        .unwrap();
+    let url = as_fetched(&server.urls[0]);
+    let first = get(&server, &url, "");
+    assert_eq!(first.status, 200);
+    let tag = first.header("ETag").unwrap().to_string();
+    assert!(tag.starts_with("\"snap-"), "{tag}");
+    let same = get(&server, &url, &format!("\r\nIf-None-Match: {tag}"));
+    assert_eq!(same.status, 304);
+    assert!(same.body.is_empty());
+
+    writer
+        .execute("INSERT INTO scratch(b) VALUES (randomblob(5000))", [])
+        .unwrap();
+    // Past the burst in which probes share one image.
+    std::thread::sleep(Duration::from_millis(200));
+    let next = get(&server, &url, &format!("\r\nIf-None-Match: {tag}"));
+    assert_eq!(next.status, 200);
+    let new_tag = next.header("ETag").unwrap().to_string();
+    assert_ne!(new_tag, tag);
+    let changed = next.header("Dendro-Changed").expect("changes listed");
+    assert!(changed.starts_with(&format!("{tag} 4096 ")), "{changed}");
+    assert!(next
+        .header("Access-Control-Expose-Headers")
+        .is_some_and(|h| h.contains("Dendro-Changed")));
+
+    let part = get(
+        &server,
+        &url,
+        &format!("\r\nIf-Match: {new_tag}\r\nRange: bytes=0-15"),
+    );
+    assert_eq!(part.status, 206);
+    assert_eq!(part.body, next.body[..16]);
+    let gone = get(
+        &server,
+        &url,
+        "\r\nIf-Match: \"snap-0-0\"\r\nRange: bytes=0-15",
+    );
+    assert_eq!(gone.status, 412);
 }

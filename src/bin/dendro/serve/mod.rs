@@ -201,6 +201,7 @@ pub fn serve(mut site: Site, port: u16) -> Result<(), String> {
     let cannot = |e: std::io::Error| format!("cannot listen on 127.0.0.1:{port}: {e}");
     let listener = std::net::TcpListener::bind(("127.0.0.1", port)).map_err(cannot)?;
     listener.set_nonblocking(true).map_err(cannot)?;
+    net::small_send_buffers(&listener);
     let bound = listener.local_addr().map_err(cannot)?.port();
     site.port = bound;
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -87,6 +87,33 @@ pub async fn run(listener: TcpListener, site: Arc<Site>, limits: Limits) {
     }
 }
 
+/// The kernel's send buffer of each connection `listener` accepts (Linux
+/// hands the option down to them).
+const SEND_BUFFER: libc::c_int = 64 << 10;
+
+/// Fixes the send buffer of the connections `listener` accepts: left to
+/// itself Linux grows it to 4 MiB, and filling that for each of a few
+/// hundred clients that then read slowly kept the server copying for
+/// seconds before it took a new connection. 64 KiB (Linux doubles it) still moves a large
+/// file over loopback at memory speed.
+#[cfg(target_os = "linux")]
+pub fn small_send_buffers(listener: &std::net::TcpListener) {
+    use std::os::fd::AsRawFd;
+    // SAFETY: a valid socket descriptor, and an option value of the size given.
+    let _ = unsafe {
+        libc::setsockopt(
+            listener.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_SNDBUF,
+            (&SEND_BUFFER as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn small_send_buffers(_: &std::net::TcpListener) {}
+
 /// A TCP stream that fails a read or write once the connection has moved
 /// no byte in either direction for `stall` while one of them waits.
 struct Stalling {
