@@ -25,6 +25,8 @@ use super::Site;
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
     /// Connections served at once; further ones wait in the listen queue.
+    /// Each may hold a file open as well as its socket: the default stays
+    /// under the 1024 descriptors a process is commonly allowed.
     pub connections: usize,
     /// Time from the start of a request (or of waiting for the next one on
     /// a kept-alive connection) to the end of its headers.
@@ -39,7 +41,7 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            connections: 512,
+            connections: 384,
             headers: Duration::from_secs(10),
             stall: Duration::from_secs(30),
             header_bytes: 32 << 10,
