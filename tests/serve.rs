@@ -595,3 +595,35 @@ fn a_live_archive_is_followed_with_its_headers() {
     );
     assert_eq!(gone.status, 412);
 }
+
+/// Many open connections do not each cost the server a thread.
+#[cfg(target_os = "linux")]
+#[test]
+fn many_connections_do_not_each_take_a_thread() {
+    let root = root();
+    let server = serve(root.path(), &[]);
+    let threads = || {
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", server.child.id())).unwrap();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("Threads:"))
+            .unwrap()
+            .trim()
+            .parse::<usize>()
+            .unwrap()
+    };
+    let mut open = Vec::new();
+    for _ in 0..100 {
+        let mut s = connect(server.addr);
+        // A request started and never finished.
+        write!(s, "GET / HTTP/1.1\r\nHost: {}\r\n", server.addr).unwrap();
+        open.push(s);
+    }
+    // Whatever it starts for them, it has started by the time it answers.
+    let reply = get(&server, "/index.html", "");
+    assert_eq!(reply.status, 200);
+    let count = threads();
+    assert!(count < 20, "{count} threads for 100 connections");
+    drop(open);
+}

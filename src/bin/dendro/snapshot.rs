@@ -114,6 +114,7 @@ struct Step {
 /// writer had outrun the reader, so a test sees an open interrupted at a
 /// known point rather than by timing.
 #[derive(Debug, Clone, Copy)]
+#[cfg_attr(not(debug_assertions), allow(dead_code))]
 pub struct Retire {
     pub after_reads: u32,
     pub images: u64,
