@@ -627,3 +627,21 @@ fn many_connections_do_not_each_take_a_thread() {
     assert!(count < 20, "{count} threads for 100 connections");
     drop(open);
 }
+
+/// A request announcing a body of a gigabyte is answered without the
+/// server reading (or holding) that body.
+#[test]
+fn a_request_body_is_not_read() {
+    let root = root();
+    let server = serve(root.path(), &[]);
+    let mut s = connect(server.addr);
+    write!(
+        s,
+        "GET /index.html HTTP/1.1\r\nHost: {}\r\nContent-Length: 1000000000\r\n\r\nsome",
+        server.addr
+    )
+    .unwrap();
+    let reply = read_reply(&mut s, false).unwrap();
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.body, INDEX);
+}
