@@ -645,3 +645,31 @@ fn a_request_body_is_not_read() {
     assert_eq!(reply.status, 200);
     assert_eq!(reply.body, INDEX);
 }
+
+/// A client that stops reading its answer is dropped once nothing has
+/// moved for the server's stall limit (30 s), rather than held forever.
+#[test]
+fn a_client_that_stops_reading_is_dropped() {
+    let root = root();
+    let big: Vec<u8> = (0..64u32 << 20).map(|i| (i % 251) as u8).collect();
+    std::fs::write(root.path().join("big.bin"), &big).unwrap();
+    let server = serve(root.path(), &[]);
+    let mut s = connect(server.addr);
+    write!(s, "GET /big.bin HTTP/1.1\r\nHost: {}\r\n\r\n", server.addr).unwrap();
+    std::thread::sleep(Duration::from_secs(45));
+    let mut got = 0usize;
+    let mut buf = vec![0u8; 1 << 16];
+    loop {
+        match s.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            // Closed with data unread: a reset.
+            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => break,
+            Err(e) => panic!("neither closed nor answered in full: {e}"),
+        }
+    }
+    assert!(
+        got < big.len(),
+        "{got} bytes: the whole answer was kept for it"
+    );
+}
