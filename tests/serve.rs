@@ -18,6 +18,8 @@ const PATIENCE: Duration = Duration::from_secs(30);
 struct Server {
     child: Child,
     addr: SocketAddr,
+    /// The viewer's folder it said it serves.
+    root: String,
     /// The `?url=` values of the `open` lines it printed, in order.
     urls: Vec<String>,
 }
@@ -41,6 +43,7 @@ fn serve_with(exe: &Path, cwd: &Path, args: &[&str], archives: usize) -> Result<
         .unwrap();
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     let mut addr = None;
+    let mut root = String::new();
     let mut urls = Vec::new();
     while addr.is_none() || urls.len() < archives {
         let Some(Ok(line)) = lines.next() else {
@@ -49,7 +52,8 @@ fn serve_with(exe: &Path, cwd: &Path, args: &[&str], archives: usize) -> Result<
             let _ = child.wait();
             return Err(err);
         };
-        if let Some(rest) = line.split("on http://127.0.0.1:").nth(1) {
+        if let Some((head, rest)) = line.split_once(" on http://127.0.0.1:") {
+            root = head.trim_start_matches("dendro: serving ").to_string();
             let port: u16 = rest.trim_end_matches('/').parse().unwrap();
             addr = Some(SocketAddr::from(([127, 0, 0, 1], port)));
         } else if let Some(url) = line.split("/?url=").nth(1) {
@@ -61,6 +65,7 @@ fn serve_with(exe: &Path, cwd: &Path, args: &[&str], archives: usize) -> Result<
     Ok(Server {
         child,
         addr: addr.unwrap(),
+        root,
         urls,
     })
 }
@@ -531,10 +536,10 @@ fn without_root_and_no_viewer_the_error_says_where_it_looked() {
             assert!(message.contains(&share.display().to_string()), "{message}");
             assert!(message.contains("--root"), "{message}");
         }
-        Ok(_) if cfg!(debug_assertions) && checkout.is_file() => common::skip(
-            "without_root_and_no_viewer_the_error_says_where_it_looked",
-            "a debug build falls back to the checkout's built viewer, which exists here",
-        ),
+        // A debug build falls back to the checkout's viewer, when built.
+        Ok(server) if cfg!(debug_assertions) && checkout.is_file() => {
+            assert_eq!(Path::new(&server.root), checkout.parent().unwrap());
+        }
         Ok(_) => panic!("served without a viewer"),
     }
 }
