@@ -8,4 +8,5 @@ npm run build:www
 cargo build --release --bin dendro
 demo=target/demo.dendro
 [ -f "$demo" ] || target/release/dendro demo "$demo"
-exec target/release/dendro serve "$demo" --port "${PORT:-8080}"
+# A release binary does not look for the viewer in the checkout: name it.
+exec target/release/dendro serve "$demo" --root www/dist --port "${PORT:-8080}"

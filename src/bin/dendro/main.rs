@@ -119,9 +119,11 @@ enum Command {
         /// Port on 127.0.0.1 (0 picks a free one).
         #[arg(long, default_value_t = 8080)]
         port: u16,
-        /// The built viewer (`npm run build:www` writes www/dist).
-        #[arg(long, default_value = concat!(env!("CARGO_MANIFEST_DIR"), "/www/dist"))]
-        root: PathBuf,
+        /// The built viewer's folder (`npm run build:www` writes www/dist).
+        /// Without it: `share/dendro/www` beside the binary's `bin/`
+        /// folder, then (debug builds only) the checkout's www/dist.
+        #[arg(long)]
+        root: Option<PathBuf>,
     },
     /// Copy sources, streams and a time window into a new archive; segments
     /// pass through byte for byte (a segment partly inside the window is
@@ -519,13 +521,8 @@ fn run_demo(
     Ok(())
 }
 
-fn run_serve(files: Vec<PathBuf>, port: u16, root: PathBuf) -> Result<(), Failure> {
-    if !root.join("index.html").is_file() {
-        return Err(Failure::Error(format!(
-            "{}: no built viewer here; run `npm run build:www` first",
-            root.display()
-        )));
-    }
+fn run_serve(files: Vec<PathBuf>, port: u16, root: Option<PathBuf>) -> Result<(), Failure> {
+    let root = serve::viewer_root(root).map_err(Failure::Error)?;
     for file in &files {
         // Refuse what the viewer would refuse, before a browser is involved.
         Archive::open(file)?;
