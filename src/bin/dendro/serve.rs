@@ -286,7 +286,6 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
         Some(format!("{old} {UNIT} {list}"))
     });
     drop(live);
-    let bytes = &image.bytes[..];
     let mut headers = vec![
         header("Accept-Ranges", "bytes"),
         header("X-Content-Type-Options", "nosniff"),
@@ -299,8 +298,8 @@ fn respond_live(site: &Site, path: &Path, request: Request) {
     }
     respond_with_ranges(
         request,
-        std::io::Cursor::new(bytes),
-        bytes.len() as u64,
+        image.reader(),
+        image.len() as u64,
         headers,
         "application/octet-stream",
     );
