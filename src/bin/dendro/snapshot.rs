@@ -107,11 +107,9 @@ impl Image {
         self.len
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-
-    /// Bytes `start..end` of it (cut to its length).
+    /// Bytes `start..end` of it (cut to its length), for an HTTP layer
+    /// that answers from slices rather than from [`Image::reader`].
+    #[allow(dead_code)]
     pub fn read_range(&self, start: usize, end: usize) -> Vec<u8> {
         let end = end.min(self.len);
         let mut out = Vec::with_capacity(end.saturating_sub(start));
