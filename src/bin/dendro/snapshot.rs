@@ -994,6 +994,87 @@ mod tests {
         }
     }
 
+    /// An image opened as a database of its own: whether SQLite finds it
+    /// sound, and the rows and the counter its writer kept equal.
+    fn opened(image: &Image) -> (String, i64, i64, i64) {
+        let mut bytes = image.read_range(0, image.len());
+        // The header says WAL; an in-memory copy is read as a plain file.
+        bytes[18] = 1;
+        bytes[19] = 1;
+        let mut db = Connection::open_in_memory().unwrap();
+        db.deserialize_read_exact(rusqlite::MAIN_DB, &bytes[..], bytes.len(), true)
+            .unwrap();
+        let ok: String = db
+            .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+            .unwrap();
+        let (rows, max): (i64, i64) = db
+            .query_row("SELECT count(*), coalesce(max(n), 0) FROM t", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        let counter: i64 = db
+            .query_row("SELECT n FROM c WHERE k = 1", [], |r| r.get(0))
+            .unwrap();
+        (ok, rows, max, counter)
+    }
+
+    #[test]
+    fn images_taken_while_a_writer_commits_are_each_one_committed_state() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = live_db(dir.path());
+        writer
+            .execute_batch(
+                "CREATE TABLE c(k INTEGER PRIMARY KEY, n INTEGER); INSERT INTO c VALUES (1, 0);",
+            )
+            .unwrap();
+        let stop = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let writing = {
+            let stop = Arc::clone(&stop);
+            std::thread::spawn(move || {
+                // Each commit adds row n and sets the counter to n; a
+                // checkpoint now and then moves frames under the reader.
+                let mut n = 0i64;
+                while !stop.load(Ordering::Relaxed) && n < 20_000 {
+                    n += 1;
+                    writer
+                        .execute_batch(&format!(
+                            "BEGIN; INSERT INTO t(n, b) VALUES ({n}, randomblob(3000));
+                             UPDATE c SET n = {n} WHERE k = 1; COMMIT;"
+                        ))
+                        .unwrap();
+                    if n % 64 == 0 {
+                        writer
+                            .query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()))
+                            .unwrap();
+                    }
+                }
+                n
+            })
+        };
+        let mut live = Live::with_limits(&path, Limits::default(), None);
+        let t0 = Instant::now();
+        let mut seen = Vec::new();
+        for k in 0..20u64 {
+            let image = live.current_at(t0 + Duration::from_secs(k)).unwrap();
+            let (ok, rows, max, counter) = opened(&image);
+            assert_eq!(ok, "ok", "image {k}");
+            assert_eq!(
+                (rows, max),
+                (counter, counter),
+                "image {k} mixes two commits"
+            );
+            seen.push(counter);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        stop.store(true, Ordering::Relaxed);
+        let written = writing.join().unwrap();
+        // The images were taken while the writer was writing.
+        assert!(
+            seen.windows(2).any(|w| w[0] < w[1]),
+            "{seen:?} of {written}"
+        );
+    }
+
     #[test]
     fn images_are_read_page_by_page_where_sqlite_can() {
         let dir = tempfile::tempdir().unwrap();
