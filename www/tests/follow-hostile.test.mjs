@@ -34,9 +34,12 @@ const LISTS = [
  * Starts the hostile server in front of `statics` (the tests' static
  * server): image 1 at first, then, each time the follower revalidates the
  * newest image, the next one with the next hostile list, and after the
- * last, 304 for ever. Notes every request to the archive.
+ * last, 304 for ever. With `churn`, every revalidation gets a new image
+ * instead, and every read of an image but the first is refused (412), as
+ * if the writer always outran the reader. Notes every request to the
+ * archive.
  */
-async function hostileFollowServer(statics, bytes) {
+async function hostileFollowServer(statics, bytes, { churn = false } = {}) {
   const seen = [];
   let newest = 1;
   const server = createServer((req, res) => {
@@ -55,7 +58,14 @@ async function hostileFollowServer(statics, bytes) {
     seen.push({ ifNone, ifMatch, range: req.headers.range ?? null });
     const etag = (n) => `"img-${n}"`;
     let changed = null;
-    if (ifMatch === null && ifNone === etag(newest)) {
+    if (churn && ifMatch === null && ifNone !== null) {
+      // A new image at every probe, gone before it can be read.
+      newest += 1;
+    } else if (churn && ifMatch !== null && ifMatch !== etag(1)) {
+      res.writeHead(412);
+      res.end();
+      return;
+    } else if (ifMatch === null && ifNone === etag(newest)) {
       if (newest > LISTS.length) {
         res.writeHead(304, { etag: etag(newest) });
         res.end();
@@ -138,6 +148,45 @@ describe("a follow server that lies about what changed", () => {
       }
       assert.equal(await page.locator('[data-testid="error"]').count(), 0);
       assert.deepEqual(page.problems, []);
+    } finally {
+      await page.close();
+    }
+  });
+});
+
+describe("a follow server whose images never hold still", () => {
+  let statics;
+  let churning;
+  let browser;
+
+  before(async () => {
+    assert.equal(missing, null, missing ?? "");
+    statics = await serve();
+    churning = await hostileFollowServer(statics.url, readFileSync(join(FIXTURES, "b_multi_source.dendro")), { churn: true });
+    browser = await launch();
+  });
+
+  after(async () => {
+    await browser?.close();
+    await churning?.close();
+    await statics?.close();
+  });
+
+  it("backs off after a few images replaced while read, says so, and does not probe in a tight loop", { timeout: 120_000 }, async () => {
+    const page = await newPage(browser);
+    try {
+      await page.goto(`${churning.url}/?${new URLSearchParams({ url: "/archives/live.dendro", follow: "1" })}`);
+      await page.locator('[data-testid="overview"]').waitFor({ timeout: 60_000 });
+      // Probes in 8 s: four a second when all is well; a retry at once
+      // after every replaced image made hundreds.
+      const probes = () => churning.seen.filter((s) => s.ifMatch === null && s.ifNone !== null).length;
+      const before = probes();
+      await new Promise((r) => setTimeout(r, 8000));
+      const made = probes() - before;
+      assert.ok(made > 0, "the follower stopped asking");
+      assert.ok(made <= 60, `${made} probes in 8 s`);
+      await page.locator('[data-testid="follow-status"][data-state="reconnecting"]').waitFor({ timeout: 30_000 });
+      assert.deepEqual(page.problems.filter((p) => !/412/.test(p)), []);
     } finally {
       await page.close();
     }
