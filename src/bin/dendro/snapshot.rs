@@ -660,6 +660,84 @@ mod tests {
     }
 
     #[test]
+    fn an_image_reads_and_seeks_across_its_chunks() {
+        let bytes: Vec<u8> = (0..CHUNK * 2 + 1000).map(|i| (i * 7 % 251) as u8).collect();
+        let (image, _) = image_from(None, &bytes);
+        let image = Arc::new(image);
+        assert_eq!(image.len(), bytes.len());
+        // Reads of an odd size straddle every chunk's end.
+        let mut reader = image.reader();
+        let mut got = Vec::new();
+        let mut buf = [0u8; 3001];
+        loop {
+            let n = reader.read(&mut buf).unwrap();
+            if n == 0 {
+                break;
+            }
+            got.extend_from_slice(&buf[..n]);
+        }
+        assert!(got == bytes);
+        let at = reader.seek(SeekFrom::End(-10)).unwrap();
+        assert_eq!(at as usize, bytes.len() - 10);
+        reader.seek(SeekFrom::Current(-(CHUNK as i64))).unwrap();
+        let mut two = [0u8; 20];
+        reader.read_exact(&mut two).unwrap();
+        let from = bytes.len() - 10 - CHUNK;
+        assert_eq!(&two[..], &bytes[from..from + 20]);
+        assert!(reader
+            .seek(SeekFrom::Current(-(bytes.len() as i64)))
+            .is_err());
+        reader
+            .seek(SeekFrom::Start(bytes.len() as u64 + 5))
+            .unwrap();
+        assert_eq!(
+            reader.read(&mut two).unwrap(),
+            0,
+            "past the end reads nothing"
+        );
+        assert_eq!(
+            image.read_range(CHUNK - 3, CHUNK + 3),
+            &bytes[CHUNK - 3..CHUNK + 3]
+        );
+        assert_eq!(
+            image.read_range(bytes.len() - 2, bytes.len() + 50),
+            &bytes[bytes.len() - 2..]
+        );
+    }
+
+    #[test]
+    fn a_list_of_changes_never_reaches_past_the_image_it_leads_to() {
+        let dir = tempfile::tempdir().unwrap();
+        let (path, writer) = live_db(dir.path());
+        commit(&writer, 1);
+        let mut live = Live::with_limits(&path, Limits::default(), None);
+        let t0 = Instant::now();
+        let first = live.current_at(t0).unwrap();
+        // The file grows well past both ends, then shrinks back.
+        for n in 2..400 {
+            commit(&writer, n);
+        }
+        let grown = live.current_at(t0 + Duration::from_secs(1)).unwrap();
+        writer
+            .execute_batch("DELETE FROM t WHERE n > 1; VACUUM")
+            .unwrap();
+        let last = live.current_at(t0 + Duration::from_secs(2)).unwrap();
+        assert!(grown.len() > 4 * last.len().max(first.len()));
+        let list = live.changes_between(&first.etag, &last.etag).unwrap();
+        let end = list
+            .split(',')
+            .filter(|p| !p.is_empty())
+            .map(|p| p.rsplit('-').next().unwrap().parse::<usize>().unwrap())
+            .max()
+            .unwrap_or(0);
+        assert!(
+            end < last.len().div_ceil(UNIT),
+            "{list} for {} bytes",
+            last.len()
+        );
+    }
+
+    #[test]
     fn too_many_changes_are_not_listed() {
         let old = vec![0u8; UNIT * (2 * MAX_RANGES + 4)];
         let mut new = old.clone();
