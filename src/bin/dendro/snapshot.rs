@@ -54,7 +54,8 @@ pub struct Limits {
     pub newest: usize,
     /// At most this many images in all.
     pub count: usize,
-    /// At most this many bytes in all, beyond the newest ones.
+    /// At most this many bytes held by the older images alone (chunks
+    /// none of the newest ones share).
     pub bytes: usize,
     /// An older image stays while a reader asked for it this recently.
     pub in_use: Duration,
