@@ -473,19 +473,17 @@ export class PageCache {
   moveTo(etag: string | null, size: number, changed: string | null): { kept: boolean; refill: number[] } {
     let kept = false;
     const refill: number[] = [];
-    if (changed && this.etag && etag) {
-      // An empty list (nothing changed) may arrive with its space trimmed.
-      const m = /^(\S+) (\d+)(?: ([\d,-]*))?$/.exec(changed.trim());
-      if (m && m[1] === this.etag && Number(m[2]) === FOLLOW_UNIT) {
-        for (const part of (m[3] ?? "").split(",")) {
-          if (!part) continue;
-          const [a, b] = part.split("-").map(Number);
-          for (let u = a!; u <= (b ?? a!); u++) if (this.drop(u)) refill.push(u);
-        }
-        const lastWhole = Math.floor(Math.min(size, this.size) / FOLLOW_UNIT);
-        for (const k of [...this.units.keys()]) if (k >= lastWhole) this.drop(k);
-        kept = true;
+    const listed = changed && this.etag && etag ? changedUnits(changed, this.etag, Math.max(size, this.size)) : null;
+    if (listed) {
+      // Each unit held is looked up in the list, so the work is bounded
+      // by what the cache holds, however wide a listed range is.
+      const lastWhole = Math.floor(Math.min(size, this.size) / FOLLOW_UNIT);
+      for (const k of [...this.units.keys()]) {
+        if (k >= lastWhole) this.drop(k);
+        else if (inRanges(listed, k) && this.drop(k)) refill.push(k);
       }
+      refill.sort((a, b) => a - b);
+      kept = true;
     }
     if (!kept) this.clear();
     this.etag = etag;
@@ -501,6 +499,51 @@ export class PageCache {
     this.held -= v.byteLength;
     return true;
   }
+}
+
+/** The longest `Dendro-Changed` list read; `dendro serve` lists at most 400 ranges. */
+const MAX_CHANGED_CHARS = 64 << 10;
+/** The most ranges a `Dendro-Changed` list may have. */
+const MAX_CHANGED_RANGES = 4096;
+
+/**
+ * The units a `Dendro-Changed` header ("<old etag> <unit> <a-b,c,...>")
+ * lists as changed since image `from`, as ascending, disjoint inclusive
+ * ranges; null when it names another image or another unit, or is not
+ * such a list: too long, out of order, or reaching past the larger of
+ * the two images (`bytes`). A list not taken costs the follower its
+ * cache (everything is read again), never more.
+ */
+export function changedUnits(header: string, from: string, bytes: number): Array<[number, number]> | null {
+  if (header.length > MAX_CHANGED_CHARS) return null;
+  // An empty list (nothing changed) may arrive with its space trimmed.
+  const m = /^(\S+) (\d+)(?: ([\d,-]*))?$/.exec(header.trim());
+  if (!m || m[1] !== from || Number(m[2]) !== FOLLOW_UNIT) return null;
+  const units = Math.ceil(bytes / FOLLOW_UNIT);
+  const out: Array<[number, number]> = [];
+  for (const part of (m[3] ?? "").split(",")) {
+    if (!part) continue;
+    const r = /^(\d+)(?:-(\d+))?$/.exec(part);
+    if (!r) return null;
+    const a = Number(r[1]);
+    const b = r[2] === undefined ? a : Number(r[2]);
+    const last = out[out.length - 1];
+    if (!(a <= b && b < units) || (last && a <= last[1]) || out.length >= MAX_CHANGED_RANGES) return null;
+    out.push([a, b]);
+  }
+  return out;
+}
+
+/** Whether `unit` lies in one of `ranges` (ascending, disjoint). */
+function inRanges(ranges: ReadonlyArray<readonly [number, number]>, unit: number): boolean {
+  let lo = 0;
+  let hi = ranges.length;
+  while (lo < hi) {
+    const mid = (lo + hi) >> 1;
+    if (ranges[mid]![1] < unit) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < ranges.length && ranges[lo]![0] <= unit;
 }
 
 /** What a follower's probe found: unchanged (304), or a new image and its first bytes. */
@@ -522,9 +565,37 @@ export async function probeFollow(url: string, bytes: number, cache: PageCache):
     void res.body?.cancel().catch(() => {});
     throw new Error(`${url} answered ${res.status} to a range request; only a server that answers ranges (dendro serve) can be followed`);
   }
-  const head = new Uint8Array(await res.arrayBuffer());
+  const head = await bodyAtMost(res, bytes);
+  if (!/^bytes\s+0-/i.test(res.headers.get("content-range") ?? "") || head === null || head.byteLength !== Math.min(bytes, size)) {
+    throw new Error(`${url} answered bytes other than the first ${bytes} asked for (${res.headers.get("content-range")}); it cannot be followed`);
+  }
   cache.netBytes += head.byteLength;
   return { unchanged: false, probe: { size, etag: strong(res.headers.get("etag")), head }, changed: res.headers.get("dendro-changed") };
+}
+
+/** A response's body, or null (and the rest not read) once it is longer than `limit` bytes. */
+async function bodyAtMost(res: Response, limit: number): Promise<Uint8Array | null> {
+  const reader = res.body?.getReader();
+  if (!reader) return new Uint8Array(0);
+  const parts: Uint8Array[] = [];
+  let length = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    length += value.byteLength;
+    if (length > limit) {
+      void reader.cancel().catch(() => {});
+      return null;
+    }
+    parts.push(value);
+  }
+  const out = new Uint8Array(length);
+  let at = 0;
+  for (const p of parts) {
+    out.set(p, at);
+    at += p.byteLength;
+  }
+  return out;
 }
 
 /**

@@ -35,6 +35,12 @@ export let lastUpdate: Record<string, number> = {};
 export const FOLLOW_POLL_MS = 250;
 /** The longest wait between attempts while the server cannot be reached (ms). */
 const FOLLOW_RETRY_MAX_MS = 2000;
+/**
+ * How many images replaced while being read are followed by an immediate
+ * retry; past that (a server whose images never hold still) the retries
+ * back off as after a failure.
+ */
+const FOLLOW_REPLACED_AT_ONCE = 3;
 
 interface Pick {
   source: number;
@@ -447,7 +453,7 @@ export class ArchiveView {
   }
 
   /** Revalidates the URL; a newer image replaces the view's data in place. */
-  private async poll(failures: number): Promise<void> {
+  private async poll(failures: number, replaced = 0): Promise<void> {
     this.followTimer = null;
     const engine = this.meta.follow;
     const url = this.meta.url;
@@ -478,9 +484,9 @@ export class ArchiveView {
       failures = 0;
     } catch (e) {
       if (this.destroyed) return;
-      if (isChanged(e)) {
+      if (isChanged(e) && replaced < FOLLOW_REPLACED_AT_ONCE) {
         // The image was replaced while it was read (a busy writer): the newest one at once.
-        this.followTimer = setTimeout(() => void this.poll(failures), 0);
+        this.followTimer = setTimeout(() => void this.poll(failures, replaced + 1), 0);
         return;
       }
       failures++;

@@ -25,7 +25,7 @@ const CSP: &str = "default-src 'self'; script-src 'self' 'wasm-unsafe-eval'; \
 /// What an answer's body is read from.
 enum Source {
     File(File),
-    Image(Arc<Vec<u8>>),
+    Image(Arc<Image>),
 }
 
 /// One piece of an answer's body: fixed text, or bytes `start..end` of the source.
@@ -81,12 +81,12 @@ impl Reply {
 
     fn read(&mut self, at: u64, count: u64) -> io::Result<Bytes> {
         match self.source.as_mut() {
-            Some(Source::Image(bytes)) => {
+            Some(Source::Image(image)) => {
                 let (a, b) = (at as usize, (at + count) as usize);
-                bytes
-                    .get(a..b)
-                    .map(Bytes::copy_from_slice)
-                    .ok_or_else(|| io::Error::other("the image is shorter than its ranges"))
+                if b > image.len() {
+                    return Err(io::Error::other("the image is shorter than its ranges"));
+                }
+                Ok(Bytes::from(image.read_range(a, b)))
             }
             Some(Source::File(file)) => {
                 let mut buf = vec![0u8; count as usize];
@@ -377,10 +377,10 @@ fn answer_live(site: &Site, path: &Path, asked: &Asked) -> Response<Reply> {
     if let Some(c) = &changed {
         headers.push(("Dendro-Changed", c.as_str()));
     }
-    let len = image.bytes.len() as u64;
+    let len = image.len() as u64;
     ranged(
         asked,
-        Source::Image(Arc::clone(&image.bytes)),
+        Source::Image(Arc::clone(&image)),
         len,
         &image.etag,
         &headers,
