@@ -15,5 +15,6 @@ mod kill;
 mod live;
 mod round_trip;
 mod rules;
+mod slow_peers;
 mod staged;
 mod wire_doc;
