@@ -572,15 +572,17 @@ impl<'a> Watched<'a> {
 impl Read for Watched<'_> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         loop {
+            // Checked before every read too: a publisher that keeps sending
+            // never lets a read time out.
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(std::io::Error::other("stopped on request"));
+            }
             match self.conn.read(buf) {
                 Ok(n) => {
                     self.last = Instant::now();
                     return Ok(n);
                 }
                 Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    if self.stop.load(Ordering::Relaxed) {
-                        return Err(std::io::Error::other("stopped on request"));
-                    }
                     if self.last.elapsed() >= self.idle {
                         return Err(std::io::Error::new(
                             ErrorKind::TimedOut,

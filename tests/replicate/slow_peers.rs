@@ -545,7 +545,7 @@ fn an_interval_sent_in_small_parts_while_the_origin_seals_replicates_exactly() {
         })
         .collect();
     let mut ts = 0;
-    let mut grow = |ts: &mut i64, seal: bool| {
+    let grow = |ts: &mut i64, seal: bool| {
         for source in &sources {
             for _ in 0..25 {
                 *ts += 1;
