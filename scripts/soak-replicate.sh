@@ -18,8 +18,8 @@
 #   scripts/soak-replicate.sh [DURATION_SECONDS] [WORK_DIR]
 #
 # Needs python3 (with its sqlite3 module). Builds the release `dendro`
-# (CARGO_BUILD_JOBS is honoured). Listens on 127.0.0.1 only, on a port the
-# OS picks.
+# (CARGO_BUILD_JOBS is honoured) unless DENDRO names a binary to use.
+# Listens on 127.0.0.1 only, on a port the OS picks.
 set -euo pipefail
 
 duration=${1:-600}
@@ -27,8 +27,10 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 work=${2:-$(mktemp -d -t dendro-soak.XXXXXX)}
 mkdir -p "$work"
 cd "$here"
-cargo build --release --quiet --bin dendro
-dendro="$here/target/release/dendro"
+if [[ -z ${DENDRO:-} ]]; then
+  cargo build --release --quiet --bin dendro
+fi
+dendro=${DENDRO:-$here/target/release/dendro}
 origin="$work/origin.dendro"
 rm -f "$work"/*.dendro* "$work"/*.log "$work"/samples.tsv
 
@@ -181,9 +183,13 @@ for name in ("normal", "killed"):
         if a is None or b is None:
             print(f"  source {uuid}: only in {'replica' if a is None else 'origin'}")
             continue
-        for k in ("labels", "metadata", "complete"):
+        for k in ("labels", "complete"):
             if a[k] != b[k]:
                 print(f"  source {uuid}: {k} differs")
+        keys = sorted(k for k in set(a["metadata"]) | set(b["metadata"])
+                      if a["metadata"].get(k) != b["metadata"].get(k))
+        if keys:
+            print(f"  source {uuid}: metadata differs at {keys}")
         for st in sorted(set(a["streams"]) | set(b["streams"])):
             x, y = a["streams"].get(st), b["streams"].get(st)
             if x != y:
