@@ -40,8 +40,11 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// Where a publisher's log lines go.
+type Log = Arc<dyn Fn(&str) + Send + Sync>;
+
 /// The publisher's log lines, kept for the test to read.
-fn captured_log() -> (Arc<Mutex<Vec<String>>>, Arc<dyn Fn(&str) + Send + Sync>) {
+fn captured_log() -> (Arc<Mutex<Vec<String>>>, Log) {
     let lines = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&lines);
     let log = Arc::new(move |line: &str| sink.lock().unwrap().push(line.to_string()));
