@@ -290,8 +290,17 @@ fn an_interrupt_stops_a_live_subscriber_and_publisher_cleanly() {
         .local_addr()
         .unwrap()
         .port();
-    let mut publishing = publisher(&origin, port);
-    let mut subscribing = subscriber(&replica, port);
+    // Killed if the test fails before it stops them.
+    struct Reaped(Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut publishing = Reaped(publisher(&origin, port));
+    let mut subscribing = Reaped(subscriber(&replica, port));
+    let (publishing, subscribing) = (&mut publishing.0, &mut subscribing.0);
     let mut lines = BufReader::new(subscribing.stdout.take().unwrap()).lines();
     for line in lines.by_ref() {
         if line.unwrap().contains("\"rows\":20") {
@@ -299,13 +308,13 @@ fn an_interrupt_stops_a_live_subscriber_and_publisher_cleanly() {
         }
     }
     // Ctrl-C: the subscriber finishes its replica and says what it holds.
-    let status = signal_and_wait(&mut subscribing, libc::SIGINT);
+    let status = signal_and_wait(subscribing, libc::SIGINT);
     assert!(status.success(), "the subscriber ended by {status}");
     let last = lines.last().expect("a last progress line").unwrap();
     assert!(last.contains("\"rows\":20"), "{last}");
     assert!(Archive::open(&replica).unwrap().verify().unwrap().sound);
     // SIGTERM: the publisher stops listening and exits.
-    let status = signal_and_wait(&mut publishing, libc::SIGTERM);
+    let status = signal_and_wait(publishing, libc::SIGTERM);
     assert!(status.success(), "the publisher ended by {status}");
     drop(source);
     writer.join().unwrap();
