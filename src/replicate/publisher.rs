@@ -152,18 +152,74 @@ impl Publisher {
         let sources = &mut self.sources;
         let next_ordinal = &mut self.next_ordinal;
         archive.read_snapshot(|snap| {
-            let mut rows = Vec::new();
-            for record in snap.sources()? {
+            let records = snap.sources()?;
+            for record in &records {
                 let shipped = sources.entry(record.id).or_insert_with(|| {
                     let ordinal = *next_ordinal;
                     *next_ordinal += 1;
                     Shipped::new(ordinal)
                 });
-                shipped.catalog_frames(snap, &record, &mut send)?;
-                rows.extend(shipped.rows_frames(snap, &record)?);
+                shipped.catalog_frames(snap, record, &mut send)?;
             }
-            rows.into_iter().try_for_each(&mut send)
+            // Only once every source's catalog part went out are the rows
+            // read: building a `Rows` frame moves its source's marks, so one
+            // built before a later source's part is cut short
+            // (`poll_into`) would mark rows shipped that never were.
+            for record in &records {
+                let shipped = sources.get_mut(&record.id).expect("entered above");
+                for frame in shipped.rows_frames(snap, record)? {
+                    send(frame)?;
+                }
+            }
+            Ok(())
         })
+    }
+}
+
+impl Publisher {
+    /// A part of an interval, bounded so that a caller can release the
+    /// snapshot before it hands the bytes to a peer: frames are encoded
+    /// into `out` in one snapshot, and once `out` holds `budget` bytes the
+    /// next `Segment` ends the part (it goes first in the next one). A
+    /// part that reaches the end of the interval ends with its `Rows`
+    /// frames and returns `true`; one cut short returns `false` and holds
+    /// no `Rows` frame, so the next call carries on where it stopped.
+    ///
+    /// The cut is only ever before a `Segment` frame, the one place where
+    /// the marks of [`Shipped`] are exact (the index and clock marks move
+    /// before their frames go out): everything before it is marked shipped,
+    /// it and everything after it is not. Rows ship only at the end of a
+    /// whole interval, after every segment the last snapshot saw, so no row
+    /// reaches a subscriber below a segment it has yet to receive. Each
+    /// part re-reads the catalog; a source cut inside its segments sends
+    /// its index whole again in the next part (rule 7 counts the cut as a
+    /// seal), which a subscriber recognises as held.
+    ///
+    /// Every part ships at least one segment, so parts always move on (the
+    /// index a part restates does not count against that) and a segment
+    /// larger than `budget` still ships.
+    pub fn poll_into(&mut self, budget: usize, out: &mut Vec<u8>) -> Result<bool> {
+        let start = out.len();
+        let (mut cut, mut segments) = (false, 0);
+        let polled = self.poll_each(|frame| {
+            if matches!(frame, Frame::Segment { .. }) {
+                if segments > 0 && out.len() - start >= budget {
+                    cut = true;
+                    return Err(crate::error::Error::Invalid {
+                        file: String::new(),
+                        message: "the part's budget is spent".into(),
+                    });
+                }
+                segments += 1;
+            }
+            frame.encode_into(out);
+            Ok(())
+        });
+        match polled {
+            Ok(()) => Ok(true),
+            Err(_) if cut => Ok(false),
+            Err(e) => Err(e),
+        }
     }
 }
 

@@ -7,12 +7,29 @@
 //!
 //! Nothing here authenticates or encrypts: put the stream behind a tunnel
 //! (SSH, WireGuard, a TLS proxy) to cross a network you do not control.
+//!
+//! What one peer can cost the other is bounded (`WIRE.md` §6.1):
+//! - A publisher reads a part of an interval in one short snapshot, lets
+//!   it go, and only then sends it ([`Publisher::poll_into`]): a peer that
+//!   stops reading never holds a read transaction open, which would keep
+//!   the origin's `-wal` from being checkpointed. A part is about
+//!   [`PublishOptions::batch_bytes`], so that is (with one segment) the
+//!   memory a peer costs.
+//! - A subscriber that cannot take a part within
+//!   [`PublishOptions::write_timeout`] is dropped, with a line in the log
+//!   naming it. [`serve_tcp`] serves at most
+//!   [`PublishOptions::max_peers`] at once and outlives `accept` errors.
+//! - A subscriber takes a publisher that sent nothing for
+//!   [`SubscribeOptions::idle_timeout`] for dead (a live one sends a
+//!   `Rows` frame every interval) and reconnects; its back-off starts over
+//!   only after a connection that brought something new.
 
-use std::io::{BufReader, BufWriter, Read, Write};
+use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use super::codec::{preamble, FrameReader, StreamDigest, Verification};
 use super::publisher::Publisher;
@@ -20,24 +37,122 @@ use super::subscriber::{Applied, Subscriber};
 use crate::container::Archive;
 use crate::error::{Error, Result};
 
-/// Writes the preamble and one poll of a fresh publisher (the catch-up:
-/// every source, segment, clock observation, index entry and live row) to
-/// `out`, between a digest announcement and the digest of every byte
-/// before it (`WIRE.md` §4.6), which older readers skip. Returns the bytes
-/// written.
+/// How often a loop that waits checks its `stop` flag.
+const STOP_POLL: Duration = Duration::from_millis(100);
+
+/// What a publisher allows each subscriber; [`Default`] is what
+/// `dendro publish` uses unless told otherwise.
+#[derive(Clone)]
+pub struct PublishOptions {
+    /// Between two polls of the archive: the heartbeat, since every
+    /// interval sends one `Rows` frame per source even when it is empty.
+    pub interval: Duration,
+    /// About how many bytes of frames one snapshot reads before it is let
+    /// go and they are sent (a segment is never split, so one part can
+    /// exceed it by a segment). A catch-up goes out as many such parts.
+    pub batch_bytes: usize,
+    /// How long a subscriber may take to accept one part. One that takes
+    /// longer is dropped: it reconnects and catches up (`WIRE.md` rule 8).
+    pub write_timeout: Duration,
+    /// Subscribers served at once by [`serve_tcp_with`]; a connection
+    /// beyond them is closed at once, with a line in the log.
+    pub max_peers: usize,
+    /// The pause after a failed `accept` (out of descriptors, say) before
+    /// the next one.
+    pub accept_pause: Duration,
+    /// Where lines about peers go (dropped, refused, failed): standard
+    /// error unless replaced.
+    pub log: Arc<dyn Fn(&str) + Send + Sync>,
+}
+
+impl std::fmt::Debug for PublishOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PublishOptions")
+            .field("interval", &self.interval)
+            .field("batch_bytes", &self.batch_bytes)
+            .field("write_timeout", &self.write_timeout)
+            .field("max_peers", &self.max_peers)
+            .field("accept_pause", &self.accept_pause)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for PublishOptions {
+    fn default() -> Self {
+        PublishOptions {
+            interval: Duration::from_secs(1),
+            batch_bytes: 4 << 20,
+            // Generous: a peer blocked on a send pins nothing at the origin
+            // now, it only holds its part in memory.
+            write_timeout: Duration::from_secs(30),
+            max_peers: 32,
+            accept_pause: Duration::from_millis(250),
+            log: Arc::new(|line: &str| eprintln!("{line}")),
+        }
+    }
+}
+
+/// How a subscriber waits on its publisher; [`Default`] is what
+/// `dendro subscribe` uses unless told otherwise.
+#[derive(Debug, Clone)]
+pub struct SubscribeOptions {
+    /// A connection that brings no byte for this long is taken for dead
+    /// and dropped. The handshake does not say the publisher's interval,
+    /// so the default allows for slow ones: thirty of `dendro publish`'s
+    /// default one-second intervals.
+    pub idle_timeout: Duration,
+    /// How long one attempt to connect may take.
+    pub connect_timeout: Duration,
+    /// The first wait before reconnecting, and the one a connection that
+    /// made progress starts the count from again.
+    pub backoff_first: Duration,
+    /// The longest wait between reconnects.
+    pub backoff_cap: Duration,
+}
+
+impl Default for SubscribeOptions {
+    fn default() -> Self {
+        SubscribeOptions {
+            idle_timeout: Duration::from_secs(30),
+            connect_timeout: Duration::from_secs(10),
+            backoff_first: Duration::from_millis(100),
+            backoff_cap: Duration::from_secs(10),
+        }
+    }
+}
+
+/// Writes the preamble and one whole interval of a fresh publisher (the
+/// catch-up: every source, segment, clock observation, index entry and
+/// live row) to `out`, between a digest announcement and the digest of
+/// every byte before it (`WIRE.md` §4.6), which older readers skip.
+/// Returns the bytes written.
+///
+/// The catch-up is read in parts of [`PublishOptions::batch_bytes`], each
+/// snapshot let go before its part is written: a slow pipe or disk holds
+/// back the writer no more than a slow subscriber does.
 pub fn write_catch_up(archive: &Path, out: impl Write, name: &str) -> Result<u64> {
     let mut publisher = Publisher::new(Archive::open(archive)?);
-    let mut out = Counted::new(BufWriter::new(out));
-    out.digest = Some(StreamDigest::default());
-    send(&mut out, &preamble(), name)?;
-    send(&mut out, &StreamDigest::announce_frame(), name)?;
-    send_poll(&mut publisher, &mut out, name)?;
-    let trailer = out.digest.take().expect("set above").trailer_frame();
-    send(&mut out, &trailer, name)?;
-    out.inner
-        .flush()
-        .map_err(|e| Error::io(name, "cannot flush the stream", e))?;
-    Ok(out.bytes)
+    let mut sink = Plain {
+        out: BufWriter::new(out),
+        name,
+        digest: Some(StreamDigest::default()),
+    };
+    let budget = PublishOptions::default().batch_bytes;
+    let mut bytes = sink.send(&preamble())?;
+    bytes += sink.send(&StreamDigest::announce_frame())?;
+    let mut part = Vec::new();
+    loop {
+        part.clear();
+        let whole = publisher.poll_into(budget, &mut part)?;
+        bytes += sink.send(&part)?;
+        if whole {
+            break;
+        }
+    }
+    let trailer = sink.digest.take().expect("set above").trailer_frame();
+    bytes += sink.send(&trailer)?;
+    sink.flush()?;
+    Ok(bytes)
 }
 
 /// Publishes `archive` live on `out`: the preamble and catch-up, then one
@@ -50,56 +165,141 @@ pub fn publish_live(
     interval: Duration,
     stop: &AtomicBool,
 ) -> Result<u64> {
+    let options = PublishOptions {
+        interval,
+        ..PublishOptions::default()
+    };
     let mut publisher = Publisher::new(Archive::open(archive)?);
-    let mut out = Counted::new(BufWriter::new(out));
-    send(&mut out, &preamble(), name)?;
-    while !stop.load(Ordering::Relaxed) {
-        send_poll(&mut publisher, &mut out, name)?;
-        out.inner
-            .flush()
-            .map_err(|e| Error::io(name, "cannot send frames", e))?;
-        std::thread::sleep(interval);
-    }
-    Ok(out.bytes)
+    let mut sink = Plain {
+        out: BufWriter::new(out),
+        name,
+        digest: None,
+    };
+    publish(&mut publisher, &mut sink, &options, stop)
 }
 
-/// One poll, each frame written as soon as the publisher builds it: the
-/// subscriber applies the first segments of a catch-up while the later
-/// ones are still being read, and only one is in memory at a time.
-fn send_poll(publisher: &mut Publisher, out: &mut Counted<impl Write>, name: &str) -> Result<()> {
-    let mut buf = Vec::new();
-    publisher.poll_each(|frame| {
-        buf.clear();
-        frame.encode_into(&mut buf);
-        send(out, &buf, name)
-    })
+/// Where a live publisher's bytes go.
+trait Sink {
+    /// Sends all of `bytes` (and flushes); returns how many.
+    fn send(&mut self, bytes: &[u8]) -> Result<u64>;
 }
 
-fn send(out: &mut Counted<impl Write>, bytes: &[u8], name: &str) -> Result<()> {
-    out.inner
-        .write_all(bytes)
-        .map_err(|e| Error::io(name, "cannot send frames", e))?;
-    out.bytes += bytes.len() as u64;
-    if let Some(digest) = &mut out.digest {
-        digest.update(bytes);
-    }
-    Ok(())
-}
-
-struct Counted<W> {
-    inner: W,
-    bytes: u64,
+/// A plain byte sink (a file, a pipe): no deadline can be put on it.
+struct Plain<'a, W: Write> {
+    out: BufWriter<W>,
+    name: &'a str,
     /// The digest of what was sent, for a stream file's trailer.
     digest: Option<StreamDigest>,
 }
 
-impl<W> Counted<W> {
-    fn new(inner: W) -> Counted<W> {
-        Counted {
-            inner,
-            bytes: 0,
-            digest: None,
+impl<W: Write> Plain<'_, W> {
+    fn flush(&mut self) -> Result<()> {
+        self.out
+            .flush()
+            .map_err(|e| Error::io(self.name, "cannot flush the stream", e))
+    }
+}
+
+impl<W: Write> Sink for Plain<'_, W> {
+    fn send(&mut self, bytes: &[u8]) -> Result<u64> {
+        self.out
+            .write_all(bytes)
+            .map_err(|e| Error::io(self.name, "cannot send frames", e))?;
+        if let Some(digest) = &mut self.digest {
+            digest.update(bytes);
         }
+        self.flush()?;
+        Ok(bytes.len() as u64)
+    }
+}
+
+/// A subscriber's socket, every send bound by a deadline.
+struct Peer {
+    conn: TcpStream,
+    name: String,
+    timeout: Duration,
+}
+
+impl Sink for Peer {
+    /// The whole of `bytes` must go within the timeout, not each write
+    /// call: a peer that reads a trickle is as stuck as one that reads
+    /// nothing, only slower.
+    fn send(&mut self, bytes: &[u8]) -> Result<u64> {
+        let deadline = Instant::now() + self.timeout;
+        let mut sent = 0;
+        while sent < bytes.len() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(Error::io(
+                    &self.name,
+                    &format!(
+                        "subscriber dropped: it took {sent} of a {}-byte part in {:?}; one \
+                         that cannot keep up is let go (it may reconnect and catch up)",
+                        bytes.len(),
+                        self.timeout
+                    ),
+                    ErrorKind::TimedOut.into(),
+                ));
+            }
+            self.conn
+                .set_write_timeout(Some(left))
+                .map_err(|e| Error::io(&self.name, "cannot set a write timeout", e))?;
+            match self.conn.write(&bytes[sent..]) {
+                Ok(0) => {
+                    return Err(Error::io(
+                        &self.name,
+                        "cannot send frames",
+                        ErrorKind::WriteZero.into(),
+                    ))
+                }
+                Ok(n) => sent += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
+                    ) => {}
+                Err(e) => return Err(Error::io(&self.name, "cannot send frames", e)),
+            }
+        }
+        Ok(bytes.len() as u64)
+    }
+}
+
+/// The live loop: parts of an interval back to back until one ends the
+/// interval, then a pause of `interval`. The snapshot behind a part is
+/// gone before the part is sent (see [`Publisher::poll_into`]).
+fn publish(
+    publisher: &mut Publisher,
+    sink: &mut impl Sink,
+    options: &PublishOptions,
+    stop: &AtomicBool,
+) -> Result<u64> {
+    let mut bytes = sink.send(&preamble())?;
+    let mut part = Vec::new();
+    while !stop.load(Ordering::Relaxed) {
+        part.clear();
+        let whole = publisher.poll_into(options.batch_bytes, &mut part)?;
+        bytes += sink.send(&part)?;
+        if part.capacity() > 2 * options.batch_bytes {
+            // A catch-up's large segment is not kept for a heartbeat's sake.
+            part = Vec::new();
+        }
+        if whole {
+            pause(options.interval, stop);
+        }
+    }
+    Ok(bytes)
+}
+
+/// Sleeps for `wait`, or less once `stop` is set.
+fn pause(wait: Duration, stop: &AtomicBool) {
+    let until = Instant::now() + wait;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() || stop.load(Ordering::Relaxed) {
+            return;
+        }
+        std::thread::sleep(left.min(STOP_POLL));
     }
 }
 
@@ -185,36 +385,119 @@ pub fn check_address(addr: SocketAddr, allow_remote: bool) -> Result<()> {
 }
 
 /// Serves `archive` to every subscriber that connects to `listener`, each
-/// on its own thread with its own publisher, until `stop` is set.
+/// on its own thread with its own publisher, until `stop` is set; with
+/// [`PublishOptions::default`] but for `interval`.
 pub fn serve_tcp(
     archive: &Path,
     listener: TcpListener,
     interval: Duration,
     stop: &'static AtomicBool,
 ) -> Result<()> {
+    let options = PublishOptions {
+        interval,
+        ..PublishOptions::default()
+    };
+    serve_tcp_with(archive, listener, &options, stop)
+}
+
+/// Gives a place back when a peer's thread ends, however it ends.
+struct Place(Arc<AtomicUsize>);
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// [`serve_tcp`] with every limit chosen: at most `max_peers` at once (a
+/// connection past them is closed at once), each part sent within
+/// `write_timeout` or the peer dropped, and an `accept` that fails (out
+/// of descriptors, say) logged and tried again after `accept_pause`
+/// rather than ending the publisher. Returns once `stop` is set (within
+/// a tenth of a second); peers still being served notice it at their next
+/// interval. An error only if the listener cannot be polled at all.
+pub fn serve_tcp_with(
+    archive: &Path,
+    listener: TcpListener,
+    options: &PublishOptions,
+    stop: &'static AtomicBool,
+) -> Result<()> {
     let name = listener
         .local_addr()
         .map_or_else(|_| "tcp".to_string(), |a| a.to_string());
-    for conn in listener.incoming() {
-        if stop.load(Ordering::Relaxed) {
-            break;
+    // Non-blocking, so that `stop` is seen between connections too.
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| Error::io(&name, "cannot poll the listener", e))?;
+    let serving = Arc::new(AtomicUsize::new(0));
+    let log = &options.log;
+    while !stop.load(Ordering::Relaxed) {
+        let (conn, peer) = match listener.accept() {
+            Ok(accepted) => accepted,
+            Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                std::thread::sleep(STOP_POLL.min(Duration::from_millis(20)));
+                continue;
+            }
+            Err(e) if e.kind() == ErrorKind::Interrupted => continue,
+            // Out of descriptors or memory, a connection reset before it
+            // was taken: the listener itself is fine, so try again soon.
+            Err(e) => {
+                log(&format!(
+                    "{name}: cannot accept a subscriber ({e}); trying again in {:?}",
+                    options.accept_pause
+                ));
+                pause(options.accept_pause, stop);
+                continue;
+            }
+        };
+        let peer = peer.to_string();
+        if serving.fetch_add(1, Ordering::SeqCst) >= options.max_peers {
+            serving.fetch_sub(1, Ordering::SeqCst);
+            log(&format!(
+                "{peer}: subscriber refused: {name} already serves {} (the most it serves at once)",
+                options.max_peers
+            ));
+            drop(conn);
+            continue;
         }
-        let conn = conn.map_err(|e| Error::io(&name, "cannot accept a subscriber", e))?;
-        let peer = conn
-            .peer_addr()
-            .map_or_else(|_| name.clone(), |a| a.to_string());
+        let place = Place(Arc::clone(&serving));
         let archive = archive.to_path_buf();
-        std::thread::Builder::new()
+        let (options, peer_name) = (options.clone(), peer.clone());
+        let spawned = std::thread::Builder::new()
             .name("dendro-publish".into())
             .spawn(move || {
-                let _ = conn.set_nodelay(true);
-                if let Err(e) = publish_live(&archive, conn, &peer, interval, stop) {
-                    eprintln!("{e}");
+                let _place = place;
+                if let Err(e) = serve_peer(&archive, conn, peer_name, &options, stop) {
+                    (options.log)(&e.to_string());
                 }
-            })
-            .map_err(|e| Error::io(&name, "cannot spawn a publisher thread", e))?;
+            });
+        if let Err(e) = spawned {
+            log(&format!(
+                "{peer}: subscriber refused: cannot start a thread ({e})"
+            ));
+        }
     }
     Ok(())
+}
+
+/// One subscriber's connection, to its end.
+fn serve_peer(
+    archive: &Path,
+    conn: TcpStream,
+    name: String,
+    options: &PublishOptions,
+    stop: &AtomicBool,
+) -> Result<u64> {
+    conn.set_nonblocking(false)
+        .map_err(|e| Error::io(&name, "cannot set up the connection", e))?;
+    let _ = conn.set_nodelay(true);
+    let mut publisher = Publisher::new(Archive::open(archive)?);
+    let mut peer = Peer {
+        conn,
+        name,
+        timeout: options.write_timeout,
+    };
+    publish(&mut publisher, &mut peer, options, stop)
 }
 
 /// Capped, jittered exponential back-off between reconnects.
@@ -247,33 +530,70 @@ impl Backoff {
         half + half.mul_f64((self.seed % 1000) as f64 / 1000.0)
     }
 
-    /// A connection worked: start from the first step again.
+    /// A connection made progress: start from the first step again.
     pub fn reset(&mut self, first: Duration) {
         self.next = first;
     }
 }
 
 /// Subscribes to a publisher at `addr`, reconnecting with back-off when
-/// the connection fails or ends, until `stop` is set. Each connection is a
-/// fresh handshake and full state (rule 8); what is already held is
-/// recognised and not applied twice.
+/// the connection fails or ends, until `stop` is set; with
+/// [`SubscribeOptions::default`].
 pub fn subscribe_tcp(
     subscriber: &mut Subscriber,
     addr: SocketAddr,
     stop: &AtomicBool,
+    progress: impl FnMut(&Applied, u64),
+    on_error: impl FnMut(&Error),
+) -> Result<()> {
+    let options = SubscribeOptions::default();
+    subscribe_tcp_with(subscriber, addr, &options, stop, progress, on_error)
+}
+
+/// What a connection brought that the replica did not hold: what the
+/// back-off counts as progress. Handshakes, held segments and rows, and
+/// clock observations (counted even when the table already had them)
+/// come with every catch-up and say nothing.
+fn new_content(applied: &Applied) -> u64 {
+    applied.segments + applied.rows + applied.index_entries
+}
+
+/// [`subscribe_tcp`] with its waits chosen. Each connection is a fresh
+/// handshake and full state (rule 8); what is already held is recognised
+/// and not applied twice. A connection is dropped when nothing arrives on
+/// it for `idle_timeout`; after a connection ends, the wait before the
+/// next grows (doubling up to `backoff_cap`) unless the connection
+/// brought something new, so a publisher whose stream keeps failing at
+/// the same place, or that keeps closing, is not hammered with catch-ups.
+/// Returns `Ok` once `stop` is set (within a tenth of a second, also in
+/// the middle of a stream), an `Err` if the replica refused what it was
+/// sent (retrying would repeat it).
+pub fn subscribe_tcp_with(
+    subscriber: &mut Subscriber,
+    addr: SocketAddr,
+    options: &SubscribeOptions,
+    stop: &AtomicBool,
     mut progress: impl FnMut(&Applied, u64),
     mut on_error: impl FnMut(&Error),
 ) -> Result<()> {
-    let first = Duration::from_millis(100);
-    let mut backoff = Backoff::new(first, Duration::from_secs(10));
+    let mut backoff = Backoff::new(options.backoff_first, options.backoff_cap);
     let name = addr.to_string();
     while !stop.load(Ordering::Relaxed) {
-        match TcpStream::connect(addr) {
+        match TcpStream::connect_timeout(&addr, options.connect_timeout) {
             Ok(conn) => {
-                backoff.reset(first);
-                match apply_stream(subscriber, conn, &name, &mut progress) {
+                let before = new_content(subscriber.applied());
+                let outcome = Watched::new(conn, &name, options.idle_timeout, stop)
+                    .and_then(|input| apply_stream(subscriber, input, &name, &mut progress));
+                if new_content(subscriber.applied()) > before {
+                    backoff.reset(options.backoff_first);
+                }
+                match outcome {
                     Ok(()) => {}
-                    // The connection broke or carried garbage: try again.
+                    Err(Error::Wire { .. } | Error::Io { .. }) if stop.load(Ordering::Relaxed) => {
+                        break
+                    }
+                    // The connection broke, went quiet or carried garbage:
+                    // try again.
                     Err(e @ (Error::Wire { .. } | Error::Io { .. })) => on_error(&e),
                     // The replica refused what it was sent: retrying repeats it.
                     Err(e) => return Err(e),
@@ -281,9 +601,63 @@ pub fn subscribe_tcp(
             }
             Err(e) => on_error(&Error::io(&name, "cannot connect", e)),
         }
-        if !stop.load(Ordering::Relaxed) {
-            std::thread::sleep(backoff.next_wait());
-        }
+        pause(backoff.next_wait(), stop);
     }
     Ok(())
+}
+
+/// A publisher's socket as a subscriber reads it: a read fails once
+/// nothing has arrived for `idle` (the publisher's heartbeat stopped: a
+/// half-open connection, a hung or hostile peer), or once `stop` is set.
+struct Watched<'a> {
+    conn: TcpStream,
+    idle: Duration,
+    stop: &'a AtomicBool,
+    last: Instant,
+}
+
+impl<'a> Watched<'a> {
+    fn new(conn: TcpStream, name: &str, idle: Duration, stop: &'a AtomicBool) -> Result<Self> {
+        // Short socket timeouts, so `stop` is seen; `idle` is counted here.
+        let tick = idle.min(STOP_POLL).max(Duration::from_millis(1));
+        conn.set_read_timeout(Some(tick))
+            .map_err(|e| Error::io(name, "cannot set a read timeout", e))?;
+        Ok(Watched {
+            conn,
+            idle,
+            stop,
+            last: Instant::now(),
+        })
+    }
+}
+
+impl Read for Watched<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        loop {
+            // Checked before every read too: a publisher that keeps sending
+            // never lets a read time out.
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(std::io::Error::other("stopped on request"));
+            }
+            match self.conn.read(buf) {
+                Ok(n) => {
+                    self.last = Instant::now();
+                    return Ok(n);
+                }
+                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
+                    if self.last.elapsed() >= self.idle {
+                        return Err(std::io::Error::new(
+                            ErrorKind::TimedOut,
+                            format!(
+                                "nothing arrived for {:?}; a live publisher sends a frame every \
+                                 interval, so the connection is taken for dead",
+                                self.idle
+                            ),
+                        ));
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
 }

@@ -427,10 +427,10 @@ fn a_second_handshake_writes_labels_metadata_and_a_resume_to_the_replica_file() 
     sub.finish().unwrap();
 }
 
-#[test]
-fn a_replica_follows_its_origin_projected_into_place() {
-    let dir = tempfile::tempdir().unwrap();
-    let (origin_path, replica_path) = paths(&dir);
+/// An origin of two sealed segments and a finalized live tail, already
+/// applied to the replica; then projected to one column into `projected`.
+fn projected_origin(dir: &tempfile::TempDir) -> (PathBuf, PathBuf, PathBuf) {
+    let (origin_path, replica_path) = paths(dir);
     let (writer, source) = origin(&origin_path);
     sealed(&source, 1, 10);
     sealed(&source, 11, 20);
@@ -443,14 +443,54 @@ fn a_replica_follows_its_origin_projected_into_place() {
         .unwrap();
     writer.join().unwrap();
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
-    // Every segment rewritten with fewer columns, spans unchanged, and the
-    // copy moved over the origin.
     let projected = dir.path().join("projected.dendro");
     dendro::rewrite::project(&origin_path, &projected, &["value".to_string()], false).unwrap();
+    (origin_path, replica_path, projected)
+}
+
+fn uuids(path: &Path) -> Vec<Option<String>> {
+    let archive = Archive::open(path).unwrap();
+    let description = dendro::read::describe(&archive).unwrap();
+    description.sources.iter().map(|s| s.uuid.clone()).collect()
+}
+
+#[test]
+fn a_replica_follows_its_origin_rewritten_in_place_under_the_same_uuid() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin_path, replica_path, projected) = projected_origin(&dir);
+    // Same spans, other bytes, and the source's own uuid kept (as a
+    // re-encode in place keeps it): each segment replaces its counterpart.
+    let uuid = uuids(&origin_path).remove(0).unwrap();
+    let conn = rusqlite::Connection::open(&projected).unwrap();
+    conn.execute("UPDATE sources SET uuid = ?1", [&uuid])
+        .unwrap();
+    drop(conn);
     std::fs::rename(&projected, &origin_path).unwrap();
     let applied = apply_stream(&catch_up_stream(&origin_path), &replica_path);
     assert_eq!(applied.segments_replaced, 2, "{applied:?}");
     assert_replica(&origin_path, &replica_path);
+}
+
+#[test]
+fn a_projection_moved_over_the_origin_reaches_the_replica_as_a_source_of_its_own() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin_path, replica_path, projected) = projected_origin(&dir);
+    let before = uuids(&origin_path);
+    std::fs::rename(&projected, &origin_path).unwrap();
+    let after = uuids(&origin_path);
+    assert_ne!(before, after, "a projection is a source of its own");
+    let applied = apply_stream(&catch_up_stream(&origin_path), &replica_path);
+    assert_eq!(
+        (applied.sources, applied.segments, applied.segments_replaced),
+        (1, 2, 0),
+        "{applied:?}"
+    );
+    // The replica keeps what it held and gains the projection beside it.
+    let mut held = uuids(&replica_path);
+    held.sort();
+    let mut expected = [before, after].concat();
+    expected.sort();
+    assert_eq!(held, expected);
 }
 
 #[test]

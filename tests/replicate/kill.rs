@@ -252,3 +252,70 @@ fn a_subscriber_killed_during_a_staged_catch_up_leaves_no_replica_or_a_whole_one
     assert_replica(&origin, &replica);
     assert!(Archive::open(&replica).unwrap().verify().unwrap().sound);
 }
+
+/// Sends `signal` to `child` and waits for it to exit, for at most a
+/// generous while.
+#[cfg(target_os = "linux")]
+fn signal_and_wait(child: &mut Child, signal: libc::c_int) -> std::process::ExitStatus {
+    // SAFETY: a plain kill(2) on our own child's pid.
+    assert_eq!(unsafe { libc::kill(child.id() as libc::pid_t, signal) }, 0);
+    let started = Instant::now();
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(60) {
+            kill(child);
+            panic!("still running a minute after signal {signal}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn an_interrupt_stops_a_live_subscriber_and_publisher_cleanly() {
+    let dir = tempfile::tempdir().unwrap();
+    let (origin, replica) = (dir.path().join("o.dendro"), dir.path().join("r.dendro"));
+    let writer = Writer::create(&origin, FixtureEncoder::default()).unwrap();
+    let source = writer
+        .add_source([("host".into(), "i".into())].into(), Labels::new())
+        .unwrap();
+    for ts in 1..=20 {
+        append(&source, ts);
+    }
+    source.sync().unwrap();
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    // Killed if the test fails before it stops them.
+    struct Reaped(Child);
+    impl Drop for Reaped {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let mut publishing = Reaped(publisher(&origin, port));
+    let mut subscribing = Reaped(subscriber(&replica, port));
+    let (publishing, subscribing) = (&mut publishing.0, &mut subscribing.0);
+    let mut lines = BufReader::new(subscribing.stdout.take().unwrap()).lines();
+    for line in lines.by_ref() {
+        if line.unwrap().contains("\"rows\":20") {
+            break;
+        }
+    }
+    // Ctrl-C: the subscriber finishes its replica and says what it holds.
+    let status = signal_and_wait(subscribing, libc::SIGINT);
+    assert!(status.success(), "the subscriber ended by {status}");
+    let last = lines.last().expect("a last progress line").unwrap();
+    assert!(last.contains("\"rows\":20"), "{last}");
+    assert!(Archive::open(&replica).unwrap().verify().unwrap().sound);
+    // SIGTERM: the publisher stops listening and exits.
+    let status = signal_and_wait(publishing, libc::SIGTERM);
+    assert!(status.success(), "the publisher ended by {status}");
+    drop(source);
+    writer.join().unwrap();
+}

@@ -18,5 +18,6 @@ mod live;
 mod placement_cost;
 mod round_trip;
 mod rules;
+mod slow_peers;
 mod staged;
 mod wire_doc;

@@ -5,13 +5,14 @@
 use std::io::Write;
 use std::net::{SocketAddr, TcpListener};
 use std::path::PathBuf;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Args;
 use dendro::replicate::transport::{
-    apply_stream, check_address, check_file, publish_live, serve_tcp, subscribe_tcp, write_catch_up,
+    apply_stream, check_address, check_file, publish_live, serve_tcp_with, subscribe_tcp_with,
+    write_catch_up, PublishOptions, SubscribeOptions,
 };
 use dendro::replicate::{Applied, Subscriber, VerbatimOnly, Verification};
 use dendro::Error;
@@ -47,6 +48,14 @@ pub struct PublishArgs {
     /// Milliseconds between live intervals (one Rows frame per source each).
     #[arg(long, default_value_t = 1000)]
     interval_ms: u64,
+    /// With --listen: milliseconds a subscriber may take to accept one
+    /// part of the stream (a few MB at most) before it is dropped.
+    #[arg(long, default_value_t = 30_000, value_name = "MS")]
+    write_timeout_ms: u64,
+    /// With --listen: the most subscribers served at once; one more is
+    /// closed at once (and retries with back-off).
+    #[arg(long, default_value_t = 32, value_name = "N")]
+    max_subscribers: usize,
     /// Allow an address that is not loopback (the stream is neither
     /// authenticated nor encrypted).
     #[arg(long)]
@@ -78,6 +87,12 @@ pub struct SubscribeArgs {
     out: PathBuf,
     #[command(flatten)]
     from: SubscribeFrom,
+    /// With --connect: milliseconds without a byte from the publisher
+    /// after which the connection is taken for dead and made again. A
+    /// live publisher sends a frame every interval (--interval-ms), so
+    /// keep this several of its intervals long.
+    #[arg(long, default_value_t = 30_000, value_name = "MS")]
+    idle_timeout_ms: u64,
     /// Print progress as JSON lines.
     #[arg(long)]
     json: bool,
@@ -86,7 +101,39 @@ pub struct SubscribeArgs {
     allow_remote: bool,
 }
 
+/// Set by the first SIGINT or SIGTERM while publishing or subscribing
+/// live: the loops end at their next check (a tenth of a second at most)
+/// and a subscriber finishes its replica cleanly. A second signal ends the
+/// process at once, as without the handler.
 static STOP: AtomicBool = AtomicBool::new(false);
+
+#[cfg(target_os = "linux")]
+extern "C" fn on_stop_signal(_: libc::c_int) {
+    // An atomic store is all a signal handler may safely do here.
+    STOP.store(true, Ordering::SeqCst);
+}
+
+/// Lets the first SIGINT or SIGTERM set [`STOP`] (then the default action
+/// is back). Only for the live modes, which check it; a blocking read of
+/// standard input would not.
+fn stop_on_signals() {
+    #[cfg(target_os = "linux")]
+    for signal in [libc::SIGINT, libc::SIGTERM] {
+        // SAFETY: a zeroed sigaction with a handler that only stores an
+        // atomic, installed once per signal before any thread waits on it.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = on_stop_signal as *const () as libc::sighandler_t;
+            action.sa_flags = libc::SA_RESETHAND;
+            libc::sigemptyset(&mut action.sa_mask);
+            libc::sigaction(signal, &action, std::ptr::null_mut());
+        }
+    }
+}
+
+fn stopped() -> bool {
+    STOP.load(Ordering::SeqCst)
+}
 
 /// `dendro publish`.
 pub fn run_publish(args: PublishArgs) -> Result<(), Failure> {
@@ -96,8 +143,18 @@ pub fn run_publish(args: PublishArgs) -> Result<(), Failure> {
         let listener =
             TcpListener::bind(addr).map_err(|e| io_error(&addr.to_string(), "cannot listen", e))?;
         let bound = listener.local_addr().map_or(addr, |a| a);
+        let options = PublishOptions {
+            interval,
+            write_timeout: Duration::from_millis(args.write_timeout_ms.max(1)),
+            max_peers: args.max_subscribers.max(1),
+            ..PublishOptions::default()
+        };
+        stop_on_signals();
         eprintln!("publishing {} on {bound}", args.file.display());
-        serve_tcp(&args.file, listener, interval, &STOP)?;
+        serve_tcp_with(&args.file, listener, &options, &STOP)?;
+        if stopped() {
+            eprintln!("stopped publishing {}", args.file.display());
+        }
     } else if let Some(path) = args.to.to {
         let name = path.display().to_string();
         let file = std::fs::OpenOptions::new()
@@ -112,6 +169,7 @@ pub fn run_publish(args: PublishArgs) -> Result<(), Failure> {
         })?;
         eprintln!("wrote {bytes} bytes to {name}");
     } else if args.follow {
+        stop_on_signals();
         publish_live(
             &args.file,
             std::io::stdout().lock(),
@@ -143,7 +201,12 @@ pub fn run_subscribe(args: SubscribeArgs) -> Result<(), Failure> {
     let mut progress = |applied: &Applied, bytes: u64| shown.maybe(applied, bytes);
     if let Some(addr) = args.from.connect {
         check_address(addr, args.allow_remote)?;
-        subscribe_tcp(&mut subscriber, addr, &STOP, &mut progress, |e| {
+        let options = SubscribeOptions {
+            idle_timeout: Duration::from_millis(args.idle_timeout_ms.max(1)),
+            ..SubscribeOptions::default()
+        };
+        stop_on_signals();
+        subscribe_tcp_with(&mut subscriber, addr, &options, &STOP, &mut progress, |e| {
             eprintln!("{e}; reconnecting")
         })?;
     } else if let Some(path) = &args.from.from {
