@@ -5,6 +5,7 @@
 # build-wasm.sh); honours CARGO_TARGET_DIR.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+export PATH="$HOME/.cargo/bin:$PATH"
 bash scripts/build-wasm.sh   # runs scripts/setup.sh first
 npm run build:www
 cargo build --release --bin dendro
