@@ -129,7 +129,8 @@ pub fn run_subscribe(args: SubscribeArgs) -> Result<(), Failure> {
     if let Some(addr) = args.from.connect {
         check_address(addr, args.allow_remote)?;
         subscribe_tcp(&mut subscriber, addr, &STOP, &mut progress, |e| {
-            eprintln!("{e}; reconnecting")
+            // A peer's words and names pass through the message.
+            eprintln!("{}; reconnecting", crate::terminal::safe(&e.to_string()))
         })?;
     } else if let Some(path) = &args.from.from {
         let name = path.display().to_string();
