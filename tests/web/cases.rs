@@ -1001,9 +1001,11 @@ fn mutated_segments_of_many_shapes_give_errors_never_traps() {
         state ^= state << 17;
         state
     };
-    let (mut read, mut refused) = (0, 0);
     for (shape, whole) in segment_shapes().into_iter().enumerate() {
         assert!(dendro::segment::decode_segment(whole.clone(), None).is_ok());
+        // Counted per shape: a shape whose damage is never noticed fails
+        // even when another shape's was.
+        let (mut read, mut refused) = (0, 0);
         let body = 4..whole.len() - 8;
         for _ in 0..ROUNDS {
             let mut bytes = whole.clone();
@@ -1047,9 +1049,11 @@ fn mutated_segments_of_many_shapes_give_errors_never_traps() {
                 Err(_) => refused += 1,
             }
         }
-        assert!(refused > 0, "shape {shape}: damage was never noticed");
+        assert!(
+            refused > 0,
+            "shape {shape}: damage was never noticed in {read} reads"
+        );
     }
-    assert_eq!(read + refused, 4 * ROUNDS);
 }
 
 #[wasm_bindgen_test]
