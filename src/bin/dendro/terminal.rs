@@ -65,12 +65,12 @@ impl<W: Write> TerminalWriter<W> {
         let mut start = 0;
         for (at, c) in text.char_indices() {
             if affects_terminal(c) && c != '\n' && c != '\t' {
-                self.inner.write_all(text[start..at].as_bytes())?;
+                self.inner.write_all(&text.as_bytes()[start..at])?;
                 write!(self.inner, "{}", c.escape_unicode())?;
                 start = at + c.len_utf8();
             }
         }
-        self.inner.write_all(text[start..].as_bytes())
+        self.inner.write_all(&text.as_bytes()[start..])
     }
 }
 
