@@ -28,7 +28,7 @@ cargo clippy --no-default-features --lib --tests -- -D warnings
 
 # Tests that cannot do their job on this machine say so here (see
 # tests/common/mod.rs, skip) instead of passing quietly.
-rm -rf target/tmp/skipped
+rm -rf "$target_dir/tmp/skipped"
 step "tests (default features)"
 cargo test
 step "tests (reader build)"
@@ -59,9 +59,9 @@ npm run pack:package
 npm run test:package
 
 step "skipped tests"
-if compgen -G "target/tmp/skipped/*.txt" >/dev/null; then
-  echo "$(ls target/tmp/skipped/*.txt | wc -l) test(s) could not run here:"
-  cat target/tmp/skipped/*.txt
+if compgen -G "$target_dir/tmp/skipped/*.txt" >/dev/null; then
+  echo "$(ls "$target_dir"/tmp/skipped/*.txt | wc -l) test(s) could not run here:"
+  cat "$target_dir"/tmp/skipped/*.txt
 else
   echo "none"
 fi
