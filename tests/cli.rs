@@ -641,3 +641,80 @@ fn setup_as_a_user_with_sudo_installs_only_the_builds_tools_through_sudo() {
         "{said}"
     );
 }
+
+#[test]
+fn demo_script_uses_cargo_target_dir_and_rewrites_an_archive_older_than_the_binary() {
+    // scripts/demo.sh beside stand-ins for the build (build-wasm.sh, npm,
+    // cargo) and for the release binary, which logs what it is asked.
+    let dir = tempfile::tempdir().unwrap();
+    let (repo, bin, target) = (
+        dir.path().join("repo"),
+        dir.path().join("bin"),
+        dir.path().join("elsewhere"),
+    );
+    for d in [repo.join("scripts"), bin.clone(), target.join("release")] {
+        std::fs::create_dir_all(d).unwrap();
+    }
+    std::fs::copy(
+        concat!(env!("CARGO_MANIFEST_DIR"), "/scripts/demo.sh"),
+        repo.join("scripts/demo.sh"),
+    )
+    .unwrap();
+    let script = |path: std::path::PathBuf, body: &str| {
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n")).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+    };
+    script(repo.join("scripts/build-wasm.sh"), "true");
+    script(bin.join("npm"), "true");
+    script(bin.join("cargo"), "true");
+    let log = dir.path().join("calls");
+    script(
+        target.join("release/dendro"),
+        &format!(
+            "echo \"$*\" >> '{}'\n[ \"$1\" = demo ] && echo archive > \"$2\"\nexit 0",
+            log.display()
+        ),
+    );
+    let run = || {
+        let _ = std::fs::remove_file(&log);
+        let out = Command::new("bash")
+            .arg(repo.join("scripts/demo.sh"))
+            .env("HOME", dir.path())
+            .env(
+                "PATH",
+                format!("{}:{}", bin.display(), std::env::var("PATH").unwrap()),
+            )
+            .env("CARGO_TARGET_DIR", &target)
+            .env("PORT", "0")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        let calls = std::fs::read_to_string(&log).unwrap_or_default();
+        (calls, String::from_utf8_lossy(&out.stderr).to_string())
+    };
+    let demo = target.join("demo.dendro");
+    let (calls, _) = run();
+    assert_eq!(
+        calls,
+        format!("demo {0}\nserve {0} --port 0\n", demo.display()),
+        "the binary and the archive are in CARGO_TARGET_DIR"
+    );
+    let (calls, said) = run();
+    assert_eq!(calls, format!("serve {} --port 0\n", demo.display()));
+    assert!(
+        said.contains("reusing"),
+        "says it reuses the archive: {said}"
+    );
+    // A binary built after the archive writes it again.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(&demo)
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    let (calls, said) = run();
+    assert!(calls.starts_with("demo "), "{calls} / {said}");
+    assert!(said.contains("newer"), "{said}");
+}
