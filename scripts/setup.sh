@@ -1,47 +1,46 @@
 #!/usr/bin/env bash
-# Installs what a fresh Debian machine with Rust and Node lacks for building
-# and testing dendro. Idempotent: each step is skipped when already done.
+# Installs what a fresh Debian machine with Rust (rustup) and Node lacks for
+# building dendro and its viewer: Debian's clang (SQLite and zstd compiled
+# for wasm32), the wasm32-unknown-unknown target, wasm-bindgen-cli and
+# wasm-pack (cargo install, into ~/.cargo), and the npm packages of the
+# build (node_modules). Nothing of the test suite: scripts/setup-test.sh
+# adds that. Idempotent: each step is skipped when already done.
+#
+#   scripts/setup.sh            install what is missing
+#   scripts/setup.sh --dry-run  print what would be installed, change nothing
+#
+# Runs as any user: apt-get goes through sudo when not root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$HOME/.cargo/bin:$PATH"
+SETUP_NAME=setup
+# shellcheck source=lib/install.sh
+source scripts/lib/install.sh
 
 need_apt=()
 command -v clang >/dev/null || need_apt+=(clang)
-command -v chromium >/dev/null || need_apt+=(chromium)
-command -v chromedriver >/dev/null || need_apt+=(chromium-driver)
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "setup: apt-get install ${need_apt[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-fi
+apt_install "${need_apt[@]}"
 
-rustup target list --installed | grep -qx wasm32-unknown-unknown \
-  || rustup target add wasm32-unknown-unknown
-rustup component list --installed | grep -q '^clippy' || rustup component add clippy
-rustup component list --installed | grep -q '^rustfmt' || rustup component add rustfmt
+if require rustup "install Rust with rustup first"; then
+  rustup target list --installed | grep -qx wasm32-unknown-unknown \
+    || run rustup target add wasm32-unknown-unknown
+fi
 
 # wasm-bindgen's CLI must match the crate pinned in Cargo.toml exactly.
 bindgen_version=$(sed -n 's/^wasm-bindgen = "=\([0-9.]*\)".*/\1/p' Cargo.toml | head -n1)
 [ -n "$bindgen_version" ] || { echo "setup: no wasm-bindgen = \"=x.y.z\" pin in Cargo.toml" >&2; exit 1; }
-if ! wasm-bindgen --version 2>/dev/null | grep -qF "$bindgen_version"; then
-  # Not --locked: its lock file wants a crate version the registry lacks.
-  cargo install wasm-bindgen-cli --version "$bindgen_version"
-fi
-if ! wasm-pack --version 2>/dev/null | grep -qF "0.15.1"; then
-  cargo install wasm-pack --version 0.15.1
-fi
-
-# Unused-dependency check (scripts/test.sh): about 3 minutes of CPU to build.
-if ! cargo-machete --version 2>/dev/null | grep -qF "0.9.2"; then
-  cargo install cargo-machete --version 0.9.2 --locked
+if require cargo "install Rust with rustup first"; then
+  if ! wasm-bindgen --version 2>/dev/null | grep -qF "$bindgen_version"; then
+    # Not --locked: its lock file wants a crate version the registry lacks.
+    run cargo install wasm-bindgen-cli --version "$bindgen_version"
+  fi
+  if ! wasm-pack --version 2>/dev/null | grep -qF "0.15.1"; then
+    run cargo install wasm-pack --version 0.15.1
+  fi
 fi
 
-# DuckDB reads `dendro export` in tests/rewrite/export_duckdb.rs.
-if ! python3 -c 'import duckdb' 2>/dev/null; then
-  python3 -m pip install --quiet duckdb==2.0.0
-fi
-
-if [ -f package-lock.json ]; then
-  [ -d node_modules ] && npm ls --depth=0 >/dev/null 2>&1 || npm ci --no-audit --no-fund
+if [ -f package-lock.json ] && require npm "install Node.js and npm first"; then
+  if ! { [ -d node_modules ] && npm ls --depth=0 >/dev/null 2>&1; }; then
+    run npm ci --no-audit --no-fund
+  fi
 fi

@@ -1,9 +1,11 @@
 //! `dendro export` read by a query engine: two archives exported into one
 //! Hive-partitioned directory, queried with DuckDB (the `duckdb` package
-//! from the Python registry, installed by `scripts/setup.sh`), must give
-//! the row counts and value sums that `dendro cat` prints for every
-//! stream. Without DuckDB the test is recorded as skipped; under `CI=true`
-//! it fails instead, since CI is where the package must be.
+//! from the Python registry, installed by `scripts/setup-test.sh` into a
+//! virtual environment whose interpreter `scripts/test.sh` passes as
+//! DENDRO_PYTHON; python3 otherwise), must give the row counts and value
+//! sums that `dendro cat` prints for every stream. Without DuckDB the test
+//! is recorded as skipped; under `CI=true` it fails instead, since CI is
+//! where the package must be.
 #![cfg(feature = "cli")]
 
 use std::collections::BTreeMap;
@@ -70,8 +72,13 @@ rows = con.execute(
 print(json.dumps([[s, t, str(n), v, ts] for s, t, n, v, ts in rows]))
 "#;
 
+/// The Python with DuckDB: the test suite's venv, or python3.
+fn python() -> String {
+    std::env::var("DENDRO_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
 fn duckdb_available() -> bool {
-    Command::new("python3")
+    Command::new(python())
         .args(["-c", "import duckdb"])
         .output()
         .is_ok_and(|o| o.status.success())
@@ -80,9 +87,12 @@ fn duckdb_available() -> bool {
 #[test]
 fn duckdb_over_an_export_of_two_archives_agrees_with_dendro_cat() {
     if !duckdb_available() {
-        let why = "python3 cannot import duckdb (scripts/setup.sh installs it)";
+        let why = format!(
+            "{} cannot import duckdb (scripts/setup-test.sh installs it in target/venv)",
+            python()
+        );
         assert!(std::env::var("CI").as_deref() != Ok("true"), "{why}");
-        skip("duckdb_over_an_export", why);
+        skip("duckdb_over_an_export", &why);
         return;
     }
     let (_a_dir, a) = copy_fixture(&fixtures_dir().join("a_single_sealed.dendro"));
@@ -104,7 +114,7 @@ fn duckdb_over_an_export_of_two_archives_agrees_with_dendro_cat() {
     let sources: std::collections::BTreeSet<_> = expected.keys().map(|(s, _)| s).collect();
     assert!(sources.len() >= 3, "{expected:?}");
 
-    let out = Command::new("python3")
+    let out = Command::new(python())
         .args(["-c", QUERY, export.to_str().unwrap()])
         .output()
         .unwrap();

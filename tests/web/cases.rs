@@ -577,7 +577,7 @@ fn random_damage_to_a_segment_footer_never_traps() {
         state ^= state << 17;
         state
     };
-    let (mut failed, mut read) = (0, 0);
+    let (mut failed, mut changed) = (0, 0);
     for round in 0..300 {
         let bytes = damaged(&f, |s| {
             let end = s.len() - 8;
@@ -587,16 +587,28 @@ fn random_damage_to_a_segment_footer_never_traps() {
                 s[at] = next() as u8;
             }
         });
+        changed += usize::from(bytes.as_slice() != f.bytes);
         let archive = open_bytes(&bytes, &format!("fuzz_{round}.dendro")).unwrap();
-        match archive.read_segment(1.0, "temps", 0.0, None) {
-            Ok(_) => read += 1,
-            Err(e) => {
-                assert_eq!(kind(&e), "Segment", "{}", message(&e));
-                failed += 1;
-            }
+        if let Err(e) = archive.read_segment(1.0, "temps", 0.0, None) {
+            assert_eq!(kind(&e), "Segment", "{}", message(&e));
+            failed += 1;
         }
+        // Whatever the damaged segment did, the engine still reads the
+        // segment next to it.
+        let ok = archive.read_segment(1.0, "temps", 1.0, None).unwrap();
+        assert_eq!(get(&ok, "rows").as_f64(), Some(40.0), "round {round}");
     }
-    assert_eq!(failed + read, 300);
+    // The damage must have reached the decoder: most rounds change the
+    // footer, and some of those are refused. A fuzz whose every round
+    // reads cleanly tested nothing.
+    assert!(
+        changed >= 250,
+        "only {changed} of 300 rounds changed a byte"
+    );
+    assert!(
+        failed >= 30,
+        "only {failed} of 300 damaged footers were refused"
+    );
 }
 
 #[wasm_bindgen_test]
@@ -989,9 +1001,11 @@ fn mutated_segments_of_many_shapes_give_errors_never_traps() {
         state ^= state << 17;
         state
     };
-    let (mut read, mut refused) = (0, 0);
     for (shape, whole) in segment_shapes().into_iter().enumerate() {
         assert!(dendro::segment::decode_segment(whole.clone(), None).is_ok());
+        // Counted per shape: a shape whose damage is never noticed fails
+        // even when another shape's was.
+        let (mut read, mut refused) = (0, 0);
         let body = 4..whole.len() - 8;
         for _ in 0..ROUNDS {
             let mut bytes = whole.clone();
@@ -1035,9 +1049,11 @@ fn mutated_segments_of_many_shapes_give_errors_never_traps() {
                 Err(_) => refused += 1,
             }
         }
-        assert!(refused > 0, "shape {shape}: damage was never noticed");
+        assert!(
+            refused > 0,
+            "shape {shape}: damage was never noticed in {read} reads"
+        );
     }
-    assert_eq!(read + refused, 4 * ROUNDS);
 }
 
 #[wasm_bindgen_test]

@@ -179,6 +179,9 @@ function sizes(outDir, what) {
   return { js, wasm };
 }
 
+// A prerequisite missing is a failure, not a quiet skip of everything below.
+it("has what it needs to run", () => assert.equal(why, null, why ?? ""));
+
 describe("the npm package in a dashboard", { skip: why ?? false }, () => {
   let dir;
   let browser;

@@ -130,6 +130,9 @@ async function fragmentedDemoPage() {
   return page;
 }
 
+// A prerequisite missing is a failure, not a quiet skip of everything below.
+it("has what it needs to run", () => assert.equal(missing, null, missing ?? ""));
+
 describe("an archive read in place", { skip: missing ?? false }, () => {
   it("reads every shared fixture as it reads the whole file: dropped and over HTTP", T, async () => {
     const fixtures = await soundFixtures();

@@ -153,6 +153,9 @@ function assertDrawn(plots, env, what) {
   }
 }
 
+// A prerequisite missing is a failure, not a quiet skip of everything below.
+it("has what it needs to run", () => assert.equal(missing, null, missing ?? ""));
+
 describe("a plot's preview from footer statistics", { skip: missing ?? false }, () => {
   it("draws the preview, then the exact envelope in place; a zoom meanwhile ends exact for the new window", T, async () => {
     const page = await newPage(browser, { viewport: { width: 1440, height: 1100 } });

@@ -75,6 +75,9 @@ describe("a dropped file that changes on disk", () => {
     await server?.close();
   });
 
+  // A prerequisite missing is a failure, not a quiet skip of everything below.
+  it("has what it needs to run", () => assert.equal(missing, null, missing ?? ""));
+
   it("is offered for reload, and reloads in the same tab", T, async () => {
     const page = await newPage(browser);
     await fakeHandles(page);

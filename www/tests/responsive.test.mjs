@@ -39,6 +39,9 @@ describe("responsive views", () => {
     await server?.close();
   });
 
+  // A prerequisite missing is a failure, not a quiet skip of everything below.
+  it("has what it needs to run", () => assert.equal(missing, null, missing ?? ""));
+
   it("builds a bounded number of cells for a 500-column table, and the far columns when scrolled to", { ...T, skip: !!missing }, async () => {
     const page = await newPage(browser);
     await page.goto(server.url + "/");

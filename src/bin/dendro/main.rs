@@ -1,10 +1,12 @@
-//! `dendro`: inspect, verify, read and serve archives from the command line.
+//! `dendro`: inspect, verify, read, write, rewrite, replicate and serve
+//! archives from the command line.
 //!
 //! Parsing and presentation only; every answer comes from the library.
 //! Exit codes: 0 success, 1 verify found problems, 2 the file was refused
 //! or the command failed (the message names the file and the cause).
+//! Whatever came from a file is printed through `terminal`.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -12,6 +14,7 @@ mod replicate;
 mod rewrite;
 mod serve;
 mod snapshot;
+mod terminal;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use dendro::container::{sniff, FileKind};
@@ -19,7 +22,11 @@ use dendro::read::{self, Description, Tail};
 use dendro::{Archive, Error};
 
 #[derive(Parser)]
-#[command(name = "dendro", version, about = "Inspect and read dendro archives")]
+#[command(
+    name = "dendro",
+    version,
+    about = "Inspect, verify, read, write, rewrite, replicate and serve dendro archives"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -163,11 +170,29 @@ enum Failure {
     Error(String),
     /// The file was refused and the output already says why.
     Refused,
+    /// Whoever read the output stopped reading (`| head`): not a failure.
+    OutputClosed,
 }
 
 impl From<Error> for Failure {
     fn from(e: Error) -> Failure {
-        Failure::Error(e.to_string())
+        match e {
+            // Told by the I/O error's kind, never by its words: a file
+            // named "Broken pipe.dendro" is no closed pipe.
+            Error::Io { source, .. } if source.kind() == std::io::ErrorKind::BrokenPipe => {
+                Failure::OutputClosed
+            }
+            e => Failure::Error(e.to_string()),
+        }
+    }
+}
+
+/// A failed write to standard output.
+fn output_failed(e: std::io::Error) -> Failure {
+    if e.kind() == std::io::ErrorKind::BrokenPipe {
+        Failure::OutputClosed
+    } else {
+        Failure::Error(format!("stdout: {e}"))
     }
 }
 
@@ -211,10 +236,10 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Unsound) => ExitCode::from(1),
         Err(Failure::Refused) => ExitCode::from(2),
-        // A reader that stopped early (`| head`) is not a failure.
-        Err(Failure::Error(message)) if message.contains("Broken pipe") => ExitCode::SUCCESS,
+        Err(Failure::OutputClosed) => ExitCode::SUCCESS,
         Err(Failure::Error(message)) => {
-            eprintln!("dendro: {message}");
+            // Messages quote labels, names and SQLite's words about the file.
+            eprintln!("dendro: {}", terminal::safe(&message));
             ExitCode::from(2)
         }
     }
@@ -222,7 +247,8 @@ fn main() -> ExitCode {
 
 fn run_sniff(file: &PathBuf) -> Result<(), Failure> {
     let kind = sniff(file)?;
-    println!("{}: {kind}", file.display());
+    let line = format!("{}: {kind}", file.display());
+    writeln!(std::io::stdout(), "{}", terminal::safe(&line)).map_err(output_failed)?;
     if matches!(kind, FileKind::Archive { .. }) && kind.is_readable() {
         return Ok(());
     }
@@ -235,12 +261,18 @@ fn run_describe(file: &PathBuf, json: bool, all: bool) -> Result<(), Failure> {
     let description = read::describe(&archive)?;
     let mut out = std::io::stdout().lock();
     if json {
-        serde_json::to_writer(&mut out, &description).map_err(|e| Failure::Error(e.to_string()))?;
-        writeln!(out).ok();
+        serde_json::to_writer(&mut out, &description).map_err(|e| {
+            if e.is_io() {
+                output_failed(e.into())
+            } else {
+                Failure::Error(e.to_string())
+            }
+        })?;
+        writeln!(out).map_err(output_failed)?;
     } else {
         let limits = if all { Limits::NONE } else { Limits::TERMINAL };
         print_description(&mut out, &file.display().to_string(), &description, limits)
-            .map_err(|e| Failure::Error(e.to_string()))?;
+            .map_err(output_failed)?;
     }
     Ok(())
 }
@@ -288,7 +320,8 @@ fn print_description(
     let streams: usize = d.sources.iter().map(|s| s.streams.len()).sum();
     writeln!(
         out,
-        "{file}: {} bytes, schema v{}, {} source(s), {streams} stream(s)",
+        "{}: {} bytes, schema v{}, {} source(s), {streams} stream(s)",
+        terminal::safe(file),
         d.file_bytes,
         d.schema_version,
         d.sources.len()
@@ -308,7 +341,10 @@ fn print_description(
             out,
             "\nsource {} {} [{}{}]{}",
             source.id,
-            source.uuid.as_deref().unwrap_or("(no uuid)"),
+            source
+                .uuid
+                .as_deref()
+                .map_or("(no uuid)".into(), |u| ellipsize(u, 80)),
             labels.join(", "),
             if more_labels > 0 {
                 format!(", … {more_labels} more")
@@ -387,24 +423,13 @@ fn print_description(
     Ok(())
 }
 
-/// Makes a string from a file safe for a terminal: control and
-/// bidirectional-override characters are shown as escapes, and long values
-/// are cut.
+/// Makes a string from a file safe for a terminal (`terminal::safe`), and
+/// cuts a long one.
 fn ellipsize(text: &str, max: usize) -> String {
-    let bidi = |c: char| matches!(c, '\u{200e}' | '\u{200f}' | '\u{061c}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}');
-    let escaped: String = text
-        .chars()
-        .map(|c| {
-            if c.is_control() || bidi(c) {
-                c.escape_unicode().to_string()
-            } else {
-                c.to_string()
-            }
-        })
-        .collect();
+    let escaped = terminal::safe(text);
     match escaped.char_indices().nth(max) {
         Some((cut, _)) => format!("{}… ({} bytes)", &escaped[..cut], text.len()),
-        None => escaped,
+        None => escaped.into_owned(),
     }
 }
 
@@ -435,28 +460,29 @@ fn timefmt(ns: i64) -> String {
 fn run_verify(file: &PathBuf, json: bool) -> Result<(), Failure> {
     let archive = Archive::open(file)?;
     let report = archive.verify()?;
+    let name = file.display().to_string();
+    let name = terminal::safe(&name);
+    let mut out = std::io::stdout().lock();
     if json {
-        println!(
-            "{}",
-            serde_json::to_string(&report).map_err(|e| Failure::Error(e.to_string()))?
-        );
+        let text = serde_json::to_string(&report).map_err(|e| Failure::Error(e.to_string()))?;
+        writeln!(out, "{text}").map_err(output_failed)?;
     } else if report.sound {
-        println!(
-            "{}: sound ({} sources, {} streams, {} segments, {} WAL rows)",
-            file.display(),
-            report.sources,
-            report.streams,
-            report.segments,
-            report.wal_rows
-        );
+        writeln!(
+            out,
+            "{name}: sound ({} sources, {} streams, {} segments, {} WAL rows)",
+            report.sources, report.streams, report.segments, report.wal_rows
+        )
+        .map_err(output_failed)?;
     } else {
-        println!("{}: {} problem(s)", file.display(), report.problems.len());
+        writeln!(out, "{name}: {} problem(s)", report.problems.len()).map_err(output_failed)?;
         for p in &report.problems {
-            println!("  {:?}: {}", p.kind, p.message);
+            // SQLite's integrity messages name the file's own indexes.
+            writeln!(out, "  {:?}: {}", p.kind, terminal::safe(&p.message))
+                .map_err(output_failed)?;
         }
     }
     if let (false, Some(note)) = (json, report.note()) {
-        println!("  note: {note}");
+        writeln!(out, "  note: {}", terminal::safe(&note)).map_err(output_failed)?;
     }
     if report.sound {
         Ok(())
@@ -549,13 +575,19 @@ fn run_cat(
         }
         .into());
     }
+    // On a terminal, values are shown with their escape sequences and bidi
+    // controls escaped; piped or redirected, the rows are exact.
     let stdout = std::io::stdout().lock();
-    let mut sink = RowSink::new(format, stdout);
+    let out: Box<dyn Write> = if std::io::stdout().is_terminal() {
+        Box::new(terminal::TerminalWriter::new(stdout))
+    } else {
+        Box::new(stdout)
+    };
+    let mut sink = RowSink::new(format, out);
     for record in &range.segments {
         let bytes = read::segment_bytes(&archive, source.id, stream, record.seq)?;
         for batch in read::decode(&archive, record, bytes, None)? {
-            sink.write(&batch)
-                .map_err(|e| Failure::Error(format!("{}: {e}", archive.file())))?;
+            sink.write(&batch).map_err(|e| rows_failed(&archive, e))?;
         }
     }
     if let Tail::Materialized(tail) = &range.tail {
@@ -566,22 +598,30 @@ fn run_cat(
             ))
         })?;
         for batch in batches {
-            sink.write(&batch)
-                .map_err(|e| Failure::Error(format!("{}: {e}", archive.file())))?;
+            sink.write(&batch).map_err(|e| rows_failed(&archive, e))?;
         }
     }
-    sink.finish()
-        .map_err(|e| Failure::Error(format!("{}: {e}", archive.file())))?;
+    sink.finish().map_err(|e| rows_failed(&archive, e))?;
     if let Tail::Unread(span) = range.tail {
         eprintln!(
-            "dendro: {} live row(s) of {stream:?} from {} to {} were not read: \
+            "dendro: {} live row(s) of {} from {} to {} were not read: \
              they are committed but need the writer's encoder to decode",
             span.rows,
+            terminal::safe(&format!("{stream:?}")),
             timefmt(span.first_ts),
             timefmt(span.last_ts)
         );
     }
     Ok(())
+}
+
+/// A failure writing rows: the output closing is told apart by the I/O
+/// error's kind.
+fn rows_failed(archive: &Archive, e: arrow_schema::ArrowError) -> Failure {
+    match e {
+        arrow_schema::ArrowError::IoError(_, io) => output_failed(io),
+        e => Failure::Error(format!("{}: {e}", archive.file())),
+    }
 }
 
 /// Writes decoded batches as JSON lines or CSV, generic over any columns.

@@ -207,7 +207,8 @@ pub fn run_subscribe(args: SubscribeArgs) -> Result<(), Failure> {
         };
         stop_on_signals();
         subscribe_tcp_with(&mut subscriber, addr, &options, &STOP, &mut progress, |e| {
-            eprintln!("{e}; reconnecting")
+            // A peer's words and names pass through the message.
+            eprintln!("{}; reconnecting", crate::terminal::safe(&e.to_string()))
         })?;
     } else if let Some(path) = &args.from.from {
         let name = path.display().to_string();
