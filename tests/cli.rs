@@ -700,11 +700,17 @@ fn demo_script_uses_cargo_target_dir_and_rewrites_an_archive_older_than_the_bina
     let (calls, _) = run();
     assert_eq!(
         calls,
-        format!("demo {0}\nserve {0} --root www/dist --port 0\n", demo.display()),
+        format!(
+            "demo {0}\nserve {0} --root www/dist --port 0\n",
+            demo.display()
+        ),
         "the binary and the archive are in CARGO_TARGET_DIR"
     );
     let (calls, said) = run();
-    assert_eq!(calls, format!("serve {} --root www/dist --port 0\n", demo.display()));
+    assert_eq!(
+        calls,
+        format!("serve {} --root www/dist --port 0\n", demo.display())
+    );
     assert!(
         said.contains("reusing"),
         "says it reuses the archive: {said}"
