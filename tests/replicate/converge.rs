@@ -54,6 +54,11 @@ fn sealed(source: &SourceWriter, from: i64, to: i64) {
     source.sync().unwrap();
 }
 
+/// Finalizes the origin's source with its last clock observation at `ts`.
+fn finalized(source: SourceWriter, ts: i64) {
+    source.finalize(ClockOffset { ts, offset_ns: 3 }).unwrap();
+}
+
 fn compact_rows(path: &Path, rows: u64) {
     let spec = CompactSpec {
         target: Target::Rows(rows),
@@ -146,12 +151,7 @@ fn a_replica_whose_watermark_lies_inside_a_merged_run_converges_over_a_catch_up_
     sealed(&source, 21, 30);
     sealed(&source, 31, 40);
     append(&source, 41, 45);
-    source
-        .finalize(ClockOffset {
-            ts: 45,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 45);
     writer.join().unwrap();
     compact_rows(&origin_path, 1000);
     assert_eq!(segment_spans(&origin_path), vec![(1, 40)]);
@@ -182,12 +182,7 @@ fn a_merged_run_holding_unshipped_segments_is_shipped_on_a_live_connection() {
     sealed(&source, 21, 30);
     sealed(&source, 31, 40);
     append(&source, 41, 45);
-    source
-        .finalize(ClockOffset {
-            ts: 45,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 45);
     writer.join().unwrap();
     compact_rows(&origin_path, 1000);
     for frame in publisher.poll().unwrap() {
@@ -217,12 +212,7 @@ fn a_subscriber_over_tcp_converges_after_its_origin_compacts_before_and_during_t
     sealed(&source, 26, 30);
     sealed(&source, 31, 40);
     append(&source, 41, 45);
-    source
-        .finalize(ClockOffset {
-            ts: 45,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 45);
     writer.join().unwrap();
     compact_rows(&origin_path, 30);
     assert_eq!(segment_spans(&origin_path), vec![(1, 30), (31, 40)]);
@@ -249,12 +239,7 @@ fn uuidless_origin(path: &Path) {
     let (writer, source) = origin(path);
     sealed(&source, 1, 10);
     append(&source, 11, 15);
-    source
-        .finalize(ClockOffset {
-            ts: 15,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 15);
     writer.join().unwrap();
     let conn = rusqlite::Connection::open(path).unwrap();
     conn.execute("UPDATE sources SET uuid = NULL", []).unwrap();
@@ -357,12 +342,7 @@ fn metadata_changed_at_the_origin_reaches_a_connected_replica_without_reconnect(
     stop.store(true, Ordering::Relaxed);
     let applied = subscriber.join().unwrap();
     assert!(applied.restated >= 1, "{applied:?}");
-    source
-        .finalize(ClockOffset {
-            ts: 15,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 15);
     writer.join().unwrap();
 }
 
@@ -372,12 +352,7 @@ fn a_second_handshake_writes_labels_metadata_and_a_resume_to_the_replica_file() 
     let (origin_path, replica_path) = paths(&dir);
     let (writer, source) = origin(&origin_path);
     sealed(&source, 1, 10);
-    source
-        .finalize(ClockOffset {
-            ts: 10,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 10);
     writer.join().unwrap();
     let frames = decode_all(&catch_up_stream(&origin_path));
     let mut sub = Subscriber::open(&replica_path, fixture_encoder()).unwrap();
@@ -435,12 +410,7 @@ fn projected_origin(dir: &tempfile::TempDir) -> (PathBuf, PathBuf, PathBuf) {
     sealed(&source, 1, 10);
     sealed(&source, 11, 20);
     append(&source, 21, 25);
-    source
-        .finalize(ClockOffset {
-            ts: 25,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 25);
     writer.join().unwrap();
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
     let projected = dir.path().join("projected.dendro");
@@ -500,12 +470,7 @@ fn a_replica_follows_its_origin_finalized_then_resumed_in_a_new_session() {
     let (writer, source) = origin(&origin_path);
     let uuid = source.uuid().to_string();
     sealed(&source, 1, 10);
-    source
-        .finalize(ClockOffset {
-            ts: 10,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 10);
     writer.join().unwrap();
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
     assert!(replica_source(&replica_path).unwrap().complete);
@@ -518,12 +483,7 @@ fn a_replica_follows_its_origin_finalized_then_resumed_in_a_new_session() {
     assert_replica(&origin_path, &replica_path);
     assert!(!replica_source(&replica_path).unwrap().complete);
     // Finalized again: so is the replica.
-    source
-        .finalize(ClockOffset {
-            ts: 115,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 115);
     writer.join().unwrap();
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
     assert_replica(&origin_path, &replica_path);
@@ -552,12 +512,7 @@ fn a_replica_keeps_what_its_origin_evicted_and_goes_on_following_it() {
         segment_spans(&replica_path),
         vec![(1, 10), (11, 20), (21, 30)]
     );
-    source
-        .finalize(ClockOffset {
-            ts: 30,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 30);
     writer.join().unwrap();
 }
 
@@ -571,12 +526,7 @@ fn a_replica_cut_differently_from_its_origin_converges_to_its_cuts() {
     sealed(&source, 16, 20);
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
     sealed(&source, 21, 25);
-    source
-        .finalize(ClockOffset {
-            ts: 25,
-            offset_ns: 3,
-        })
-        .unwrap();
+    finalized(source, 25);
     writer.join().unwrap();
     // Each side compacts on its own, cutting the stream at other places:
     // the origin's 16..=25 straddles the start of the replica's 1..=20.
