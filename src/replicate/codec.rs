@@ -6,6 +6,8 @@
 //! wrong magic, an unknown version, an oversized length, a non-0/1 bool,
 //! bytes left over in a payload, a digest that does not match.
 
+use std::io::Read;
+
 use crate::catalog::Labels;
 use crate::error::{Error, Result, WireProblem};
 
@@ -32,6 +34,9 @@ pub const MAX_ROW_BYTES: u64 = 16 << 20;
 /// most a compaction merges into one: a seal of a larger tail is cut into
 /// several segments at row boundaries, so every `Segment` frame fits.
 pub const MAX_SEGMENT_BYTES: u64 = 32 << 20;
+/// How much of a frame's body is set aside before its bytes arrive; the
+/// rest grows as they do.
+const FIRST_BODY_STEP: usize = 1 << 20;
 /// Bytes a `Rows` frame takes before its first row: length, kind, source,
 /// seq, index state, count.
 pub const ROWS_FRAME_OVERHEAD: u64 = 4 + 1 + 4 + 8 + 16 + 4;
@@ -796,12 +801,17 @@ impl<R: std::io::Read> FrameReader<R> {
             if len > MAX_FRAME_BYTES {
                 return Err(fail(WireProblem::TooLong(len)));
             }
-            let mut body = vec![0u8; len as usize];
-            let got = read_full(&mut self.input, &mut body)
+            // The body grows as its bytes arrive: a peer that claims a
+            // frame of the largest size and then sends nothing costs a
+            // first step, not the whole claim.
+            let mut body = Vec::with_capacity((len as usize).min(FIRST_BODY_STEP));
+            let got = (&mut self.input)
+                .take(len as u64)
+                .read_to_end(&mut body)
                 .map_err(|e| Error::io(&self.name, "cannot read a frame", e))?;
-            if got < body.len() {
+            if got < len as usize {
                 return Err(fail(WireProblem::Truncated {
-                    needed: 4 + body.len(),
+                    needed: 4 + len as usize,
                     got: 4 + got,
                 }));
             }

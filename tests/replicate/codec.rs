@@ -100,6 +100,44 @@ fn a_length_above_the_limit_is_refused_before_reading_its_body() {
     }
 }
 
+/// A stream that hands out its bytes and records the largest buffer a
+/// reader offered it: how much the reader set aside at once.
+struct Watched {
+    bytes: std::io::Cursor<Vec<u8>>,
+    largest_offer: usize,
+}
+
+impl std::io::Read for Watched {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        self.largest_offer = self.largest_offer.max(buf.len());
+        self.bytes.read(buf)
+    }
+}
+
+#[test]
+fn a_frame_claiming_the_largest_size_costs_what_arrives_not_what_it_claims() {
+    // A peer announces a frame of the limit's size and sends 3 bytes of it.
+    let mut stream = preamble().to_vec();
+    stream.extend_from_slice(&MAX_FRAME_BYTES.to_le_bytes());
+    stream.extend_from_slice(&[KIND_SEGMENT, 0, 0]);
+    let mut watched = Watched {
+        bytes: std::io::Cursor::new(stream),
+        largest_offer: 0,
+    };
+    let mut reader = FrameReader::new(&mut watched, "peer").unwrap();
+    let problem = problem_of(reader.next_frame().unwrap_err());
+    assert!(
+        matches!(problem, WireProblem::Truncated { got: 7, .. }),
+        "{problem:?}"
+    );
+    drop(reader);
+    assert!(
+        watched.largest_offer <= 1 << 20,
+        "{} bytes set aside for a frame of which 3 arrived",
+        watched.largest_offer
+    );
+}
+
 #[test]
 fn a_payload_with_bytes_left_over_is_refused() {
     for frame in one_of_each() {
