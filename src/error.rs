@@ -214,6 +214,9 @@ impl fmt::Display for ReadOnly {
 /// What is wrong with a replication stream (`WIRE.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum WireProblem {
+    /// The stream ended before its first byte: the peer closed the
+    /// connection at once (or the file is empty).
+    Empty,
     /// The stream does not start with `dendro-repl\0`; what it started with.
     WrongMagic(Vec<u8>),
     /// A protocol version this build does not speak.
@@ -249,6 +252,11 @@ pub enum WireProblem {
 impl fmt::Display for WireProblem {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
+            WireProblem::Empty => write!(
+                f,
+                "the stream is empty: the peer closed it before sending anything (a publisher \
+                 already serving as many subscribers as it allows closes a new one at once)"
+            ),
             WireProblem::WrongMagic(seen) => write!(
                 f,
                 "not a dendro replication stream: it starts with {:?}, not \"dendro-repl\\0\"",

@@ -702,6 +702,9 @@ impl<R: std::io::Read> FrameReader<R> {
             offset: 0,
             problem,
         };
+        if got == 0 {
+            return Err(fail(WireProblem::Empty));
+        }
         if got < MAGIC.len() || head[..MAGIC.len()] != MAGIC {
             return Err(fail(WireProblem::WrongMagic(
                 head[..got.min(MAGIC.len())].to_vec(),

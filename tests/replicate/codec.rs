@@ -241,8 +241,10 @@ fn every_frame_cut_at_every_byte_is_a_truncation_and_yields_nothing() {
         }
     }
     // The preamble itself, cut: a short magic is a wrong magic, a short
-    // version a truncation.
-    for cut in 0..preamble().len() {
+    // version a truncation, nothing at all an empty stream.
+    let err = FrameReader::new(&preamble()[..0], "cut.bin").unwrap_err();
+    assert_eq!(problem_of(err), WireProblem::Empty);
+    for cut in 1..preamble().len() {
         let err = FrameReader::new(&preamble()[..cut], "cut.bin").unwrap_err();
         assert!(matches!(
             problem_of(err),

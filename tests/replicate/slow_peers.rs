@@ -416,6 +416,15 @@ fn subscribers_past_the_cap_are_refused_and_the_publisher_serves_on() {
         "a third subscriber was served past a cap of two"
     );
     assert!(logged(&lines, &third_name), "{:?}", lines.lock().unwrap());
+    // What a subscriber refused this way is told: an empty stream, not a
+    // stream that is not dendro's.
+    let fourth = TcpStream::connect(addr).unwrap();
+    match dendro::replicate::FrameReader::new(fourth, "publisher") {
+        Err(dendro::Error::Wire { problem, .. }) => {
+            assert_eq!(problem, dendro::WireProblem::Empty)
+        }
+        other => panic!("expected an empty stream, got {other:?}"),
+    }
     // A place frees up when a subscriber leaves, and the publisher is
     // still there to give it out.
     drop(first);
