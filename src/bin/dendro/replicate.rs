@@ -272,16 +272,18 @@ impl Progress {
             let lag = lag_ns.map_or("-".to_string(), |ns| format!("{:.3} s", ns as f64 / 1e9));
             let _ = writeln!(
                 out,
-                "frames {}  bytes {}  segments {} (held {})  rows {} (held {}, skipped {})  \
-                 index {}  gaps {}  lag {lag}",
+                "frames {}  bytes {}  segments {} (held {}, {} replaced)  rows {} (held {}, \
+                 skipped {})  index {}  sources restated {}  gaps {}  lag {lag}",
                 applied.frames,
                 bytes,
                 applied.segments,
                 applied.segments_held,
+                applied.segments_replaced,
                 applied.rows,
                 applied.rows_held,
                 applied.rows_skipped,
                 applied.index_entries,
+                applied.restated,
                 applied.gaps,
             );
         }
