@@ -491,6 +491,9 @@ fn serve_peer(
     conn.set_nonblocking(false)
         .map_err(|e| Error::io(&name, "cannot set up the connection", e))?;
     let _ = conn.set_nodelay(true);
+    // Best effort: without it a vanished peer is only noticed when its
+    // socket buffer fills, which heartbeats take hours to do.
+    let _ = unacked_limit(&conn, options.write_timeout);
     let mut publisher = Publisher::new(Archive::open(archive)?);
     let mut peer = Peer {
         conn,
@@ -498,6 +501,37 @@ fn serve_peer(
         timeout: options.write_timeout,
     };
     publish(&mut publisher, &mut peer, options, stop)
+}
+
+/// Bounds how long bytes sent to a peer may stay unacknowledged before the
+/// kernel gives up on the connection (`TCP_USER_TIMEOUT`): a peer that
+/// vanished without a reset (a host powered off, a cable pulled) is then
+/// dropped after `limit` although every heartbeat still fits its socket
+/// buffer, rather than after the kernel's own retries of about 15 minutes.
+#[cfg(target_os = "linux")]
+fn unacked_limit(conn: &TcpStream, limit: Duration) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let ms = libc::c_uint::try_from(limit.as_millis()).unwrap_or(libc::c_uint::MAX);
+    // SAFETY: the descriptor is the live socket `conn` owns, and the value
+    // is a `c_uint` of the size passed, as TCP_USER_TIMEOUT takes.
+    let done = unsafe {
+        libc::setsockopt(
+            conn.as_raw_fd(),
+            libc::IPPROTO_TCP,
+            libc::TCP_USER_TIMEOUT,
+            (&ms as *const libc::c_uint).cast(),
+            std::mem::size_of::<libc::c_uint>() as libc::socklen_t,
+        )
+    };
+    match done {
+        0 => Ok(()),
+        _ => Err(std::io::Error::last_os_error()),
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn unacked_limit(_: &TcpStream, _: Duration) -> std::io::Result<()> {
+    Ok(())
 }
 
 /// Capped, jittered exponential back-off between reconnects.
@@ -659,5 +693,59 @@ impl Read for Watched<'_> {
                 Err(e) => return Err(e),
             }
         }
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+    use std::os::fd::AsRawFd;
+
+    fn unacked_limit_of(conn: &TcpStream) -> u32 {
+        let mut ms: libc::c_uint = 0;
+        let mut len = std::mem::size_of::<libc::c_uint>() as libc::socklen_t;
+        // SAFETY: a live socket, and a `c_uint` with its size.
+        let done = unsafe {
+            libc::getsockopt(
+                conn.as_raw_fd(),
+                libc::IPPROTO_TCP,
+                libc::TCP_USER_TIMEOUT,
+                (&mut ms as *mut libc::c_uint).cast(),
+                &mut len,
+            )
+        };
+        assert_eq!(done, 0, "{}", std::io::Error::last_os_error());
+        ms
+    }
+
+    #[test]
+    fn a_peer_gets_as_long_to_acknowledge_what_was_sent_as_to_take_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let archive = dir.path().join("a.dendro");
+        let writer = crate::Writer::create(&archive, crate::replicate::VerbatimOnly).unwrap();
+        writer.join().unwrap();
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = TcpStream::connect(listener.local_addr().unwrap()).unwrap();
+        let (conn, _) = listener.accept().unwrap();
+        let watched = conn.try_clone().unwrap();
+        assert_eq!(
+            unacked_limit_of(&watched),
+            0,
+            "the kernel's default to start with"
+        );
+        let options = PublishOptions {
+            write_timeout: Duration::from_millis(7_500),
+            interval: Duration::from_millis(10),
+            ..PublishOptions::default()
+        };
+        let stop: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
+        let served =
+            std::thread::spawn(move || serve_peer(&archive, conn, "peer".into(), &options, stop));
+        // The preamble arrives once the connection is set up.
+        let mut head = [0u8; 4];
+        (&client).read_exact(&mut head).unwrap();
+        assert_eq!(unacked_limit_of(&watched), 7_500);
+        stop.store(true, Ordering::Relaxed);
+        served.join().unwrap().unwrap();
     }
 }
