@@ -12,9 +12,8 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use dendro::container::lazy::{
-    serve_payloads, ByteSource, InPlace, LazyConfig, LazyFile, SourceFailure,
-};
+use dendro::container::serve_payloads;
+use dendro::pager::{ByteSource, InPlace, LazyConfig, LazyFile, SourceFailure};
 use dendro::Archive;
 
 /// The archive's bytes as the lazy file's source (the file counts reads).

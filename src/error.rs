@@ -525,7 +525,7 @@ pub enum Error {
         /// The file.
         file: String,
         /// What the source said.
-        cause: crate::container::lazy::SourceFailure,
+        cause: crate::pager::SourceFailure,
     },
     /// A condition that usually clears by itself (a lock held elsewhere, a
     /// full disk) outlasted the writer's retries, so the tick was dropped.
@@ -605,8 +605,8 @@ impl Error {
             Error::NotFound { .. } | Error::Invalid { .. } => EngineKind::NotFound,
             Error::Segment { .. } => EngineKind::Segment,
             Error::Source { cause, .. } => match cause {
-                crate::container::lazy::SourceFailure::Changed(_) => EngineKind::Changed,
-                crate::container::lazy::SourceFailure::Unreadable(_) => EngineKind::Unreadable,
+                crate::pager::SourceFailure::Changed(_) => EngineKind::Changed,
+                crate::pager::SourceFailure::Unreadable(_) => EngineKind::Unreadable,
             },
             _ => EngineKind::Internal,
         }

@@ -29,6 +29,7 @@ pub mod catalog;
 pub mod container;
 pub mod error;
 pub mod keys;
+pub mod pager;
 pub mod read;
 pub mod replicate;
 pub mod reserved;

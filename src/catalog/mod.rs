@@ -258,7 +258,7 @@ pub struct Payload<'s> {
     file: &'s str,
     /// For an archive read in place: the payload read by range, outside
     /// SQLite, where its place in the file is proven.
-    in_place: Option<crate::container::lazy::InPlacePayload>,
+    in_place: Option<crate::pager::InPlacePayload>,
 }
 
 impl Payload<'_> {
@@ -273,7 +273,7 @@ impl Payload<'_> {
     }
 
     /// The payload's reader by range, when its archive is read in place.
-    pub fn in_place(&self) -> Option<&crate::container::lazy::InPlacePayload> {
+    pub fn in_place(&self) -> Option<&crate::pager::InPlacePayload> {
         self.in_place.as_ref()
     }
 
@@ -295,12 +295,12 @@ impl Payload<'_> {
         // archive read in place may fetch that walk at once. A read further
         // on skips the pages before it by their pointer-map entries.
         let walk = if offset == 0 { buf.len() as u64 } else { 0 };
-        crate::container::lazy::expect_walk(walk);
+        crate::pager::expect_walk(walk);
         let read = self
             .blob
             .read_at_exact(buf, offset)
             .ctx(self.file, "cannot read a segment's payload");
-        crate::container::lazy::expect_walk(0);
+        crate::pager::expect_walk(0);
         read
     }
 }
@@ -576,12 +576,10 @@ impl Snapshot<'_> {
             .conn
             .blob_open(rusqlite::MAIN_DB, "segments", "bytes", rowid, true)
             .ctx(self.file, what)?;
-        let in_place = crate::container::lazy::in_place_payload(
-            self.conn.path(),
-            rowid,
-            blob.len() as u64,
-            |head| blob.read_at_exact(head, 0).is_ok(),
-        );
+        let in_place =
+            crate::pager::in_place_payload(self.conn.path(), rowid, blob.len() as u64, |head| {
+                blob.read_at_exact(head, 0).is_ok()
+            });
         Ok(Payload {
             blob,
             file: self.file,

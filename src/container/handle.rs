@@ -7,6 +7,8 @@ use std::path::{Path, PathBuf};
 use rusqlite::OpenFlags;
 use rusqlite::{Connection, TransactionBehavior};
 
+#[cfg(not(target_arch = "wasm32"))]
+use super::paths::{file_uri, sidecar_path};
 use super::schema::{check_catalog, CatalogShape};
 use super::{pragmas, sniff_bytes, HEADER_BYTES};
 use crate::error::{Error, Result, SqlContext};
@@ -282,29 +284,6 @@ fn needs_immutable(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(ErrorCode::CannotOpen) | Some(ErrorCode::ReadOnly)
     )
-}
-
-#[cfg(not(target_arch = "wasm32"))]
-pub(crate) fn sidecar_path(path: &Path, suffix: &str) -> PathBuf {
-    let mut name = path.as_os_str().to_os_string();
-    name.push(suffix);
-    PathBuf::from(name)
-}
-
-/// A `file:` URI for `path`, percent-encoding what a URI would misread.
-#[cfg(not(target_arch = "wasm32"))]
-fn file_uri(path: &Path) -> String {
-    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut uri = String::from("file:");
-    for byte in absolute.to_string_lossy().bytes() {
-        match byte {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'/' | b'-' | b'_' | b'.' | b'~' => {
-                uri.push(byte as char)
-            }
-            other => uri.push_str(&format!("%{other:02X}")),
-        }
-    }
-    uri
 }
 
 /// One read transaction: every query through it sees the same state.

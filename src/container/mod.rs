@@ -7,7 +7,9 @@
 
 mod bulk;
 mod handle;
-pub mod lazy;
+mod in_place;
+#[cfg(not(target_arch = "wasm32"))]
+mod paths;
 #[cfg(feature = "write")]
 pub(crate) mod place;
 pub mod pragmas;
@@ -23,8 +25,11 @@ pub(crate) use bulk::payload_buffer;
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use handle::ArchiveMut;
 #[cfg(feature = "write")]
-pub(crate) use handle::{create_file, open_streaming, sidecar_path};
+pub(crate) use handle::{create_file, open_streaming};
 pub use handle::{Archive, Snapshot};
+pub use in_place::serve_payloads;
+#[cfg(feature = "write")]
+pub(crate) use paths::sidecar_path;
 #[cfg(feature = "write")]
 #[doc(hidden)]
 pub use place::{observe_steps, Step, StepObserver};

@@ -9,7 +9,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::handle::sidecar_path;
+use super::paths::sidecar_path;
 use crate::error::{Error, Result};
 
 /// One file-system step of putting a result in place, as a model of the

@@ -121,7 +121,7 @@ pub(crate) fn require_readable_file(path: &std::path::Path, file: &str) -> Resul
         Ok(()) => return Ok(()),
         Err(refusal) => refusal,
     };
-    let sidecar = super::handle::sidecar_path(path, "-wal");
+    let sidecar = super::paths::sidecar_path(path, "-wal");
     if !std::fs::metadata(&sidecar).is_ok_and(|m| m.len() > 0) {
         return Err(refusal);
     }

@@ -13,7 +13,8 @@ use std::path::{Path, PathBuf};
 
 use rusqlite::{Connection, OpenFlags};
 
-use super::handle::{lock_for_writing, sidecar_path};
+use super::handle::lock_for_writing;
+use super::paths::sidecar_path;
 use super::place::{put_in_place, remove_if_present, remove_sidecars, sync_path, Replace};
 use crate::error::{Error, Result, SqlContext};
 

@@ -10,145 +10,12 @@
 //! with a mock source that claims more than wasm32 could address.
 //! Offsets are `u64` throughout: only what is cached must fit in memory.
 
-mod blocks;
-mod heads;
-mod in_place;
-mod payload;
-mod walk;
-
-use blocks::BlockCache;
-use heads::ReadHeads;
-pub use in_place::{
-    in_place_payload, serve_payloads, set_in_place_payloads, InPlace, InPlacePayload,
-};
-pub use payload::{set_map_at_breaks, Geometry, PayloadMap, PayloadTable};
-pub use walk::{PageRun, TreeWalk};
-
-thread_local! {
-    /// The bytes of the walk SQLite is about to make (a BLOB read from
-    /// its start), for the next miss to fetch at once; 0 for none.
-    static EXPECTED_WALK: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-    /// Whether [`expect_walk`] is heeded (a benchmark turns it off).
-    static WALK_HINTS: std::cell::Cell<bool> = const { std::cell::Cell::new(true) };
-}
-
-/// Heeds [`expect_walk`] or not, on this thread: off, a BLOB's chain is
-/// read by the read heads alone (for a benchmark's before and after).
-pub fn set_walk_hints(on: bool) {
-    WALK_HINTS.with(|w| w.set(on));
-    expect_walk(0);
-}
-
-/// Says that the reads SQLite makes next on this thread walk about `bytes`
-/// of one BLOB's overflow chain from its start (0: no longer). The next
-/// miss of a lazy file then fetches that much at once, instead of growing
-/// a read head from one page: the chain of a BLOB written in one insert
-/// is contiguous. A wrong guess costs one fetch of `bytes`, never a wrong
-/// answer. A no-op where no file is read in place.
-pub fn expect_walk(bytes: u64) {
-    let bytes = if WALK_HINTS.with(|w| w.get()) {
-        bytes
-    } else {
-        0
-    };
-    EXPECTED_WALK.with(|w| w.set(bytes));
-}
-
-/// Why a lazily read file could not serve a read. Once a source fails,
-/// its file fails every later read the same way: a file that changed
-/// under the reader must not be read as half one version, half another.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceFailure {
-    /// The file is no longer the one opened: its length or version tag
-    /// (an HTTP `ETag`) differs, or the browser says it was modified.
-    Changed(String),
-    /// A read could not be served at all: the file went away, the server
-    /// stopped answering, or it answered without the range asked for.
-    Unreadable(String),
-}
-
-impl std::fmt::Display for SourceFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SourceFailure::Changed(why) => write!(
-                f,
-                "the file changed while it was being read ({why}); open it again to see the new version"
-            ),
-            SourceFailure::Unreadable(why) => write!(f, "a part of the file could not be read ({why})"),
-        }
-    }
-}
-
-/// Where a lazy file's bytes come from: random access by 64-bit offset.
-pub trait ByteSource {
-    /// The file's length in bytes, fixed when it was opened.
-    fn len(&self) -> u64;
-
-    /// Whether the file is empty.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-
-    /// Fills all of `buf` from `offset`; the caller keeps the range inside
-    /// [`ByteSource::len`].
-    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), SourceFailure>;
-}
-
-/// How a lazy file caches and reads ahead.
-#[derive(Debug, Clone, Copy)]
-pub struct LazyConfig {
-    /// The cache's unit: SQLite's page size, so one page is one block.
-    pub block_bytes: u64,
-    /// The cache's budget in bytes.
-    pub cache_bytes: usize,
-    /// How many sequential walks are followed at once.
-    pub heads: usize,
-    /// The smallest fetch, in bytes (a random page read).
-    pub min_read_bytes: u64,
-    /// The largest fetch a walk grows to, in bytes.
-    pub max_read_bytes: u64,
-}
-
-impl LazyConfig {
-    /// A file on the reader's own machine: a read costs little more than
-    /// its bytes, so walks grow fast and the ceiling is high.
-    pub const LOCAL_FILE: LazyConfig = LazyConfig {
-        block_bytes: crate::container::PAGE_SIZE as u64,
-        cache_bytes: 32 << 20,
-        heads: 4,
-        min_read_bytes: 4 << 10,
-        max_read_bytes: 4 << 20,
-    };
-
-    /// A file behind HTTP: every request costs a round trip, so a miss
-    /// fetches several pages and a walk grows to a few MiB.
-    pub const HTTP: LazyConfig = LazyConfig {
-        block_bytes: crate::container::PAGE_SIZE as u64,
-        cache_bytes: 48 << 20,
-        heads: 4,
-        min_read_bytes: 16 << 10,
-        max_read_bytes: 4 << 20,
-    };
-}
-
-/// Counters of a lazy file's traffic, for benchmarks and the page.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct LazyStats {
-    /// Reads asked of the source (HTTP requests, `Blob.slice` reads).
-    pub fetches: u64,
-    /// Of those, the ranges a caller fetched ahead its own way and handed
-    /// over ([`LazyFile::prime`]); the rest were reads SQLite or a payload
-    /// read waited for (in the browser, each a synchronous read).
-    pub primed: u64,
-    /// Bytes those reads returned.
-    pub fetched_bytes: u64,
-    /// Blocks served from the cache.
-    pub hits: u64,
-    /// Blocks that had to be fetched.
-    pub misses: u64,
-    /// Bytes the cache holds now.
-    pub cached_bytes: u64,
-}
+use super::cache::BlockCache;
+use super::chain::TurnedMaps;
+use super::heads::ReadHeads;
+use super::payload::{self, PayloadTable};
+use super::walk::TreeWalk;
+use super::{hints, ByteSource, LazyConfig, LazyStats, SourceFailure};
 
 /// A read-only file served from a [`ByteSource`] through a block cache.
 pub struct LazyFile<S> {
@@ -163,8 +30,8 @@ pub struct LazyFile<S> {
     /// needed and did not find held; nothing is fetched meanwhile.
     planning: Option<Vec<(u64, u64)>>,
     /// Pointer-map pages turned round by the payload reader, kept for
-    /// every later read (see [`payload::TurnedMaps`]).
-    turned_maps: payload::TurnedMaps,
+    /// every later read (see [`super::chain::TurnedMaps`]).
+    turned_maps: TurnedMaps,
 }
 
 impl<S: ByteSource> LazyFile<S> {
@@ -194,7 +61,7 @@ impl<S: ByteSource> LazyFile<S> {
 
     /// The pointer-map pages turned round so far, which the payload
     /// reader keeps here because they hold for as long as the file.
-    pub(crate) fn turned_maps(&mut self) -> &mut payload::TurnedMaps {
+    pub(crate) fn turned_maps(&mut self) -> &mut TurnedMaps {
         &mut self.turned_maps
     }
 
@@ -533,7 +400,7 @@ impl<S: ByteSource> LazyFile<S> {
     /// plan, stopping at the file's end and before a block already held.
     fn fetch_from(&mut self, index: u64) -> Result<Vec<u8>, SourceFailure> {
         let block_bytes = self.cache.block_bytes();
-        let hint = EXPECTED_WALK.with(|w| w.replace(0));
+        let hint = hints::take_expected_walk();
         // A page holds its size less the 4-byte next pointer of the chain.
         let hinted = hint.div_ceil(block_bytes.saturating_sub(4).max(1));
         let planned = self.heads.plan_at_least(index, hinted).min(self.max_span);

@@ -14,7 +14,6 @@ use std::rc::{Rc, Weak};
 
 use super::payload::{self, PayloadMap, PayloadTable};
 use super::{ByteSource, LazyFile, SourceFailure};
-use crate::container::Archive;
 
 /// A file read in place, as the payload reader uses it.
 pub trait InPlace {
@@ -92,32 +91,17 @@ pub fn set_in_place_payloads(on: bool) {
     ENABLED.with(|e| e.set(on));
 }
 
-/// Registers `file` as the file `archive` reads in place, so payloads
-/// opened on its connection read by range. Held weakly: closing the
-/// archive ends it. `false` when the archive's catalog does not say where
-/// its payloads are (they are then read through SQLite).
-pub fn serve_payloads(archive: &Archive, file: Weak<dyn InPlace>) -> bool {
-    let Some(name) = archive.conn.path().map(str::to_string) else {
-        return false;
-    };
-    // Where the table's b-tree starts and which column holds the payload.
-    let place = archive.conn.query_row(
-        "SELECT s.rootpage, p.cid FROM sqlite_schema AS s, pragma_table_info('segments') AS p \
-         WHERE s.type = 'table' AND s.name = 'segments' AND p.name = 'bytes'",
-        [],
-        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, i64>(1)?)),
-    );
-    let Some((root, column)) = place.ok().and_then(|(root, column)| {
-        Some((u32::try_from(root).ok()?, usize::try_from(column).ok()?))
-    }) else {
-        return false;
-    };
+/// Registers `file` as the file read in place under `name` (the name its
+/// SQLite connection knows it by), its payloads in `table`, so payloads
+/// opened on that connection read by range. Held weakly: closing the
+/// archive ends it. The archive's side, which asks SQLite where the
+/// payloads are, is `crate::container::serve_payloads`.
+pub fn serve_file(name: String, file: Weak<dyn InPlace>, table: PayloadTable) {
     SERVED.with(|s| {
         let mut s = s.borrow_mut();
         s.retain(|(n, f, _)| f.strong_count() > 0 && *n != name);
-        s.push((name, file, PayloadTable { root, column }));
+        s.push((name, file, table));
     });
-    true
 }
 
 /// The in-place reader of payload `rowid` (`len` bytes) on the connection

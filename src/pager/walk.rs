@@ -22,11 +22,7 @@
 
 use std::collections::HashSet;
 
-/// SQLite b-tree page types (file format §1.6, first byte of the header).
-const INTERIOR_INDEX: u8 = 0x02;
-const INTERIOR_TABLE: u8 = 0x05;
-#[cfg(test)]
-const LEAF_TABLE: u8 = 0x0d;
+use super::btree::{INTERIOR_INDEX, INTERIOR_TABLE};
 
 /// A page run to fetch: `pages` pages from page number `first` on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -268,7 +264,7 @@ fn keyed_children(bytes: &[u8], page: u32, page_bytes: usize) -> Vec<(u32, Optio
         return Vec::new();
     };
     // A table interior cell: the left child, then the key as a varint.
-    let key = |rest: &[u8]| Some(super::payload::varint(rest)?.0 as i64);
+    let key = |rest: &[u8]| Some(super::encoding::varint(rest)?.0 as i64);
     let lefts = page
         .cells
         .iter()
@@ -296,6 +292,7 @@ fn runs(pages: &[u32]) -> Vec<PageRun> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::btree::LEAF_TABLE;
     use super::*;
     use std::collections::HashMap;
 

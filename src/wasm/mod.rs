@@ -136,9 +136,9 @@ impl RangeAsk {
 enum OutlineWalk {
     NotStarted,
     /// The sources table and the primary key's index on `segments`.
-    Trees(crate::container::lazy::TreeWalk),
+    Trees(crate::pager::TreeWalk),
     /// The table's pages toward each stream's first segment.
-    Rows(crate::container::lazy::TreeWalk),
+    Rows(crate::pager::TreeWalk),
     Done,
 }
 
@@ -161,7 +161,7 @@ pub struct JsArchive {
     /// segment is one; held in memory, nothing is fetched at all.
     sparse_reads: bool,
     /// The catalog prefetch under way (`prefetchPlan`), once started.
-    walk: RefCell<Option<crate::container::lazy::TreeWalk>>,
+    walk: RefCell<Option<crate::pager::TreeWalk>>,
     /// The outline's prefetch (`outlinePlan`), where it has got to.
     outline_walk: RefCell<OutlineWalk>,
     /// How many segments the image holds, once counted (see
@@ -1303,20 +1303,20 @@ pub fn warm_up_archive() -> JsResult<Vec<u8>> {
     })
 }
 
-/// Turns the in-place reader's walk hints ([`crate::container::lazy::expect_walk`])
+/// Turns the in-place reader's walk hints ([`crate::pager::expect_walk`])
 /// on or off for this instance: off reads a BLOB's overflow chain with read
 /// heads alone, as before the hints, for a benchmark's comparison.
 #[wasm_bindgen(js_name = setWalkHints)]
 pub fn set_walk_hints(on: bool) {
-    crate::container::lazy::set_walk_hints(on);
+    crate::pager::set_walk_hints(on);
 }
 
-/// Turns reading payloads by range ([`crate::container::lazy::set_in_place_payloads`])
+/// Turns reading payloads by range ([`crate::pager::set_in_place_payloads`])
 /// on or off for this instance: off reads every payload of an archive read
 /// in place through SQLite, as before, for a benchmark's comparison.
 #[wasm_bindgen(js_name = setInPlacePayloads)]
 pub fn set_in_place_payloads(on: bool) {
-    crate::container::lazy::set_in_place_payloads(on);
+    crate::pager::set_in_place_payloads(on);
 }
 
 /// Chooses the decoded-segment cache's budget in bytes, evicting as needed

@@ -3,7 +3,7 @@
 //! [`LazyFile`]s over a JavaScript byte source (a dropped `File` read with
 //! `FileReaderSync`, a URL read with synchronous `Range` requests; both in
 //! `www/src/engine/sources.ts`). The cache and read-ahead are not here but
-//! in [`crate::container::lazy`], which is tested natively.
+//! in [`crate::pager`], which is tested natively.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -19,11 +19,9 @@ use sqlite_wasm_rs::WasmOsCallback;
 use wasm_bindgen::{JsCast, JsValue};
 
 use crate::catalog::SegmentRecord;
-use crate::container::lazy::{
-    serve_payloads, ByteSource, InPlace, LazyConfig, LazyFile, PayloadTable, SourceFailure,
-};
-use crate::container::{Archive, HEADER_BYTES};
+use crate::container::{serve_payloads, Archive, HEADER_BYTES};
 use crate::error::{Error, Result};
+use crate::pager::{ByteSource, InPlace, LazyConfig, LazyFile, PayloadTable, SourceFailure};
 
 /// The name SQLite knows this VFS by.
 const VFS_NAME: &str = "dendro-lazy";
@@ -233,7 +231,7 @@ pub(crate) fn wal_key_root(archive: &Archive) -> Option<u32> {
 
 /// The length and first bytes (up to 16) of each of `rowids`' `row` in
 /// `wal`, as SQLite reads them from the rows' cells: what
-/// [`crate::container::lazy::LazyFile::payload_ranges`] checks the place
+/// [`crate::pager::LazyFile::payload_ranges`] checks the place
 /// it finds against. Rows that cannot be opened are left out.
 pub(crate) fn wal_row_heads(archive: &Archive, rowids: &[i64]) -> Vec<(i64, u64, Vec<u8>)> {
     archive

@@ -71,7 +71,7 @@ pub fn open_bytes(data: &[u8]) {
 /// The archive's bytes as a lazy file's source.
 struct Image(Vec<u8>);
 
-impl dendro::container::lazy::ByteSource for Image {
+impl dendro::pager::ByteSource for Image {
     fn len(&self) -> u64 {
         self.0.len() as u64
     }
@@ -80,7 +80,7 @@ impl dendro::container::lazy::ByteSource for Image {
         &mut self,
         offset: u64,
         buf: &mut [u8],
-    ) -> Result<(), dendro::container::lazy::SourceFailure> {
+    ) -> Result<(), dendro::pager::SourceFailure> {
         let at = usize::try_from(offset).expect("offsets within the image");
         buf.copy_from_slice(&self.0[at..at + buf.len()]);
         Ok(())
@@ -93,9 +93,8 @@ impl dendro::container::lazy::ByteSource for Image {
 /// given whole: the same bytes, or an error from both. SQLite reads a
 /// file natively, so the input is written to a scratch file first.
 pub fn in_place(data: &[u8]) {
-    use dendro::container::lazy::{
-        serve_payloads, set_in_place_payloads, set_map_at_breaks, InPlace, LazyConfig, LazyFile,
-    };
+    use dendro::container::serve_payloads;
+    use dendro::pager::{set_in_place_payloads, set_map_at_breaks, InPlace, LazyConfig, LazyFile};
     use std::cell::RefCell;
     use std::rc::{Rc, Weak};
 

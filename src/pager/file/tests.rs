@@ -2,64 +2,17 @@
 //! the cache's budget, read-ahead along walks, and failures that stick.
 
 use super::*;
+use crate::pager::mock::{header_page, interior_page, Pages, Synthetic};
+use crate::pager::{expect_walk, LazyConfig};
 
 const GIB: u64 = 1 << 30;
 const PAGE: u64 = 4096;
 
-/// A file of `len` bytes whose byte at `offset` is [`byte_at`], except a
-/// SQLite header saying WAL at the start; it records every read and can
-/// be made to change.
-struct MockSource {
-    len: u64,
-    reads: Vec<(u64, usize)>,
-    changed: bool,
+fn six_gib(config: LazyConfig) -> LazyFile<Synthetic> {
+    LazyFile::new(Synthetic::new(6 * GIB), config)
 }
 
-fn byte_at(offset: u64) -> u8 {
-    (offset ^ (offset >> 11) ^ (offset >> 32).wrapping_mul(31)) as u8
-}
-
-fn header_byte(offset: u64) -> u8 {
-    match offset {
-        18 | 19 => 2,
-        o if o < 16 => b"SQLite format 3\0"[o as usize],
-        o => byte_at(o),
-    }
-}
-
-impl MockSource {
-    fn new(len: u64) -> MockSource {
-        MockSource {
-            len,
-            reads: Vec::new(),
-            changed: false,
-        }
-    }
-}
-
-impl ByteSource for MockSource {
-    fn len(&self) -> u64 {
-        self.len
-    }
-
-    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), SourceFailure> {
-        assert!(offset + buf.len() as u64 <= self.len, "read past the end");
-        if self.changed {
-            return Err(SourceFailure::Changed("ETag \"b\" is not \"a\"".into()));
-        }
-        self.reads.push((offset, buf.len()));
-        for (i, b) in buf.iter_mut().enumerate() {
-            *b = header_byte(offset + i as u64);
-        }
-        Ok(())
-    }
-}
-
-fn six_gib(config: LazyConfig) -> LazyFile<MockSource> {
-    LazyFile::new(MockSource::new(6 * GIB), config)
-}
-
-fn read(file: &mut LazyFile<MockSource>, offset: u64, len: usize) -> Vec<u8> {
+fn read(file: &mut LazyFile<Synthetic>, offset: u64, len: usize) -> Vec<u8> {
     let mut buf = vec![0u8; len];
     let n = file.read(&mut buf, offset).expect("read");
     buf.truncate(n);
@@ -67,7 +20,7 @@ fn read(file: &mut LazyFile<MockSource>, offset: u64, len: usize) -> Vec<u8> {
 }
 
 fn expected(offset: u64, len: usize) -> Vec<u8> {
-    (0..len as u64).map(|i| header_byte(offset + i)).collect()
+    Synthetic::expected(offset, len)
 }
 
 #[test]
@@ -217,69 +170,36 @@ fn a_file_that_changed_fails_this_read_and_every_later_one() {
     assert_eq!(file.failure(), Some(&first));
 }
 
-/// A sparse 6 GiB file of 4 KiB pages: page 1 with a header saying 4 KiB
-/// pages and WAL, the pages in `pages` as given, zeros elsewhere.
-struct TreeSource {
-    pages: std::collections::HashMap<u64, Vec<u8>>,
-    reads: usize,
-}
-
-impl ByteSource for TreeSource {
-    fn len(&self) -> u64 {
-        6 * GIB
-    }
-
-    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), SourceFailure> {
-        self.reads += 1;
-        for (i, b) in buf.iter_mut().enumerate() {
-            let at = offset + i as u64;
-            *b = self
-                .pages
-                .get(&(at / PAGE + 1))
-                .map_or(0, |p| p[(at % PAGE) as usize]);
-        }
-        Ok(())
-    }
-}
-
-/// An interior table page pointing at `kids` (the last as right-most).
-fn interior_page(kids: &[u32]) -> Vec<u8> {
-    let mut page = vec![0u8; PAGE as usize];
-    let (cells, right) = kids.split_at(kids.len() - 1);
-    page[0] = 0x05;
-    page[3..5].copy_from_slice(&(cells.len() as u16).to_be_bytes());
-    page[8..12].copy_from_slice(&right[0].to_be_bytes());
-    for (i, kid) in cells.iter().enumerate() {
-        let cell = PAGE as usize - 8 * (i + 1);
-        page[cell..cell + 4].copy_from_slice(&kid.to_be_bytes());
-        page[12 + 2 * i..14 + 2 * i].copy_from_slice(&(cell as u16).to_be_bytes());
-    }
-    page
+/// A sparse 6 GiB file of 4 KiB pages: the pages in `pages` as given,
+/// zeros elsewhere.
+fn tree_source(pages: std::collections::HashMap<u64, Vec<u8>>) -> Pages {
+    Pages::new(6 * GIB, PAGE, pages)
 }
 
 #[test]
 fn a_tree_walk_primes_scattered_leaves_past_4_gib_in_one_round_per_level() {
-    let mut first = vec![0u8; PAGE as usize];
-    first[..16].copy_from_slice(b"SQLite format 3\0");
-    first[16..18].copy_from_slice(&(PAGE as u16).to_be_bytes());
+    // Page 1: an empty leaf (the schema, not walked here), saying WAL.
+    let mut first = header_page(PAGE as u16);
     first[18] = 2;
     first[19] = 2;
-    first[100] = 0x0d; // page 1: an empty leaf (the schema, not walked here)
-                       // Root past 4 GiB → two interior pages → leaves a MiB (256 pages) apart.
+    // Root past 4 GiB → two interior pages → leaves a MiB (256 pages) apart.
     let root = 1_100_000u32;
     let leaves: Vec<u32> = (0..40).map(|i| 1_200_000 + i * 256).collect();
     let mut pages = std::collections::HashMap::new();
     pages.insert(1, first);
-    pages.insert(u64::from(root), interior_page(&[1_150_000, 1_150_001]));
-    pages.insert(1_150_000, interior_page(&leaves[..20]));
-    pages.insert(1_150_001, interior_page(&leaves[20..]));
+    pages.insert(
+        u64::from(root),
+        interior_page(&[1_150_000, 1_150_001], PAGE as usize),
+    );
+    pages.insert(1_150_000, interior_page(&leaves[..20], PAGE as usize));
+    pages.insert(1_150_001, interior_page(&leaves[20..], PAGE as usize));
     for (i, &leaf) in leaves.iter().enumerate() {
         let mut page = vec![0u8; PAGE as usize];
         page[0] = 0x0d;
         page[100] = i as u8;
         pages.insert(u64::from(leaf), page);
     }
-    let mut file = LazyFile::new(TreeSource { pages, reads: 0 }, LazyConfig::HTTP);
+    let mut file = LazyFile::new(tree_source(pages), LazyConfig::HTTP);
     assert!(
         file.tree_walk(&[root]).is_none(),
         "the header is not cached yet"
@@ -329,7 +249,7 @@ fn a_primed_header_reads_as_rollback_and_partial_blocks_are_dropped() {
     assert_eq!(file.source.reads.len(), 2);
 }
 
-fn read_tree(file: &mut LazyFile<TreeSource>, offset: u64, len: usize) -> Vec<u8> {
+fn read_tree(file: &mut LazyFile<Pages>, offset: u64, len: usize) -> Vec<u8> {
     let mut buf = vec![0u8; len];
     let n = file.read(&mut buf, offset).expect("read");
     buf.truncate(n);
@@ -412,7 +332,7 @@ fn the_head_keeps_to_a_quarter_of_the_budget_and_the_file() {
         vec![(0, LazyConfig::LOCAL_FILE.cache_bytes / 4)]
     );
     // A file shorter than the head: read to its end, the last block kept.
-    let mut small = LazyFile::new(MockSource::new(PAGE + 100), LazyConfig::LOCAL_FILE);
+    let mut small = LazyFile::new(Synthetic::new(PAGE + 100), LazyConfig::LOCAL_FILE);
     small.read_head(64 << 10).expect("head");
     assert_eq!(small.source.reads, vec![(0, PAGE as usize + 100)]);
     assert_eq!(read(&mut small, PAGE, 200), expected(PAGE, 100));
@@ -436,16 +356,13 @@ fn a_head_read_that_fails_stops_the_file() {
 
 #[test]
 fn with_the_roots_in_the_head_a_walk_starts_a_level_down() {
-    let mut first = vec![0u8; PAGE as usize];
-    first[..16].copy_from_slice(b"SQLite format 3\0");
-    first[16..18].copy_from_slice(&(PAGE as u16).to_be_bytes());
-    first[100] = 0x0d;
+    let first = header_page(PAGE as u16);
     // Root 4 (inside the head) → leaves far out.
     let leaves: Vec<u32> = (0..10).map(|i| 1_200_000 + i * 256).collect();
     let mut pages = std::collections::HashMap::new();
     pages.insert(1, first);
-    pages.insert(4, interior_page(&leaves));
-    let mut file = LazyFile::new(TreeSource { pages, reads: 0 }, LazyConfig::LOCAL_FILE);
+    pages.insert(4, interior_page(&leaves, PAGE as usize));
+    let mut file = LazyFile::new(tree_source(pages), LazyConfig::LOCAL_FILE);
     file.read_head(64 << 10).expect("head");
     let mut walk = file.tree_walk(&[4]).expect("4 KiB pages");
     let want = file.walk_step(&mut walk);
@@ -465,15 +382,12 @@ fn the_cached_pages_a_walk_goes_through_outlast_older_ones() {
         min_read_bytes: PAGE,
         max_read_bytes: PAGE,
     };
-    let mut first = vec![0u8; PAGE as usize];
-    first[..16].copy_from_slice(b"SQLite format 3\0");
-    first[16..18].copy_from_slice(&(PAGE as u16).to_be_bytes());
-    first[100] = 0x0d;
+    let first = header_page(PAGE as u16);
     let root = 10u32;
     let mut pages = std::collections::HashMap::new();
     pages.insert(1, first);
-    pages.insert(u64::from(root), interior_page(&[20, 21]));
-    let mut file = LazyFile::new(TreeSource { pages, reads: 0 }, config);
+    pages.insert(u64::from(root), interior_page(&[20, 21], PAGE as usize));
+    let mut file = LazyFile::new(tree_source(pages), config);
     read_tree(&mut file, 0, 100);
     read_tree(&mut file, u64::from(root - 1) * PAGE, PAGE as usize);
     for page in 50..56u64 {

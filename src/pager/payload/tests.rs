@@ -3,135 +3,141 @@
 //! gives for every range, also when pages are damaged or lie, save where
 //! damage to a pointer the map contradicts lies on a page a read skips
 //! (then the bytes as written, and a file the integrity check fails).
+//! The helpers every part shares are here; the archives come from
+//! [`crate::pager::mock`].
+
+#![cfg(feature = "write")]
+
+use std::path::Path;
 
 use super::*;
+use crate::container::Archive;
+use crate::pager::mock::{payload_of, serve, Served};
+use crate::pager::set_in_place_payloads;
 
-#[test]
-fn varints_of_every_length_parse() {
-    assert_eq!(varint(&[0x05]), Some((5, 1)));
-    assert_eq!(varint(&[0x81, 0x00]), Some((128, 2)));
-    let nine = [0xff; 9];
-    assert_eq!(varint(&nine), Some((u64::MAX, 9)));
-    assert_eq!(varint(&[0x81]), None, "cut short");
-}
-
-fn header(page_bytes: u16, reserved: u8, pages: u32, auto_vacuum: bool) -> Vec<u8> {
-    let mut h = vec![0u8; 100];
-    h[..16].copy_from_slice(b"SQLite format 3\0");
-    h[16..18].copy_from_slice(&page_bytes.to_be_bytes());
-    h[20] = reserved;
-    h[24..28].copy_from_slice(&7u32.to_be_bytes());
-    h[92..96].copy_from_slice(&7u32.to_be_bytes());
-    h[28..32].copy_from_slice(&pages.to_be_bytes());
-    if auto_vacuum {
-        h[52..56].copy_from_slice(&3u32.to_be_bytes());
-    }
-    h
-}
-
-#[test]
-fn pointer_map_pages_and_the_lock_byte_page_are_where_sqlite_puts_them() {
-    // 4 KiB pages: each pointer-map page covers 819 pages.
-    let g = Geometry::from_header(&header(4096, 0, 2_000_000, true), 1 << 40).unwrap();
-    assert_eq!(
-        g.pages, 2_000_000,
-        "the header's count, the file being larger"
-    );
-    assert!(g.is_ptrmap(2) && g.is_ptrmap(822) && g.is_ptrmap(1642));
-    assert!(!g.is_ptrmap(3) && !g.is_ptrmap(821) && !g.is_ptrmap(823));
-    assert_eq!(g.ptrmap_of(821), 2);
-    assert_eq!(g.ptrmap_of(823), 822);
-    assert_eq!(g.next_after(821), Some(823), "a chain skips the map");
-    // The lock-byte page (1 GiB in) is skipped; so is a map that falls there.
-    assert_eq!(g.pending_page(), 262_145);
-    assert_eq!(g.next_after(262_144), Some(262_146));
-    let small = Geometry::from_header(&header(512, 0, 3_000_000, true), 1 << 40).unwrap();
-    let per = 512 / 5 + 1;
-    let pending = small.pending_page();
-    assert_eq!(pending, 2_097_153);
-    // A map due on the lock-byte page moves one page on.
-    let due = (pending - 2) / per * per + 2;
-    if due == pending {
-        assert!(small.is_ptrmap(pending + 1));
-    }
-    assert!(!small.is_ptrmap(pending));
-    let chain = guessed_chain(&small, pending - 2, 6).unwrap();
-    assert!(chain
-        .iter()
-        .all(|&(p, n)| (p..p + n).all(|q| q != pending && !small.is_ptrmap(q))));
-    // Without auto-vacuum nothing is a map page.
-    let plain = Geometry::from_header(&header(4096, 0, 100, false), 1 << 30).unwrap();
-    assert!(!plain.is_ptrmap(2) && !plain.is_ptrmap(822));
-}
-
-#[test]
-fn a_header_out_of_bounds_is_not_taken_apart() {
-    assert!(Geometry::from_header(&header(1000, 0, 10, true), 1 << 20).is_none());
-    assert!(Geometry::from_header(&header(512, 40, 10, true), 1 << 20).is_none());
-    assert!(Geometry::from_header(&header(4096, 0, 10, true)[..99], 1 << 20).is_none());
-    // An invalid count (change counter disagrees): the file's size decides.
-    let mut h = header(4096, 0, 10, true);
-    h[95] = 9;
-    assert_eq!(Geometry::from_header(&h, 40 * 4096).unwrap().pages, 40);
-    // A partial last page counts, as SQLite's pager counts it.
-    assert_eq!(Geometry::from_header(&h, 40 * 4096 + 1).unwrap().pages, 41);
-    // A count past the file is held to the file.
-    assert_eq!(
-        Geometry::from_header(&header(4096, 0, 99, true), 40 * 4096)
-            .unwrap()
-            .pages,
-        40
-    );
-    assert_eq!(
-        Geometry::from_header(&header(1, 0, 3, true), 3 << 16)
-            .unwrap()
-            .page_bytes,
-        65536
-    );
-}
-
-#[test]
-fn a_chain_guess_stops_at_the_file_end_and_one_that_starts_nowhere_is_not_made() {
-    let g = Geometry::from_header(&header(4096, 0, 1000, true), 1000 * 4096).unwrap();
-    assert_eq!(guessed_chain(&g, 990, 20).unwrap(), vec![(990, 11)]);
-    assert!(guessed_chain(&g, 0, 1).is_none());
-    assert!(guessed_chain(&g, 1, 1).is_none());
-    assert!(guessed_chain(&g, 822, 1).is_none(), "a map page");
-    assert!(guessed_chain(&g, 3, u64::from(u32::MAX) + 5).is_none());
-    assert_eq!(
-        guessed_chain(&g, 800, 30).unwrap(),
-        vec![(800, 22), (823, 8)]
-    );
-}
-
-#[cfg(feature = "write")]
 mod archives;
+mod damage;
+mod fragmented;
 
-/// A pointer-map page turned round names, for each page, the overflow
-/// page whose entry calls it the page before; two entries calling one
-/// page that leave it unnamed (0), as do entries of other types. And
-/// neither a map page, page 1 nor the lock-byte page can be named into a
-/// chain.
-#[test]
-fn a_turned_map_names_each_successor_once_and_only_chain_pages() {
-    let g = Geometry::from_header(&header(4096, 0, 2_000_000, true), 1 << 40).unwrap();
-    let mut map = vec![0u8; 4096];
-    let mut entry = |page: u32, kind: u8, parent: u32| {
-        let at = 5 * (page - 2 - 1) as usize;
-        map[at] = kind;
-        map[at + 1..at + 5].copy_from_slice(&parent.to_be_bytes());
+fn via_catalog(archive: &Archive, seq: i64, offset: usize, len: usize) -> crate::Result<Vec<u8>> {
+    archive.read_snapshot(|s| {
+        let payload = s.segment_payload(1, "m", seq)?;
+        let mut buf = vec![0u8; len];
+        payload.read_at(offset, &mut buf)?;
+        Ok(buf)
+    })
+}
+
+/// The ranges each payload is read at: whole, head, tail, a footer's
+/// worth of tail, the middle, one byte past the end.
+fn ranges(len: usize) -> Vec<(usize, usize)> {
+    let mut out = vec![(0, len), (0, len.min(4)), (len / 3, len / 3)];
+    if len >= 8 {
+        out.push((len - 8, 8));
+    }
+    let footer = len.min(3000);
+    out.push((len - footer, footer));
+    out.push((len.saturating_sub(4), 5));
+    out
+}
+
+const SIZES: [usize; 11] = [
+    3_600_000, 10, 0, 400, 3000, 4100, 9000, 70_000, 1_000_000, 50, 8200,
+];
+
+/// The map of segment `seq` in `image` (a clean one), for finding pages to damage.
+fn map_of(path: &Path, image: &[u8], seq: i64) -> (Geometry, PayloadMap) {
+    let s = serve(path, image.to_vec());
+    let len: i64 = s
+        .archive
+        .conn
+        .query_row(
+            "SELECT length(bytes) FROM segments WHERE seq = ?1",
+            [seq],
+            |r| r.get(0),
+        )
+        .unwrap();
+    let map = locate_seq(&s, seq, len as usize)
+        .unwrap()
+        .expect("a clean archive's payload is found");
+    (map.chain.geometry(), map)
+}
+
+/// Where segment `seq` of `len` bytes lies in the image `s` reads by
+/// range, found as a read by range finds it (the row's rowid and the
+/// table's root as SQLite reads them from the file on disk).
+fn locate_seq(s: &Served, seq: i64, len: usize) -> Result<Option<PayloadMap>, SourceFailure> {
+    let rowid: i64 = s
+        .archive
+        .conn
+        .query_row("SELECT rowid FROM segments WHERE seq = ?1", [seq], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    let table = PayloadTable {
+        root: map_root(&s.archive),
+        column: 6,
     };
-    entry(10, PTRMAP_OVERFLOW2, 500);
-    entry(11, PTRMAP_OVERFLOW2, 10);
-    entry(20, PTRMAP_OVERFLOW2, 77);
-    entry(30, PTRMAP_OVERFLOW2, 77);
-    entry(40, 3, 600);
-    let turned = turned_round(&g, 2, &map);
-    assert_eq!(turned.get(&500), Some(&10));
-    assert_eq!(turned.get(&10), Some(&11));
-    assert_eq!(turned.get(&77), Some(&0), "named twice: unnamed");
-    assert_eq!(turned.get(&600), None, "not an overflow entry");
-    assert!(g.can_chain(3) && g.can_chain(821) && g.can_chain(2_000_000));
-    assert!(!g.can_chain(1) && !g.can_chain(2) && !g.can_chain(822));
-    assert!(!g.can_chain(g.pending_page()) && !g.can_chain(2_000_001));
+    let head = &payload_of(seq, len)[..4];
+    locate(&mut s.file.borrow_mut(), table, rowid, len as u64, head)
+}
+
+/// Writes `image` beside the clean file and checks that every range of
+/// every payload reads the same with reads by range on as SQLite alone
+/// reads it (or fails with both). Returns how many reads went by range.
+fn same_as_sqlite(dir: &Path, image: Vec<u8>, sizes: &[usize]) -> u64 {
+    let payloads: Vec<(i64, usize)> = sizes
+        .iter()
+        .enumerate()
+        .map(|(seq, &len)| (seq as i64, len))
+        .collect();
+    same_as_sqlite_at(dir, image, &payloads)
+}
+
+/// [`same_as_sqlite`] for payloads named by `(seq, length)`.
+fn same_as_sqlite_at(dir: &Path, image: Vec<u8>, payloads: &[(i64, usize)]) -> u64 {
+    let path = dir.join("damaged.dendro");
+    std::fs::write(&path, &image).unwrap();
+    let _ = std::fs::remove_file(dir.join("damaged.dendro-wal"));
+    let _ = std::fs::remove_file(dir.join("damaged.dendro-shm"));
+    let Ok(archive) = Archive::open(&path) else {
+        return 0;
+    };
+    drop(archive);
+    let s = serve(&path, image);
+    for &(seq, len) in payloads {
+        for (offset, n) in ranges(len) {
+            let direct = via_catalog(&s.archive, seq, offset, n);
+            set_in_place_payloads(false);
+            let sqlite = via_catalog(&s.archive, seq, offset, n);
+            set_in_place_payloads(true);
+            match (&direct, &sqlite) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "seq {seq} at {offset}+{n}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("seq {seq} at {offset}+{n}: by range {direct:?}, SQLite {sqlite:?}"),
+            }
+        }
+    }
+    s.image.reads()
+}
+
+fn put32(image: &mut [u8], at: u64, value: u32) {
+    let at = at as usize;
+    image[at..at + 4].copy_from_slice(&value.to_be_bytes());
+}
+
+fn ptrmap_entry(g: &Geometry, page: u32) -> u64 {
+    let m = g.ptrmap_of(page);
+    g.offset(m) + 5 * u64::from(page - m - 1)
+}
+
+fn map_root(archive: &Archive) -> u32 {
+    archive
+        .conn
+        .query_row(
+            "SELECT rootpage FROM sqlite_schema WHERE name = 'segments'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap()
 }
