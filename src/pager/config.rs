@@ -19,23 +19,24 @@ pub struct LazyConfig {
 impl LazyConfig {
     /// A file on the reader's own machine: a read costs little more than
     /// its bytes, so walks grow fast and the ceiling is high.
-    pub const LOCAL_FILE: LazyConfig = LazyConfig {
-        block_bytes: crate::container::PAGE_SIZE as u64,
-        cache_bytes: 32 << 20,
-        heads: 4,
-        min_read_bytes: 4 << 10,
-        max_read_bytes: 4 << 20,
-    };
+    pub const LOCAL_FILE: LazyConfig = LazyConfig::archive(32 << 20, 4 << 10);
 
     /// A file behind HTTP: every request costs a round trip, so a miss
     /// fetches several pages and a walk grows to a few MiB.
-    pub const HTTP: LazyConfig = LazyConfig {
-        block_bytes: crate::container::PAGE_SIZE as u64,
-        cache_bytes: 48 << 20,
-        heads: 4,
-        min_read_bytes: 16 << 10,
-        max_read_bytes: 4 << 20,
-    };
+    pub const HTTP: LazyConfig = LazyConfig::archive(48 << 20, 16 << 10);
+
+    /// An archive's file, one page a block, four walks followed at once
+    /// and each grown to 4 MiB at most: what the sources share; they
+    /// differ in the budget and in what a random miss fetches.
+    const fn archive(cache_bytes: usize, min_read_bytes: u64) -> LazyConfig {
+        LazyConfig {
+            block_bytes: crate::container::PAGE_SIZE as u64,
+            cache_bytes,
+            heads: 4,
+            min_read_bytes,
+            max_read_bytes: 4 << 20,
+        }
+    }
 }
 
 /// Counters of a lazy file's traffic, for benchmarks and the page.

@@ -232,11 +232,14 @@ pub fn interior_page(kids: &[u32], page_bytes: usize) -> Vec<u8> {
 #[cfg(all(test, feature = "write"))]
 pub(crate) use archive::{payload_of, serve, write_archive, write_fragmented, Served};
 
+// A test module (`cfg(test)` outside, so tools that skip test modules
+// skip it) that exists only where the writer is built (`cfg` inside).
+#[allow(clippy::mixed_attributes_style)]
 #[cfg(test)]
 mod archive {
-    //! Archives written with the crate's own writer, for tests of what
-    //! reads them by range. Above the pager in every way (they open
-    //! SQLite and write), so test-only.
+    // Archives written with the crate's own writer, for tests of what
+    // reads them by range. Above the pager in every way (they open SQLite
+    // and write), so test-only, and only where the writer is built.
     #![cfg(feature = "write")]
 
     use std::cell::RefCell;

@@ -1,7 +1,8 @@
-//! The one way bytes reach the pager: a source read by 64-bit offset
-//! (a dropped `File`, a URL answered with HTTP ranges, a test's image).
-//! Its implementations live where their platform does (`src/wasm/vfs.rs`
-//! in the browser, [`super::mock`] for tests), and how it fails.
+//! The one way bytes reach the pager, and how it fails: a source read by
+//! 64-bit offset (a dropped `File`, a URL answered with HTTP ranges, a
+//! test's image). Its implementations live with their platform
+//! (`src/wasm/vfs.rs` in the browser, `pager::mock` for tests), so the
+//! pager itself is plain Rust that any platform compiles.
 
 /// Why a lazily read file could not serve a read. Once a source fails,
 /// its file fails every later read the same way: a file that changed

@@ -6,11 +6,36 @@ use super::*;
 use crate::pager::mock::{write_archive, Image};
 use crate::pager::{LazyConfig, SourceFailure};
 
+/// An archive of payloads of [`SIZES`] bytes, served by range.
+fn served(dir: &Path) -> Served {
+    let (path, image) = write_archive(dir, "a.dendro", &SIZES);
+    serve(&path, image)
+}
+
+/// [`served`], with the header and segment 0's catalog pages held, as
+/// the open and its prefetch leave them.
+fn warmed(dir: &Path) -> Served {
+    let s = served(dir);
+    via_catalog(&s.archive, 0, 0, 4).unwrap();
+    s
+}
+
+/// Reads segment 0 whole through the catalog and checks its bytes; the
+/// reads and bytes that cost the image.
+fn read_first_whole(s: &Served) -> (u64, u64) {
+    let len = SIZES[0];
+    let (reads, bytes) = (s.image.reads(), s.image.read_bytes());
+    assert_eq!(
+        via_catalog(&s.archive, 0, 0, len).unwrap(),
+        payload_of(0, len)
+    );
+    (s.image.reads() - reads, s.image.read_bytes() - bytes)
+}
+
 #[test]
 fn every_range_of_every_payload_reads_as_written_and_by_range() {
     let dir = tempfile::tempdir().unwrap();
-    let (path, image) = write_archive(dir.path(), "a.dendro", &SIZES);
-    let s = serve(&path, image);
+    let s = served(dir.path());
     for (seq, &len) in SIZES.iter().enumerate() {
         let seq = seq as i64;
         let expected = payload_of(seq, len);
@@ -41,11 +66,8 @@ fn every_range_of_every_payload_reads_as_written_and_by_range() {
 #[test]
 fn a_tail_costs_the_last_pages_and_their_maps_and_a_whole_payload_one_read() {
     let dir = tempfile::tempdir().unwrap();
-    let (path, image) = write_archive(dir.path(), "a.dendro", &SIZES);
-    let s = serve(&path, image);
+    let s = warmed(dir.path());
     let len = SIZES[0];
-    // Warm the header and the catalog's pages, as the open does.
-    via_catalog(&s.archive, 0, 0, 4).unwrap();
     let before = s.image.read_bytes();
     assert_eq!(
         via_catalog(&s.archive, 0, len - 8, 8).unwrap(),
@@ -57,13 +79,9 @@ fn a_tail_costs_the_last_pages_and_their_maps_and_a_whole_payload_one_read() {
         "{tail} bytes read for an 8-byte tail of {len}"
     );
     // The whole payload, its chain crossing a pointer-map page: one read.
-    let (reads, bytes) = (s.image.reads(), s.image.read_bytes());
-    assert_eq!(
-        via_catalog(&s.archive, 0, 0, len).unwrap(),
-        payload_of(0, len)
-    );
-    assert_eq!(s.image.reads() - reads, 1, "one read for the whole chain");
-    assert!(s.image.read_bytes() - bytes <= len as u64 + len as u64 / 50 + (16 << 10));
+    let (reads, bytes) = read_first_whole(&s);
+    assert_eq!(reads, 1, "one read for the whole chain");
+    assert!(bytes <= len as u64 + len as u64 / 50 + (16 << 10));
     // None of it went through the cache.
     assert!(s.file.borrow().stats().cached_bytes < 64 << 10);
 }
@@ -74,28 +92,16 @@ fn a_tail_costs_the_last_pages_and_their_maps_and_a_whole_payload_one_read() {
 #[test]
 fn a_whole_payload_in_one_run_costs_one_read_and_no_pointer_map_page() {
     let dir = tempfile::tempdir().unwrap();
-    let (path, image) = write_archive(dir.path(), "a.dendro", &SIZES);
-    let s = serve(&path, image);
+    let s = warmed(dir.path());
     let len = SIZES[0];
-    // The row's catalog pages, as the open's prefetch brings them in.
-    via_catalog(&s.archive, 0, 0, 4).unwrap();
-    let reads = s.image.reads();
-    assert_eq!(
-        via_catalog(&s.archive, 0, 0, len).unwrap(),
-        payload_of(0, len)
-    );
-    assert_eq!(
-        s.image.reads() - reads,
-        1,
-        "one read for a chain of {len} bytes"
-    );
+    let (reads, _) = read_first_whole(&s);
+    assert_eq!(reads, 1, "one read for a chain of {len} bytes");
 }
 
 #[test]
 fn a_file_that_changes_mid_read_is_an_error_for_every_later_read() {
     let dir = tempfile::tempdir().unwrap();
-    let (path, image) = write_archive(dir.path(), "a.dendro", &SIZES);
-    let s = serve(&path, image);
+    let s = served(dir.path());
     via_catalog(&s.archive, 0, 0, 100).unwrap();
     s.image.set_changed(true);
     let err = via_catalog(&s.archive, 8, 500_000, 1000).unwrap_err();
@@ -122,8 +128,7 @@ fn a_file_that_changes_mid_read_is_an_error_for_every_later_read() {
 #[test]
 fn with_reads_by_range_off_nothing_reaches_the_image() {
     let dir = tempfile::tempdir().unwrap();
-    let (path, image) = write_archive(dir.path(), "a.dendro", &SIZES);
-    let s = serve(&path, image);
+    let s = served(dir.path());
     set_in_place_payloads(false);
     let got = via_catalog(&s.archive, 0, 0, SIZES[0]);
     set_in_place_payloads(true);

@@ -27,8 +27,8 @@ fn damaged_chains_and_lying_pointer_maps_read_as_sqlite_reads_them() {
         m.as_mut().map(|m| {
             let f = &mut s.file.borrow_mut();
             (
-                super::super::read(f, m, sizes[0] as u64 - 8, &mut tail).unwrap(),
-                super::super::read(f, m, 0, &mut whole).unwrap(),
+                read(f, m, sizes[0] as u64 - 8, &mut tail).unwrap(),
+                read(f, m, 0, &mut whole).unwrap(),
             )
         })
     };
@@ -38,39 +38,40 @@ fn damaged_chains_and_lying_pointer_maps_read_as_sqlite_reads_them() {
         "the clean chain reads by range"
     );
 
+    // Each damage made to a copy of the clean file: what a tail and a
+    // whole read by range make of it, and every range as SQLite reads it.
+    let damaged = |damage: &dyn Fn(&mut [u8]), expected: Option<(bool, bool)>, why: &str| {
+        let mut image = clean.clone();
+        damage(&mut image);
+        assert_eq!(tail(&image), expected, "{why}");
+        same_as_sqlite(dir.path(), image, &sizes);
+    };
+
     // A pointer-map entry that no longer says "overflow page after (k-1)".
     let k = n / 2;
-    let mut wrong_type = clean.clone();
-    wrong_type[ptrmap_entry(&g, page(k)) as usize] = 2;
-    assert_eq!(
-        tail(&wrong_type),
+    damaged(
+        &|image| image[ptrmap_entry(&g, page(k)) as usize] = 2,
         Some((true, true)),
-        "a skip the map does not prove reads the page before, as SQLite does"
+        "a skip the map does not prove reads the page before, as SQLite does",
     );
-    same_as_sqlite(dir.path(), wrong_type, &sizes);
     // An entry of no type at all is damage SQLite reports when it looks.
-    let mut no_type = clean.clone();
-    no_type[ptrmap_entry(&g, page(k)) as usize] = 0;
-    assert_eq!(tail(&no_type), Some((false, true)), "SQLite's to report");
-    same_as_sqlite(dir.path(), no_type, &sizes);
-    let mut wrong_parent = clean.clone();
-    put32(
-        &mut wrong_parent,
-        ptrmap_entry(&g, page(k)) + 1,
-        page(k - 1) + 7,
+    damaged(
+        &|image| image[ptrmap_entry(&g, page(k)) as usize] = 0,
+        Some((false, true)),
+        "SQLite's to report",
     );
-    assert_eq!(tail(&wrong_parent), Some((true, true)));
-    same_as_sqlite(dir.path(), wrong_parent, &sizes);
+    damaged(
+        &|image| put32(image, ptrmap_entry(&g, page(k)) + 1, page(k - 1) + 7),
+        Some((true, true)),
+        "a pointer-map entry naming another page before",
+    );
 
     // A cycle: page k names the chain's first page as its next.
-    let mut cycle = clean.clone();
-    put32(&mut cycle, g.offset(page(k)), page(0));
-    assert_eq!(
-        tail(&cycle),
+    damaged(
+        &|image| put32(image, g.offset(page(k)), page(0)),
         Some((true, false)),
-        "the walk that reads it disagrees"
+        "the walk that reads it disagrees",
     );
-    same_as_sqlite(dir.path(), cycle, &sizes);
 
     // Two pages swapped, pointers telling the truth, the map lying.
     let mut swapped = clean.clone();
@@ -92,16 +93,18 @@ fn damaged_chains_and_lying_pointer_maps_read_as_sqlite_reads_them() {
 
     // The first overflow page out of the file.
     let (leaf_offset, first_at) = first_pointer(&clean, &g, &map);
-    let mut out_of_file = clean.clone();
-    put32(&mut out_of_file, leaf_offset + first_at, 0xffff_ff00);
-    assert_eq!(tail(&out_of_file), None, "not located");
-    same_as_sqlite(dir.path(), out_of_file, &sizes);
+    damaged(
+        &|image| put32(image, leaf_offset + first_at, 0xffff_ff00),
+        None,
+        "not located",
+    );
 
     // A last page that names a next one.
-    let mut longer = clean.clone();
-    put32(&mut longer, g.offset(page(n - 1)), page(0));
-    assert_eq!(tail(&longer), Some((false, false)));
-    same_as_sqlite(dir.path(), longer, &sizes);
+    damaged(
+        &|image| put32(image, g.offset(page(n - 1)), page(0)),
+        Some((false, false)),
+        "a last page that names a next one",
+    );
 }
 
 /// Where the cell of `map`'s row keeps its first overflow page number:
