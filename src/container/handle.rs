@@ -129,7 +129,7 @@ impl Archive {
 
     /// Opens an archive that SQLite reads in place through the VFS named
     /// `vfs`, which serves the file it knows as `path` read-only (see
-    /// [`super::lazy`]). `header` is the file's first bytes, read through
+    /// [`crate::pager`]). `header` is the file's first bytes, read through
     /// the same VFS: they are checked before SQLite sees the file. The open
     /// is `immutable`: no locks, no journal, no change detection by SQLite
     /// (the VFS detects a changed source itself).

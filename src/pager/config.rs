@@ -45,7 +45,7 @@ pub struct LazyStats {
     /// Reads asked of the source (HTTP requests, `Blob.slice` reads).
     pub fetches: u64,
     /// Of those, the ranges a caller fetched ahead its own way and handed
-    /// over ([`LazyFile::prime`]); the rest were reads SQLite or a payload
+    /// over ([`LazyFile::prime`](super::LazyFile::prime)); the rest were reads SQLite or a payload
     /// read waited for (in the browser, each a synchronous read).
     pub primed: u64,
     /// Bytes those reads returned.

@@ -17,7 +17,7 @@ use super::{ByteSource, LazyFile, SourceFailure};
 
 /// A file read in place, as the payload reader uses it.
 pub trait InPlace {
-    /// Where `rowid`'s payload column lies (see [`payload::locate`]).
+    /// Where `rowid`'s payload column lies (see `pager::payload::locate`).
     fn locate(
         &self,
         table: PayloadTable,
@@ -36,7 +36,7 @@ pub trait InPlace {
     ) -> Result<bool, SourceFailure>;
 
     /// What a read of the column's last `tail` bytes would fetch that is
-    /// not held yet (see [`payload::tail_plan`]).
+    /// not held yet (see `pager::payload::tail_plan`).
     fn tail_plan(&self, map: &PayloadMap, tail: u64) -> Vec<(u64, u64)>;
 }
 
@@ -179,7 +179,7 @@ impl InPlacePayload {
     }
 
     /// The byte ranges a read of the payload's last `tail` bytes would
-    /// fetch with what is held now (see [`payload::tail_plan`]), for a
+    /// fetch with what is held now (see `pager::payload::tail_plan`), for a
     /// caller that fetches many payloads' at once first and asks again
     /// until nothing is left; empty when the payload's place is not proven
     /// or it has no chain.

@@ -5,7 +5,7 @@
 //! catalog reads payloads and the engine plans its prefetches here by
 //! taking the file's pages apart itself. This layer never opens SQLite
 //! and imports nothing above it, so all of it is tested natively against
-//! [`mock`] sources.
+//! the sources of `pager::mock`.
 //!
 //! One mechanism per file: the byte source, the block cache, the read
 //! heads, the walk hints, the lazy file composing them; the header's
