@@ -1,7 +1,7 @@
 //! The file's page layout, read from its 100-byte header (file format
 //! §1.3): page size, usable bytes, page count, and where SQLite puts the
-//! pages no chain may use (pointer-map pages, the lock-byte page). Every
-//! page number the pager computes is checked against this.
+//! pages no chain may use (pointer-map pages, the lock-byte page). The
+//! payload reader checks every page number it follows against this.
 
 use super::encoding::{be16, be32};
 
