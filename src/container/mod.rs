@@ -39,7 +39,7 @@ pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};
 pub use staging::STAGING_SUFFIX;
 #[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
-pub use transaction::{NewSource, Transaction};
+pub use transaction::Transaction;
 
 /// `application_id` of every archive: the ASCII bytes `dend`.
 pub const APPLICATION_ID: u32 = 0x6465_6e64;
