@@ -564,3 +564,28 @@ pub fn decode(
         cause,
     })
 }
+
+/// The warm-up archive (`container::warm_up_archive`) is there to be
+/// described once by the browser engine; the container lays it down, and
+/// this checks it reads back as laid down.
+#[cfg(test)]
+mod warm_up_tests {
+    #[test]
+    fn the_warm_up_archive_opens_and_describes_as_laid_down() {
+        let bytes = crate::container::warm_up_archive().expect("laid down");
+        let archive = crate::container::Archive::from_reader("warm-up", &bytes[..], bytes.len())
+            .expect("opens");
+        let d = super::describe(&archive).expect("describes");
+        assert_eq!(d.schema_version, crate::container::SCHEMA_VERSION);
+        assert_eq!(d.sources.len(), 1);
+        let stream = &d.sources[0].streams[0];
+        assert_eq!(
+            (stream.name.as_str(), stream.segments.len()),
+            ("warm-up", 3)
+        );
+        assert!(stream.segments.iter().all(|s| s.bytes == 8000));
+        // The geometry an archive has: 4 KiB pages, pointer-map pages.
+        assert_eq!(u16::from_be_bytes([bytes[16], bytes[17]]), 4096);
+        assert_ne!(&bytes[52..56], &[0, 0, 0, 0]);
+    }
+}

@@ -131,6 +131,45 @@ impl Snapshot<'_> {
         )
     }
 
+    /// A stream's segments that overlap `[from, to]`, in seq order, found
+    /// through `segments_by_time` rather than by walking the stream: in
+    /// `last_ts` order they are the run from the first that ends at or
+    /// after `from` up to the first that starts past `to`, and the read
+    /// stops there. Exact where a stream's segments do not overlap one
+    /// another, as in a file the asking writer holds and placed them in
+    /// ([`Self::segments_overlapping`] makes no such assumption).
+    #[cfg(feature = "write")]
+    pub(crate) fn segments_overlapping_in_time(
+        &self,
+        source_id: i64,
+        stream: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<SegmentRecord>> {
+        let what = "cannot read the segments a span overlaps";
+        let mut stmt = self
+            .conn
+            .prepare_cached(&format!(
+                "SELECT {} FROM segments
+                 WHERE source_id = ?1 AND stream = ?2 AND last_ts >= ?3 ORDER BY last_ts",
+                segment_columns(self.shape)
+            ))
+            .ctx(self.file, what)?;
+        let mut rows = stmt
+            .query(params![source_id, stream, from])
+            .ctx(self.file, what)?;
+        let mut overlapping = Vec::new();
+        while let Some(r) = rows.next().ctx(self.file, what)? {
+            let record = segment_record(r).ctx(self.file, what)?;
+            if record.first_ts > to {
+                break;
+            }
+            overlapping.push(record);
+        }
+        overlapping.sort_by_key(|s| s.seq);
+        Ok(overlapping)
+    }
+
     /// One segment's Parquet payload, copied once, straight from SQLite's
     /// pages into the returned buffer (incremental blob I/O; a column read
     /// would assemble the payload in SQLite's memory and copy it again).

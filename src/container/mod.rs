@@ -28,7 +28,7 @@ pub use handle::{Archive, Snapshot};
 #[cfg(feature = "write")]
 #[doc(hidden)]
 pub use place::{observe_steps, Step, StepObserver};
-#[cfg(target_arch = "wasm32")]
+#[cfg(any(target_arch = "wasm32", test))]
 pub(crate) use schema::warm_up_archive;
 pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
 #[cfg(not(target_arch = "wasm32"))]
