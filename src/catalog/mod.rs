@@ -22,6 +22,8 @@ mod query;
 mod segments;
 mod sources;
 mod streams;
+#[cfg(test)]
+mod testing;
 mod wal;
 
 pub use caller_rows::CallerRow;

@@ -70,44 +70,46 @@ pub(super) fn segment_record(r: &Row<'_>) -> rusqlite::Result<SegmentRecord> {
 
 /// Reads of `segments`.
 impl Snapshot<'_> {
+    /// The records `rest` (the clauses after `FROM segments`) selects.
+    fn segment_records(
+        &self,
+        what: &str,
+        rest: &str,
+        params: impl rusqlite::Params,
+    ) -> Result<Vec<SegmentRecord>> {
+        let sql = format!(
+            "SELECT {} FROM segments {rest}",
+            segment_columns(self.shape)
+        );
+        self.collect(what, &sql, params, segment_record)
+    }
+
     /// Every segment of every stream, without payloads, ordered by source,
     /// stream and seq.
     pub fn all_segments(&self) -> Result<Vec<SegmentRecord>> {
-        self.collect(
+        self.segment_records(
             "cannot list segments",
-            &format!(
-                "SELECT {} FROM segments ORDER BY source_id, stream, seq",
-                segment_columns(self.shape)
-            ),
+            "ORDER BY source_id, stream, seq",
             [],
-            segment_record,
         )
     }
 
     /// A stream's segments in seq order, without payloads.
     pub fn segments(&self, source_id: i64, stream: &str) -> Result<Vec<SegmentRecord>> {
-        self.collect(
+        self.segment_records(
             "cannot list segments",
-            &format!(
-                "SELECT {} FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq",
-                segment_columns(self.shape)
-            ),
+            "WHERE source_id = ?1 AND stream = ?2 ORDER BY seq",
             params![source_id, stream],
-            segment_record,
         )
     }
 
     /// A source's segments, oldest `last_ts` first: the order a size cap
     /// evicts in.
     pub fn segments_by_age(&self, source_id: i64) -> Result<Vec<SegmentRecord>> {
-        self.collect(
+        self.segment_records(
             "cannot list segment sizes",
-            &format!(
-                "SELECT {} FROM segments WHERE source_id = ?1 ORDER BY last_ts, stream, seq",
-                segment_columns(self.shape)
-            ),
+            "WHERE source_id = ?1 ORDER BY last_ts, stream, seq",
             [source_id],
-            segment_record,
         )
     }
 
@@ -119,15 +121,11 @@ impl Snapshot<'_> {
         from: i64,
         to: i64,
     ) -> Result<Vec<SegmentRecord>> {
-        self.collect(
+        self.segment_records(
             "cannot list segments in a window",
-            &format!(
-                "SELECT {} FROM segments
-                 WHERE source_id = ?1 AND stream = ?2 AND last_ts >= ?3 AND first_ts <= ?4 ORDER BY seq",
-                segment_columns(self.shape)
-            ),
+            "WHERE source_id = ?1 AND stream = ?2 AND last_ts >= ?3 AND first_ts <= ?4
+             ORDER BY seq",
             params![source_id, stream, from, to],
-            segment_record,
         )
     }
 
@@ -346,28 +344,18 @@ impl crate::container::Transaction<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
     fn every_segment_is_listed_in_key_order_whatever_order_the_rows_were_written_in() {
-        let conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.execute_batch(crate::container::SCHEMA_SQL).unwrap();
         // Rowids ascend in writing order; the keys do not. Stream names
         // compare as SQLite's BINARY collation does (bytes): 'B' < 'a' < 'é'.
-        conn.execute_batch(
-            "PRAGMA foreign_keys = OFF;
-             INSERT INTO segments VALUES
+        let conn = super::super::testing::catalog_with(
+            "INSERT INTO segments VALUES
                (2, 'a', 1, 1, 0, 0, x'00', NULL), (1, 'é', 3, 1, 0, 0, x'00', NULL),
                (1, 'a', 10, 1, 0, 0, x'00', NULL), (1, 'a', 2, 1, 0, 0, x'0000', x'01'),
                (1, 'B', 7, 1, 0, 0, x'00', NULL), (-4, 'z', -1, 1, 0, 0, x'00', NULL),
                (1, 'a', -5, 1, 0, 0, x'00', NULL);",
-        )
-        .unwrap();
-        let snapshot = Snapshot {
-            conn: &conn,
-            file: "t",
-            shape: crate::container::CatalogShape::CURRENT,
-        };
+        );
+        let snapshot = super::super::testing::snapshot(&conn);
         let listed: Vec<(i64, String, i64)> = snapshot
             .all_segments()
             .unwrap()

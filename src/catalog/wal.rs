@@ -340,18 +340,7 @@ mod tests {
 
     /// What SQLite plans for `sql` on an empty catalog, one line per step.
     fn plan(sql: &str) -> String {
-        let conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.execute_batch(crate::container::SCHEMA_SQL).unwrap();
-        let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-        let unbound = vec![rusqlite::types::Null; stmt.parameter_count()];
-        let lines: Vec<String> = stmt
-            .query_map(rusqlite::params_from_iter(unbound), |r| {
-                r.get::<_, String>(3)
-            })
-            .unwrap()
-            .collect::<rusqlite::Result<_>>()
-            .unwrap();
-        lines.join("\n")
+        super::super::testing::plan(sql).join("\n")
     }
 
     #[test]
@@ -416,19 +405,11 @@ mod tests {
 
     #[test]
     fn the_streams_of_the_wal_table_are_found_in_key_order_once_each() {
-        let conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.execute_batch(crate::container::SCHEMA_SQL).unwrap();
-        conn.execute_batch(
-            "PRAGMA foreign_keys = OFF;
-             INSERT INTO wal VALUES (2, 'a', 1, 0, x''), (1, 'b', 1, 0, x''), (1, 'a', 1, 0, x''),
+        let conn = super::super::testing::catalog_with(
+            "INSERT INTO wal VALUES (2, 'a', 1, 0, x''), (1, 'b', 1, 0, x''), (1, 'a', 1, 0, x''),
                (1, 'a', 2, 0, x''), (1, 'a', 3, 0, x''), (5, 'z', -1, 0, x''), (-3, '', 0, 0, x'');",
-        )
-        .unwrap();
-        let snapshot = Snapshot {
-            conn: &conn,
-            file: "t",
-            shape: crate::container::CatalogShape::CURRENT,
-        };
+        );
+        let snapshot = super::super::testing::snapshot(&conn);
         let all: Vec<(i64, String)> = snapshot.wal_streams().unwrap();
         let expected: Vec<(i64, String)> = [(-3, ""), (1, "a"), (1, "b"), (2, "a"), (5, "z")]
             .into_iter()
