@@ -10,7 +10,15 @@
 //!
 //! `streams` answers what `segments` and `wal` say together; `listing` and
 //! `outline` are views derived from `segments` for readers of an image that
-//! cannot change. The live-WAL rule (§3.3) is written once, in `wal`.
+//! cannot change.
+//!
+//! The rule at this seam: only a holder of a write transaction writes rows
+//! (an [`crate::container::ArchiveMut`] assembling, copying or recovering,
+//! and the streaming writer on its own connection), and only through the
+//! inserts here; the reader build has none. The live-WAL rule (§3.3) lives
+//! in the reads, once, in `wal` ([`live_floor`]): an insert does not apply
+//! it, since a WAL row a segment covers is shadowed whether or not it is
+//! there. Refusing a row at or below the watermark is the writer's.
 
 mod caller_rows;
 mod clock_offsets;

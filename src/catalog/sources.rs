@@ -32,7 +32,7 @@ pub fn is_canonical_uuid(text: &str) -> bool {
 /// source, a copy and a replica carry it from another file (hence the
 /// name: new to the file that receives it), and every row read back holds
 /// it beside the id ([`SourceRecord`], and a description's
-/// `read::SourceDescription`). Serialized flat into theirs.
+/// [`crate::read::SourceDescription`]), serialized flat into theirs.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct NewSource {
     /// The identity across files. Read back, `None` is an archive from
