@@ -88,14 +88,14 @@ impl crate::container::Transaction<'_> {
     /// Stores rows in the caller's time-keyed store under `name`.
     pub fn insert_caller_rows(&self, source_id: i64, name: &str, rows: &[CallerRow]) -> Result<()> {
         let mut stmt = self
-            .tx
+            .sql()
             .prepare_cached(
                 "INSERT INTO caller_rows(source_id, stream, ts, blob) VALUES (?1, ?2, ?3, ?4)",
             )
-            .ctx(self.file, "cannot prepare a caller-row insert")?;
+            .ctx(self.file(), "cannot prepare a caller-row insert")?;
         for row in rows {
             stmt.execute(params![source_id, name, row.ts, row.blob])
-                .ctx(self.file, "cannot insert a caller row")?;
+                .ctx(self.file(), "cannot insert a caller row")?;
         }
         Ok(())
     }

@@ -41,12 +41,12 @@ impl Snapshot<'_> {
 impl crate::container::Transaction<'_> {
     /// Records a clock observation; the first at a timestamp wins.
     pub fn insert_clock_offset(&self, source_id: i64, ts: i64, offset_ns: i64) -> Result<()> {
-        self.tx
+        self.sql()
             .execute(
                 "INSERT OR IGNORE INTO clock_offsets(source_id, ts, offset_ns) VALUES (?1, ?2, ?3)",
                 params![source_id, ts, offset_ns],
             )
-            .ctx(self.file, "cannot insert a clock offset")?;
+            .ctx(self.file(), "cannot insert a clock offset")?;
         Ok(())
     }
 }

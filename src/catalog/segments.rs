@@ -322,7 +322,7 @@ impl crate::container::Transaction<'_> {
         seq: i64,
         segment: &Segment,
     ) -> Result<()> {
-        self.tx
+        self.sql()
             .execute(
                 "INSERT INTO segments(source_id, stream, seq, rows, first_ts, last_ts, bytes, caller_index)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
@@ -337,7 +337,7 @@ impl crate::container::Transaction<'_> {
                     segment.caller_index
                 ],
             )
-            .ctx(self.file, &format!("cannot insert segment {seq} of {stream:?}"))?;
+            .ctx(self.file(), &format!("cannot insert segment {seq} of {stream:?}"))?;
         Ok(())
     }
 }

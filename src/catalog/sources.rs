@@ -166,12 +166,12 @@ impl crate::container::Transaction<'_> {
     pub fn insert_source_with_uuid(&self, source: &NewSource) -> Result<i64> {
         let uuid = match &source.uuid {
             Some(given) => canonical_uuid(given).ok_or_else(|| Error::Invalid {
-                file: self.file.to_string(),
+                file: self.file().to_string(),
                 message: format!("{given:?} is not a canonical lowercase uuid"),
             })?,
             None => self.mint_uuid()?,
         };
-        self.tx
+        self.sql()
             .execute(
                 "INSERT INTO sources(labels, metadata, complete, clock_anchor_wall_ns, uuid)
                  VALUES (?1, ?2, ?3, ?4, ?5)",
@@ -183,17 +183,17 @@ impl crate::container::Transaction<'_> {
                     uuid
                 ],
             )
-            .ctx(self.file, "cannot insert a source")?;
-        Ok(self.tx.last_insert_rowid())
+            .ctx(self.file(), "cannot insert a source")?;
+        Ok(self.sql().last_insert_rowid())
     }
 
     /// A v4 uuid from SQLite's own random source, so no build of the crate
     /// needs an operating-system RNG.
     pub(crate) fn mint_uuid(&self) -> Result<String> {
         let random: Vec<u8> = self
-            .tx
+            .sql()
             .query_row("SELECT randomblob(16)", [], |r| r.get(0))
-            .ctx(self.file, "cannot draw random bytes")?;
+            .ctx(self.file(), "cannot draw random bytes")?;
         let mut bytes = [0u8; 16];
         bytes.copy_from_slice(&random);
         Ok(uuid::Builder::from_random_bytes(bytes)
@@ -209,42 +209,42 @@ impl crate::container::Transaction<'_> {
         patch: &std::collections::BTreeMap<String, Option<String>>,
     ) -> Result<()> {
         let current: Option<String> = self
-            .tx
+            .sql()
             .query_row(
                 "SELECT metadata FROM sources WHERE id = ?1",
                 [source_id],
                 |r| r.get(0),
             )
             .optional()
-            .ctx(self.file, "cannot read metadata")?;
+            .ctx(self.file(), "cannot read metadata")?;
         let current = current.ok_or_else(|| Error::NotFound {
-            file: self.file.to_string(),
+            file: self.file().to_string(),
             what: format!("source {source_id}"),
         })?;
-        let mut map = parse_map(self.file, "metadata", &current)?;
+        let mut map = parse_map(self.file(), "metadata", &current)?;
         for (key, value) in patch {
             match value {
                 Some(v) => map.insert(key.clone(), v.clone()),
                 None => map.remove(key),
             };
         }
-        self.tx
+        self.sql()
             .execute(
                 "UPDATE sources SET metadata = ?1 WHERE id = ?2",
                 params![json_map(&map), source_id],
             )
-            .ctx(self.file, "cannot write metadata")?;
+            .ctx(self.file(), "cannot write metadata")?;
         Ok(())
     }
 
     /// Marks a source complete (finalized) or not.
     pub fn set_complete(&self, source_id: i64, complete: bool) -> Result<()> {
-        self.tx
+        self.sql()
             .execute(
                 "UPDATE sources SET complete = ?1 WHERE id = ?2",
                 params![complete as i64, source_id],
             )
-            .ctx(self.file, "cannot set complete")?;
+            .ctx(self.file(), "cannot set complete")?;
         Ok(())
     }
 }

@@ -320,13 +320,13 @@ impl crate::container::Transaction<'_> {
     /// Appends WAL rows to one stream. A repeated `(stream, ts)` fails the insert.
     pub fn insert_wal_rows(&self, source_id: i64, stream: &str, rows: &[WalRow]) -> Result<()> {
         let mut stmt = self
-            .tx
+            .sql()
             .prepare_cached("INSERT INTO wal(source_id, stream, ts, wall_offset, row) VALUES (?1, ?2, ?3, ?4, ?5)")
-            .ctx(self.file, "cannot prepare a WAL insert")?;
+            .ctx(self.file(), "cannot prepare a WAL insert")?;
         for row in rows {
             stmt.execute(params![source_id, stream, row.ts, row.wall_offset, row.row])
                 .ctx(
-                    self.file,
+                    self.file(),
                     &format!("cannot append to stream {stream:?} at ts {}", row.ts),
                 )?;
         }

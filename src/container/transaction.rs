@@ -10,8 +10,8 @@ use crate::error::{Error, Result, SqlContext};
 /// One write transaction. Dropped without [`Transaction::commit`], it rolls
 /// back. Its inserts are in `src/catalog/`, one `impl` block per table.
 pub struct Transaction<'a> {
-    pub(crate) tx: rusqlite::Transaction<'a>,
-    pub(crate) file: &'a str,
+    tx: rusqlite::Transaction<'a>,
+    file: &'a str,
 }
 
 impl<'a> Transaction<'a> {
@@ -26,9 +26,14 @@ impl<'a> Transaction<'a> {
         self.tx.commit().ctx(self.file, "cannot commit")
     }
 
-    /// The underlying SQLite transaction, for the writer's own statements.
-    #[allow(dead_code)]
+    /// The underlying SQLite transaction: what the catalog's inserts, and
+    /// the writer's own statements, run on.
     pub(crate) fn sql(&self) -> &rusqlite::Transaction<'a> {
         &self.tx
+    }
+
+    /// The name errors use for the file written.
+    pub(crate) fn file(&self) -> &'a str {
+        self.file
     }
 }
