@@ -45,7 +45,7 @@ use std::time::{Duration, Instant};
 use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use common::{figure, load_average, median};
-use dendro::container::NewSource;
+use dendro::catalog::NewSource;
 use dendro::replicate::codec::preamble;
 use dendro::replicate::transport::{apply_stream, serve_tcp, write_catch_up};
 use dendro::replicate::{Frame, FrameReader, Subscriber, VerbatimOnly, WireRow};

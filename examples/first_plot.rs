@@ -232,7 +232,7 @@ fn main() {
             .read_snapshot(|s| {
                 Ok((
                     s.live_wal_rows_between(*source, stream, *from, *to)?,
-                    s.source(*source)?.metadata,
+                    s.source(*source)?.source.metadata,
                 ))
             })
             .unwrap();

@@ -16,7 +16,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::catalog::{Labels, SegmentRecord, SourceRecord, Span, WalRow};
+use crate::catalog::{NewSource, SegmentRecord, SourceRecord, Span, WalRow};
 use crate::container::{Archive, Snapshot};
 use crate::error::{Error, Result};
 use crate::segment::{check_encoder, materialize, Segment, SegmentEncoder};
@@ -38,16 +38,9 @@ pub struct Description {
 pub struct SourceDescription {
     /// File-local id.
     pub id: i64,
-    /// Identity across files.
-    pub uuid: Option<String>,
-    /// The source's name.
-    pub labels: Labels,
-    /// Verbatim metadata.
-    pub metadata: Labels,
-    /// Cleanly finalized.
-    pub complete: bool,
-    /// The timeline's anchor.
-    pub clock_anchor_wall_ns: i64,
+    /// The rest of its catalog row, as [`SourceRecord`] holds it.
+    #[serde(flatten)]
+    pub source: NewSource,
     /// Streams by name.
     pub streams: Vec<StreamDescription>,
     /// Names that hold caller rows but are no stream of this source
@@ -230,11 +223,7 @@ impl Snapshot<'_> {
                     stores.remove(&source.id).unwrap_or_default();
                 SourceDescription {
                     id: source.id,
-                    uuid: source.uuid,
-                    labels: source.labels,
-                    metadata: source.metadata,
-                    complete: source.complete,
-                    clock_anchor_wall_ns: source.clock_anchor_wall_ns,
+                    source: source.source,
                     streams: by_source.remove(&source.id).unwrap_or_default(),
                     caller_row_names,
                     caller_row_counts,
@@ -411,7 +400,7 @@ fn read_tail(
 ) -> Result<Tail> {
     match encoder {
         Some(encoder) => {
-            check_encoder(s.file(), source.id, &source.metadata, encoder)?;
+            check_encoder(s.file(), source.id, &source.source.metadata, encoder)?;
             let rows: Vec<WalRow> = s.live_wal_rows_between(source.id, stream, from, to)?;
             Ok(match materialize(s.file(), encoder, stream, &rows)? {
                 Some(segment) => Tail::Materialized(segment),
@@ -419,7 +408,7 @@ fn read_tail(
                 None => Tail::Unread(span_of(&rows)),
             })
         }
-        None => match crate::typed::reader_for(&source.metadata) {
+        None => match crate::typed::reader_for(&source.source.metadata) {
             Some(Ok(typed)) => read_tail(s, source, stream, from, to, Some(&typed)),
             Some(Err(message)) => Err(Error::Encoder {
                 file: s.file().to_string(),
@@ -447,7 +436,7 @@ pub(crate) fn typed_tail(
         stream: stream.to_string(),
         message,
     };
-    let Some(typed) = crate::typed::reader_for(&source.metadata) else {
+    let Some(typed) = crate::typed::reader_for(&source.source.metadata) else {
         return Ok(None);
     };
     let typed = typed.map_err(encoder_error)?;
@@ -526,7 +515,7 @@ pub fn read_archive(archive: &Archive, encoder: &dyn SegmentEncoder) -> Result<V
     archive.read_snapshot(|s| {
         let mut out = Vec::new();
         for source in s.sources()? {
-            check_encoder(s.file(), source.id, &source.metadata, encoder)?;
+            check_encoder(s.file(), source.id, &source.source.metadata, encoder)?;
             let mut streams = Vec::new();
             for name in s.streams(source.id)? {
                 let sealed = s.stream_payloads(source.id, &name)?;
@@ -574,4 +563,29 @@ pub fn decode(
         seq: record.seq,
         cause,
     })
+}
+
+/// The warm-up archive (`container::warm_up_archive`) is there to be
+/// described once by the browser engine; the container lays it down, and
+/// this checks it reads back as laid down.
+#[cfg(test)]
+mod warm_up_tests {
+    #[test]
+    fn the_warm_up_archive_opens_and_describes_as_laid_down() {
+        let bytes = crate::container::warm_up_archive().expect("laid down");
+        let archive = crate::container::Archive::from_reader("warm-up", &bytes[..], bytes.len())
+            .expect("opens");
+        let d = super::describe(&archive).expect("describes");
+        assert_eq!(d.schema_version, crate::container::SCHEMA_VERSION);
+        assert_eq!(d.sources.len(), 1);
+        let stream = &d.sources[0].streams[0];
+        assert_eq!(
+            (stream.name.as_str(), stream.segments.len()),
+            ("warm-up", 3)
+        );
+        assert!(stream.segments.iter().all(|s| s.bytes == 8000));
+        // The geometry an archive has: 4 KiB pages, pointer-map pages.
+        assert_eq!(u16::from_be_bytes([bytes[16], bytes[17]]), 4096);
+        assert_ne!(&bytes[52..56], &[0, 0, 0, 0]);
+    }
 }

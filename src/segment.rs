@@ -33,20 +33,9 @@ mod thrift;
 /// Parquet's magic, at both ends of every segment.
 pub const PARQUET_MAGIC: &[u8; 4] = b"PAR1";
 
-/// One encoded run of a stream's rows, and what the encoder says it holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Segment {
-    /// One Parquet file.
-    pub bytes: Vec<u8>,
-    /// Rows in the file (the encoder may have dropped a leading run).
-    pub rows: i64,
-    /// Timestamp of the file's first row.
-    pub first_ts: i64,
-    /// Timestamp of the file's last row.
-    pub last_ts: i64,
-    /// The caller's own index over the segment, stored verbatim.
-    pub caller_index: Option<Vec<u8>>,
-}
+// A segment is a row of the `segments` table as it is inserted: it is
+// defined with its table, and the encoder boundary speaks of it from here.
+pub use crate::catalog::Segment;
 
 /// Turns a stream's rows into a segment. The only code that knows what a
 /// row means; it must work from the rows alone, because an unrelated reader

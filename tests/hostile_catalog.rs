@@ -149,7 +149,7 @@ fn an_archive_from_before_the_uuid_and_caller_index_columns_reads_them_as_unknow
     drop(conn);
     let archive = Archive::open(&path).unwrap();
     let d = dendro::read::describe(&archive).unwrap();
-    assert_eq!(d.sources[0].uuid, None);
+    assert_eq!(d.sources[0].source.uuid, None);
     let sealed = &d.sources[0]
         .streams
         .iter()

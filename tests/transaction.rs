@@ -45,7 +45,7 @@ fn a_minted_uuid_is_a_canonical_lowercase_v4_and_unique() {
     assert_eq!(sources.len(), ids.len());
     let mut seen = std::collections::BTreeSet::new();
     for s in &sources {
-        let u = s.uuid.as_deref().unwrap();
+        let u = s.source.uuid.as_deref().unwrap();
         let parsed = uuid::Uuid::parse_str(u).unwrap();
         assert_eq!(parsed.get_version_num(), 4);
         assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122);
@@ -58,7 +58,7 @@ fn a_minted_uuid_is_a_canonical_lowercase_v4_and_unique() {
 fn a_given_uuid_is_kept_and_a_malformed_one_refused() {
     let (_d, _p, mut archive) = fresh();
     let given = "4d8dd7da-ed6f-4b1c-9040-fcebac272209";
-    let source = |uuid: Option<&str>| dendro::container::NewSource {
+    let source = |uuid: Option<&str>| dendro::catalog::NewSource {
         uuid: uuid.map(str::to_string),
         labels: labels(&[("host", "a")]),
         metadata: labels(&[("k", "v")]),
@@ -81,13 +81,13 @@ fn a_given_uuid_is_kept_and_a_malformed_one_refused() {
     });
     let s = archive.read_snapshot(|s| s.source(id)).unwrap();
     assert_eq!(
-        s.uuid.as_deref(),
+        s.source.uuid.as_deref(),
         Some(given),
         "stored in canonical lowercase"
     );
-    assert!(s.complete);
-    assert_eq!(s.clock_anchor_wall_ns, -5);
-    assert_eq!(s.metadata, labels(&[("k", "v")]));
+    assert!(s.source.complete);
+    assert_eq!(s.source.clock_anchor_wall_ns, -5);
+    assert_eq!(s.source.metadata, labels(&[("k", "v")]));
 }
 
 #[test]
@@ -138,8 +138,8 @@ fn metadata_patches_set_and_remove_keys_and_clock_offsets_keep_the_first() {
     drop(archive);
     let reader = Archive::open(&path).unwrap();
     let s = reader.read_snapshot(|s| s.source(id)).unwrap();
-    assert_eq!(s.metadata, labels(&[("b", "2"), ("c", "3")]));
-    assert!(s.complete);
+    assert_eq!(s.source.metadata, labels(&[("b", "2"), ("c", "3")]));
+    assert!(s.source.complete);
     let offsets = reader.read_snapshot(|s| s.clock_offsets(id)).unwrap();
     assert_eq!(offsets.len(), 1);
     assert_eq!(offsets[0].offset_ns, 111, "the first observation wins");

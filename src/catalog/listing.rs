@@ -10,7 +10,8 @@
 //! stream and window. Whoever reads an archive that a writer may change
 //! must list again for each answer; the native reader does.
 
-use super::{segment_columns, segment_record, SegmentRecord, Snapshot};
+use super::segments::{segment_columns, segment_record};
+use super::{SegmentRecord, Snapshot};
 use crate::error::Result;
 
 /// The segments of an archive image in `(source_id, stream, seq)` order,

@@ -104,15 +104,8 @@ mod tests {
     /// searched by key (one row a stream), never scanned.
     #[test]
     fn the_outline_scans_indexes_only_and_looks_up_one_row_a_stream() {
-        let conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.execute_batch(crate::container::SCHEMA_SQL).unwrap();
         for sql in [OUTLINE_SQL, FIRST_ROWIDS_SQL, COUNT_SQL] {
-            let mut stmt = conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
-            let plan: Vec<String> = stmt
-                .query_map([], |r| r.get::<_, String>(3))
-                .unwrap()
-                .map(|r| r.unwrap())
-                .collect();
+            let plan = super::super::testing::plan(sql);
             for step in &plan {
                 // A scan is of the index the outline fetches ahead.
                 let scan_of_table = step.starts_with("SCAN")

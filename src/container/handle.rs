@@ -287,6 +287,12 @@ fn needs_immutable(e: &rusqlite::Error) -> bool {
 }
 
 /// One read transaction: every query through it sees the same state.
+///
+/// Its methods here are the file's own; the catalog's reads are methods too,
+/// each beside its table in `src/catalog/<table>.rs` (`sources`, `segments`,
+/// `wal`, `clock_offsets`, `caller_rows`, and `streams` across the two) and
+/// the outline in `src/catalog/outline.rs`; [`crate::read`] adds the
+/// description that joins them.
 pub struct Snapshot<'a> {
     pub(crate) conn: &'a Connection,
     pub(crate) file: &'a str,
@@ -308,6 +314,13 @@ impl<'a> Snapshot<'a> {
     /// The file this snapshot reads.
     pub fn file(&self) -> &str {
         self.file
+    }
+
+    /// The schema version in the file's header, as SQLite reads it.
+    pub fn schema_version(&self) -> Result<u32> {
+        self.conn
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .ctx(self.file, "cannot read the schema version")
     }
 }
 

@@ -33,7 +33,7 @@ pub(crate) use paths::sidecar_path;
 #[cfg(feature = "write")]
 #[doc(hidden)]
 pub use place::{observe_steps, Step, StepObserver};
-#[cfg(target_arch = "wasm32")]
+#[cfg(any(target_arch = "wasm32", test))]
 pub(crate) use schema::warm_up_archive;
 pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
 #[cfg(not(target_arch = "wasm32"))]
@@ -44,7 +44,7 @@ pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};
 pub use staging::STAGING_SUFFIX;
 #[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
-pub use transaction::{NewSource, Transaction};
+pub use transaction::Transaction;
 
 /// `application_id` of every archive: the ASCII bytes `dend`.
 pub const APPLICATION_ID: u32 = 0x6465_6e64;

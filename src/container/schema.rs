@@ -324,25 +324,3 @@ pub(crate) fn warm_up_archive() -> rusqlite::Result<Vec<u8>> {
     let bytes = conn.serialize(rusqlite::MAIN_DB)?.to_vec();
     Ok(bytes)
 }
-
-#[cfg(test)]
-mod layout_tests {
-    #[test]
-    fn the_warm_up_archive_opens_and_describes_as_laid_down() {
-        let bytes = super::warm_up_archive().expect("laid down");
-        let archive = crate::container::Archive::from_reader("warm-up", &bytes[..], bytes.len())
-            .expect("opens");
-        let d = crate::read::describe(&archive).expect("describes");
-        assert_eq!(d.schema_version, crate::container::SCHEMA_VERSION);
-        assert_eq!(d.sources.len(), 1);
-        let stream = &d.sources[0].streams[0];
-        assert_eq!(
-            (stream.name.as_str(), stream.segments.len()),
-            ("warm-up", 3)
-        );
-        assert!(stream.segments.iter().all(|s| s.bytes == 8000));
-        // The geometry an archive has: 4 KiB pages, pointer-map pages.
-        assert_eq!(u16::from_be_bytes([bytes[16], bytes[17]]), 4096);
-        assert_ne!(&bytes[52..56], &[0, 0, 0, 0]);
-    }
-}

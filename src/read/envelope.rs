@@ -806,7 +806,7 @@ impl RangeReader {
                 return Ok((segments, tail, span));
             }
             // Only a tail the typed reader decodes counts toward the span.
-            let span = match crate::typed::reader_for(&source.metadata) {
+            let span = match crate::typed::reader_for(&source.source.metadata) {
                 Some(_) => s.live_wal_span_between(id, stream, from, to)?,
                 None => None,
             };

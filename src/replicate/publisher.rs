@@ -250,18 +250,18 @@ impl Shipped {
         send: &mut impl FnMut(Frame) -> Result<()>,
     ) -> Result<()> {
         let said = Said {
-            labels: record.labels.clone(),
-            metadata: record.metadata.clone(),
-            complete: record.complete,
+            labels: record.source.labels.clone(),
+            metadata: record.source.metadata.clone(),
+            complete: record.source.complete,
         };
         let first = !self.full_sent;
         if first || said != self.said {
             let handshake = Frame::Handshake {
                 source: self.ordinal,
-                uuid: record.uuid.clone(),
+                uuid: record.source.uuid.clone(),
                 labels: said.labels.clone(),
                 metadata: said.metadata.clone(),
-                clock_anchor_wall_ns: record.clock_anchor_wall_ns,
+                clock_anchor_wall_ns: record.source.clock_anchor_wall_ns,
                 complete: said.complete,
             };
             check_size(snap, &handshake, || {

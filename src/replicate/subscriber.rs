@@ -34,8 +34,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use super::codec::{Frame, IndexKind, IndexState, WireRow};
-use crate::catalog::{CallerRow, ClockOffset, WalRow};
-use crate::container::{staging, Archive, NewSource};
+use crate::catalog::{CallerRow, ClockOffset, NewSource, WalRow};
+use crate::container::{staging, Archive};
 use crate::error::{Error, Result};
 use crate::segment::{Segment, SegmentEncoder};
 use crate::write::{Adopted, SourceWriter, Writer, WriterOptions};

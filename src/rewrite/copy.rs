@@ -23,8 +23,8 @@ use super::inputs::{Input, Pinned};
 use super::output::{close_archive, Batches, Staged};
 use super::plan::{plan, Plan, PlannedSource};
 use super::reencode::{reencode, Reencode};
+use crate::catalog::NewSource;
 use crate::catalog::{CallerRow, SourceRecord, WalRow};
-use crate::container::NewSource;
 use crate::error::Result;
 use crate::segment::Segment;
 
@@ -66,10 +66,11 @@ impl SourceSelector {
         match self {
             SourceSelector::Id(id) => source.id == *id,
             SourceSelector::Uuid(uuid) => source
+                .source
                 .uuid
                 .as_deref()
                 .is_some_and(|u| u.eq_ignore_ascii_case(uuid)),
-            SourceSelector::Label { key, value } => source.labels.get(key) == Some(value),
+            SourceSelector::Label { key, value } => source.source.labels.get(key) == Some(value),
         }
     }
 }
@@ -248,7 +249,7 @@ fn write_source(
     // original never merges the two as one (format §3.1).
     let uuid = match spec.columns {
         Some(_) => None,
-        None => record.uuid.clone(),
+        None => record.source.uuid.clone(),
     };
     if let Some(text) = &uuid {
         if !crate::catalog::is_canonical_uuid(&text.to_ascii_lowercase()) {
@@ -266,10 +267,10 @@ fn write_source(
     }
     let id = batches.tx()?.insert_source_with_uuid(&NewSource {
         uuid,
-        labels: record.labels.clone(),
-        metadata: record.metadata.clone(),
-        complete: record.complete,
-        clock_anchor_wall_ns: record.clock_anchor_wall_ns,
+        labels: record.source.labels.clone(),
+        metadata: record.source.metadata.clone(),
+        complete: record.source.complete,
+        clock_anchor_wall_ns: record.source.clock_anchor_wall_ns,
     })?;
     for part in &source.parts {
         let s = inputs[part.input].snapshot();

@@ -135,7 +135,7 @@ pub fn export<P: AsRef<Path>>(
     };
     for source in &plan.sources {
         let record = &source.record;
-        let directory = match &record.uuid {
+        let directory = match &record.source.uuid {
             Some(uuid) => format!("source={}", uuid_component(uuid)),
             None => format!(
                 "source=unknown-{}-{}",
@@ -191,7 +191,7 @@ pub fn export<P: AsRef<Path>>(
             let mut live_file = None;
             let mut live_rows_not_exported = 0;
             if !rows.is_empty() {
-                match typed_tail(&record.metadata, &file, name, &rows)? {
+                match typed_tail(&record.source.metadata, &file, name, &rows)? {
                     Some(bytes) => {
                         let relative = format!("{stream_dir}/live.parquet");
                         write_file(&root.join(&relative), &bytes, &mut written).map_err(|e| {
@@ -237,11 +237,11 @@ pub fn export<P: AsRef<Path>>(
         report.sources += 1;
         catalog.sources.push(CatalogSource {
             directory,
-            uuid: record.uuid.clone(),
-            labels: record.labels.clone(),
-            metadata: record.metadata.clone(),
-            complete: record.complete,
-            clock_anchor_wall_ns: record.clock_anchor_wall_ns,
+            uuid: record.source.uuid.clone(),
+            labels: record.source.labels.clone(),
+            metadata: record.source.metadata.clone(),
+            complete: record.source.complete,
+            clock_anchor_wall_ns: record.source.clock_anchor_wall_ns,
             streams,
             caller_rows_not_exported: caller_rows,
         });

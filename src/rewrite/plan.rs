@@ -50,7 +50,7 @@ pub(crate) struct PlannedSegment {
 
 /// The uuid as matched across inputs (case does not make a new identity).
 fn identity(source: &SourceRecord) -> Option<String> {
-    source.uuid.as_ref().map(|u| u.to_ascii_lowercase())
+    source.source.uuid.as_ref().map(|u| u.to_ascii_lowercase())
 }
 
 /// Gathers what `spec` selects from `inputs`, merging sources by uuid.
@@ -170,7 +170,7 @@ fn merge_timeline(
                     message: format!(
                         "stream {stream:?} of source {}: its segment {} ({}..{}) overlaps a \
                          different segment {} ({}..{}) of {}; combining them would repeat rows",
-                        source.uuid.as_deref().unwrap_or("?"),
+                        source.source.uuid.as_deref().unwrap_or("?"),
                         seg.record.seq,
                         seg.record.first_ts,
                         seg.record.last_ts,

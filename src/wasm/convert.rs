@@ -76,19 +76,22 @@ fn source_with(s: &SourceDescription, streams: JsValue) -> JsValue {
         .set("id", num(s.id))
         .set(
             "uuid",
-            s.uuid.as_deref().map_or(JsValue::NULL, JsValue::from_str),
+            s.source
+                .uuid
+                .as_deref()
+                .map_or(JsValue::NULL, JsValue::from_str),
         )
-        .set("labels", labels(&s.labels))
-        .set("metadata", labels(&s.metadata))
-        .set("reserved", reserved(&s.metadata))
-        .set("complete", s.complete)
+        .set("labels", labels(&s.source.labels))
+        .set("metadata", labels(&s.source.metadata))
+        .set("reserved", reserved(&s.source.metadata))
+        .set("complete", s.source.complete)
         // Whether the engine reads this source's live tails (the
         // self-describing encoder wrote them); readRange then includes them.
         .set(
             "live_readable",
-            crate::typed::reader_for(&s.metadata).is_some(),
+            crate::typed::reader_for(&s.source.metadata).is_some(),
         )
-        .set("clock_anchor_wall_ns", big(s.clock_anchor_wall_ns))
+        .set("clock_anchor_wall_ns", big(s.source.clock_anchor_wall_ns))
         .set("streams", streams)
         .set(
             "caller_row_names",

@@ -536,6 +536,7 @@ impl JsArchive {
                     .archive
                     .read_snapshot(|s| s.source(source))
                     .map_err(fail)?
+                    .source
                     .metadata;
                 let typed = crate::typed::stream_schema(&metadata, stream).map_err(|message| {
                     fail(Error::Encoder {
@@ -771,7 +772,7 @@ impl JsArchive {
             .archive
             .read_snapshot(|s| {
                 let record = s.source(source)?;
-                let readable = crate::typed::reader_for(&record.metadata).is_some();
+                let readable = crate::typed::reader_for(&record.source.metadata).is_some();
                 Ok((s.live_wal_span(source, stream)?, readable))
             })
             .map_err(fail)?;
@@ -932,7 +933,7 @@ impl JsArchive {
         }
         let rowids = self.archive.read_snapshot(|s| {
             let source = s.source(request.source_id)?;
-            if crate::typed::reader_for(&source.metadata).is_none() {
+            if crate::typed::reader_for(&source.source.metadata).is_none() {
                 return Ok(Vec::new());
             }
             s.live_wal_rowids_between(request.source_id, request.stream, request.from, request.to)

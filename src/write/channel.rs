@@ -14,8 +14,8 @@ use super::policy::SealPolicy;
 use super::retention::{EvictRequest, Evicted};
 use super::seal::Adopted;
 use super::session::{Event, Opened, SourceRef};
+use crate::catalog::NewSource;
 use crate::catalog::{CallerRow, ClockOffset, SegmentRecord};
-use crate::container::NewSource;
 use crate::error::Result;
 use crate::segment::Segment;
 

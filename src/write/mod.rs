@@ -59,7 +59,7 @@ pub use session::{Event, SourceRef};
 pub use source::{SourceClock, SourceWriter};
 pub use writer::Writer;
 
-pub use crate::container::NewSource;
+pub use crate::catalog::NewSource;
 
 /// The wall clock in nanoseconds since the epoch (negative before 1970).
 pub fn wall_clock_ns() -> i64 {

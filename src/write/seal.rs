@@ -657,15 +657,6 @@ pub(super) fn adopt(
     Ok(outcomes)
 }
 
-/// The facts of one held segment an adopted one is measured against.
-struct Held {
-    seq: i64,
-    rows: i64,
-    bytes: i64,
-    first_ts: i64,
-    last_ts: i64,
-}
-
 /// [`adopt`] for a replica, whose segments are its origin's and converge to
 /// them whatever the origin did to its own (`WIRE.md` §5.5). Each segment,
 /// against the held segments of its stream that overlap its span:
@@ -755,40 +746,12 @@ fn place_replica_segment(
         return Ok(Adopted::Inserted { seq });
     }
     let sql = tx.sql();
-    let what = "cannot read the segments a replica's segment overlaps";
-    // A stream's segments do not overlap one another, so in `last_ts`
-    // order the ones overlapping the span are the run from the first that
-    // ends at or after its start, up to the first that starts past its
-    // end: read through the time index and stopped there.
-    let mut stmt = sql
-        .prepare_cached(
-            "SELECT seq, rows, first_ts, last_ts, length(bytes) FROM segments
-             WHERE source_id = ?1 AND stream = ?2 AND last_ts >= ?3
-             ORDER BY last_ts",
-        )
-        .map_err(|e| Error::sqlite(file, what, e))?;
-    let mut rows = stmt
-        .query(rusqlite::params![source_id, stream, segment.first_ts])
-        .map_err(|e| Error::sqlite(file, what, e))?;
-    let mut held = Vec::new();
-    while let Some(r) = rows.next().map_err(|e| Error::sqlite(file, what, e))? {
-        let read = |r: &rusqlite::Row<'_>| -> rusqlite::Result<Held> {
-            Ok(Held {
-                seq: r.get(0)?,
-                rows: r.get(1)?,
-                first_ts: r.get(2)?,
-                last_ts: r.get(3)?,
-                bytes: r.get(4)?,
-            })
-        };
-        let h = read(r).map_err(|e| Error::sqlite(file, what, e))?;
-        if h.first_ts > segment.last_ts {
-            break;
-        }
-        held.push(h);
-    }
-    drop(rows);
-    held.sort_by_key(|h| h.seq);
+    let held = Snapshot::on_writer(sql, file).segments_overlapping_in_time(
+        source_id,
+        stream,
+        segment.first_ts,
+        segment.last_ts,
+    )?;
     if held.is_empty() {
         // Below the watermark (above it, the segment holding the
         // watermark would overlap): removed here, and not brought back.
@@ -866,7 +829,7 @@ fn trimmed(
     file: &str,
     source_id: i64,
     stream: &str,
-    held: &Held,
+    held: &crate::catalog::SegmentRecord,
     to: i64,
 ) -> Result<Option<Segment>> {
     let bytes: Vec<u8> = sql

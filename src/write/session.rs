@@ -17,8 +17,8 @@ use super::policy::SealPolicy;
 use super::prune::Pruner;
 use super::retry::with_retries;
 use super::streams::StreamCache;
-use crate::catalog::{CallerRow, ClockOffset, Labels, Snapshot};
-use crate::container::{NewSource, Transaction};
+use crate::catalog::{CallerRow, ClockOffset, Labels, NewSource, Snapshot};
+use crate::container::Transaction;
 use crate::error::{Error, Result};
 use crate::keys;
 pub use crate::reserved::Event;
@@ -65,13 +65,13 @@ fn restate(
         let sessions = merged_sessions(
             file,
             source.metadata.get(keys::WRITER_SESSIONS),
-            record.metadata.get(keys::WRITER_SESSIONS),
+            record.source.metadata.get(keys::WRITER_SESSIONS),
         )?;
         match sessions {
             Some(text) => metadata.insert(keys::WRITER_SESSIONS.to_string(), text),
             None => metadata.remove(keys::WRITER_SESSIONS),
         };
-        if metadata != record.metadata || source.labels != record.labels {
+        if metadata != record.source.metadata || source.labels != record.source.labels {
             let json = |map: &Labels| serde_json::to_string(map).expect("a string map serializes");
             tx.sql()
                 .execute(
@@ -80,7 +80,7 @@ fn restate(
                 )
                 .map_err(|e| Error::sqlite(file, "cannot restate a replica's source", e))?;
         }
-        if record.complete && !source.complete {
+        if record.source.complete && !source.complete {
             tx.set_complete(source_id, false)?;
         }
         tx.commit()
@@ -145,7 +145,7 @@ fn events_with(current: Option<&String>, event: &Event) -> std::result::Result<S
 fn metadata_of(tx: &Transaction<'_>, file: &str, source_id: i64) -> Result<Labels> {
     Snapshot::on_writer(tx.sql(), file)
         .source(source_id)
-        .map(|s| s.metadata)
+        .map(|s| s.source.metadata)
 }
 
 /// Names a source to resume: its file-local id or its uuid.
@@ -404,7 +404,8 @@ impl Sessions {
                 .sources()?
                 .into_iter()
                 .find(|s| {
-                    s.uuid
+                    s.source
+                        .uuid
                         .as_deref()
                         .is_some_and(|u| u.eq_ignore_ascii_case(uuid))
                 }),
@@ -429,7 +430,7 @@ impl Sessions {
                 let dropped = self.register(source_id, false, None);
                 Opened {
                     source_id,
-                    uuid: record.uuid.unwrap_or_default(),
+                    uuid: record.source.uuid.unwrap_or_default(),
                     floor: None,
                     dropped,
                 }
@@ -483,7 +484,8 @@ impl Sessions {
                 .sources()?
                 .into_iter()
                 .find(|s| {
-                    s.uuid
+                    s.source
+                        .uuid
                         .as_deref()
                         .is_some_and(|u| u.eq_ignore_ascii_case(uuid))
                 })
@@ -496,7 +498,7 @@ impl Sessions {
                 message: format!("source {source_id} is already being written by this writer"),
             });
         }
-        crate::segment::check_encoder(&file, source_id, &record.metadata, encoder)?;
+        crate::segment::check_encoder(&file, source_id, &record.source.metadata, encoder)?;
         let newest = snapshot.newest_ts(source_id)?;
         if let Some(newest) = newest {
             if anchor <= newest {
@@ -557,7 +559,7 @@ impl Sessions {
         let dropped = self.register(source_id, true, newest);
         Ok(Opened {
             source_id,
-            uuid: record.uuid.unwrap_or_default(),
+            uuid: record.source.uuid.unwrap_or_default(),
             floor: newest,
             dropped,
         })

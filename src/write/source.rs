@@ -12,8 +12,8 @@ use super::policy::SealPolicy;
 use super::retention::{EvictRequest, Evicted, Floors};
 use super::seal::Adopted;
 use super::session::{Event, Opened, SourceRef};
+use crate::catalog::NewSource;
 use crate::catalog::{CallerRow, ClockOffset};
-use crate::container::NewSource;
 use crate::error::Result;
 use crate::segment::Segment;
 

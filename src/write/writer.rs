@@ -17,8 +17,8 @@ use super::session::{Opened, SourceRef};
 use super::source::{SourceClock, SourceWriter};
 use super::thread::WriterThread;
 use super::wall_clock_ns;
-use crate::catalog::Labels;
-use crate::container::{create_file, open_streaming, place, staging, NewSource};
+use crate::catalog::{Labels, NewSource};
+use crate::container::{create_file, open_streaming, place, staging};
 use crate::error::{Error, Result};
 use crate::segment::SegmentEncoder;
 

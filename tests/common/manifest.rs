@@ -127,11 +127,11 @@ pub fn observed(archive: &Archive, file_name: &str) -> Result<Value, Error> {
             .sum::<i64>();
         sources.push(json!({
             "id": source.id,
-            "uuid": source.uuid,
-            "labels": source.labels,
-            "metadata": source.metadata,
-            "complete": source.complete,
-            "clock_anchor_wall_ns": source.clock_anchor_wall_ns,
+            "uuid": source.source.uuid,
+            "labels": source.source.labels,
+            "metadata": source.source.metadata,
+            "complete": source.source.complete,
+            "clock_anchor_wall_ns": source.source.clock_anchor_wall_ns,
             "span": source.span().map(|(a, b)| json!([a, b])),
             "clock_offsets": clock,
             "caller_rows": caller,

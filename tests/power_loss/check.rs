@@ -56,7 +56,7 @@ fn read_all(archive: &Archive) -> Read {
     }
     Read {
         source: true,
-        complete: source.source.complete,
+        complete: source.source.source.complete,
         streams,
     }
 }

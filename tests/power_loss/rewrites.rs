@@ -47,7 +47,7 @@ fn summary(path: &Path) -> Summary {
                     let live = s.live_wal_rows(source.id, &stream)?.len();
                     streams.insert(stream, (rows, first, last, live));
                 }
-                out.push((format!("{:?}", source.labels), streams));
+                out.push((format!("{:?}", source.source.labels), streams));
             }
             Ok(out)
         })

@@ -247,7 +247,7 @@ fn uuidless_origin(path: &Path) {
     let archive = Archive::open(path).unwrap();
     let sources = archive.read_snapshot(|s| s.sources()).unwrap();
     assert_eq!(sources.len(), 1);
-    assert_eq!(sources[0].uuid, None);
+    assert_eq!(sources[0].source.uuid, None);
 }
 
 /// The replica holds exactly one source, equal to the origin's one.
@@ -329,7 +329,8 @@ fn metadata_changed_at_the_origin_reaches_a_connected_replica_without_reconnect(
         .unwrap();
     let start = Instant::now();
     loop {
-        let held = replica_source(&replica_path).and_then(|s| s.metadata.get("site").cloned());
+        let held =
+            replica_source(&replica_path).and_then(|s| s.source.metadata.get("site").cloned());
         if held.as_deref() == Some("lab-2") {
             break;
         }
@@ -384,20 +385,26 @@ fn a_second_handshake_writes_labels_metadata_and_a_resume_to_the_replica_file() 
         sub.apply(frame).unwrap();
     }
     sub.sync().unwrap();
-    assert!(replica_source(&replica_path).unwrap().complete);
+    assert!(replica_source(&replica_path).unwrap().source.complete);
     // The origin says it again, renamed, with a new key and resumed.
     sub.apply(restated.unwrap()).unwrap();
     sub.sync().unwrap();
     let held = replica_source(&replica_path).unwrap();
-    assert_eq!(held.labels.get("host").map(String::as_str), Some("renamed"));
-    assert_eq!(held.metadata.get("site").map(String::as_str), Some("lab-3"));
+    assert_eq!(
+        held.source.labels.get("host").map(String::as_str),
+        Some("renamed")
+    );
+    assert_eq!(
+        held.source.metadata.get("site").map(String::as_str),
+        Some("lab-3")
+    );
     assert!(
-        !held.complete,
+        !held.source.complete,
         "the origin resumed; the replica is not complete"
     );
     // The replica's own session is still recorded after the origin's.
     let sessions: Vec<Value> =
-        serde_json::from_str(held.metadata.get("writer_sessions").unwrap()).unwrap();
+        serde_json::from_str(held.source.metadata.get("writer_sessions").unwrap()).unwrap();
     assert_eq!(sessions.len(), 2, "{sessions:?}");
     sub.finish().unwrap();
 }
@@ -421,7 +428,11 @@ fn projected_origin(dir: &tempfile::TempDir) -> (PathBuf, PathBuf, PathBuf) {
 fn uuids(path: &Path) -> Vec<Option<String>> {
     let archive = Archive::open(path).unwrap();
     let description = dendro::read::describe(&archive).unwrap();
-    description.sources.iter().map(|s| s.uuid.clone()).collect()
+    description
+        .sources
+        .iter()
+        .map(|s| s.source.uuid.clone())
+        .collect()
 }
 
 #[test]
@@ -473,7 +484,7 @@ fn a_replica_follows_its_origin_finalized_then_resumed_in_a_new_session() {
     finalized(source, 10);
     writer.join().unwrap();
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
-    assert!(replica_source(&replica_path).unwrap().complete);
+    assert!(replica_source(&replica_path).unwrap().source.complete);
     // Resumed and still being written: the replica is no longer complete.
     let writer = Writer::open(&origin_path, FixtureEncoder::default()).unwrap();
     let source = writer.resume_source_at(uuid.as_str(), 100).unwrap();
@@ -481,13 +492,13 @@ fn a_replica_follows_its_origin_finalized_then_resumed_in_a_new_session() {
     append(&source, 111, 115);
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
     assert_replica(&origin_path, &replica_path);
-    assert!(!replica_source(&replica_path).unwrap().complete);
+    assert!(!replica_source(&replica_path).unwrap().source.complete);
     // Finalized again: so is the replica.
     finalized(source, 115);
     writer.join().unwrap();
     apply_stream(&catch_up_stream(&origin_path), &replica_path);
     assert_replica(&origin_path, &replica_path);
-    assert!(replica_source(&replica_path).unwrap().complete);
+    assert!(replica_source(&replica_path).unwrap().source.complete);
 }
 
 #[test]

@@ -69,21 +69,21 @@ pub fn replicated_view(path: &std::path::Path) -> Value {
                     .iter()
                     .map(|o| json!([o.ts, o.offset_ns]))
                     .collect();
-                let mut metadata = source.metadata.clone();
+                let mut metadata = source.source.metadata.clone();
                 let sessions = metadata.remove("writer_sessions");
                 Ok(json!({
-                    "labels": source.labels,
+                    "labels": source.source.labels,
                     "metadata": metadata,
                     "writer_sessions": sessions,
-                    "complete": source.complete,
-                    "anchor": source.clock_anchor_wall_ns,
+                    "complete": source.source.complete,
+                    "anchor": source.source.clock_anchor_wall_ns,
                     "streams": streams,
                     "caller_rows": caller,
                     "clock_offsets": offsets,
                 }))
             })
             .unwrap();
-        sources.insert(source.uuid.clone().unwrap_or_default(), view);
+        sources.insert(source.source.uuid.clone().unwrap_or_default(), view);
     }
     Value::Object(sources)
 }

@@ -124,7 +124,10 @@ fn a_reader_written_from_wire_md_decodes_our_publishers_stream() {
     archive
         .read_snapshot(|snap| {
             let sources = snap.sources()?;
-            let uuids: Vec<String> = sources.iter().filter_map(|s| s.uuid.clone()).collect();
+            let uuids: Vec<String> = sources
+                .iter()
+                .filter_map(|s| s.source.uuid.clone())
+                .collect();
             assert_eq!(seen.uuids, uuids);
             let mut segments = Vec::new();
             let mut with_index = 0;

@@ -84,6 +84,7 @@ fn a_source_without_a_uuid_gets_a_fresh_one_in_each_copy() {
             .unwrap()
             .read_snapshot(|s| s.sources())
             .unwrap()[0]
+            .source
             .uuid
             .clone()
     };
@@ -131,7 +132,7 @@ fn two_sources(path: &std::path::Path) -> Vec<String> {
         .read_snapshot(|s| s.sources())
         .unwrap()
         .into_iter()
-        .map(|s| s.uuid.unwrap())
+        .map(|s| s.source.uuid.unwrap())
         .collect()
 }
 

@@ -51,7 +51,7 @@ fn a_projection_is_a_new_source_with_a_uuid_of_its_own() {
             .read_snapshot(|s| s.sources())
             .unwrap()
             .into_iter()
-            .map(|s| s.uuid.unwrap())
+            .map(|s| s.source.uuid.unwrap())
             .collect()
     };
     let (old, new) = (uuids(&input), uuids(&output));

@@ -183,12 +183,12 @@ pub fn contents(path: &Path) -> BTreeMap<String, SourceContents> {
             caller_rows.insert(name, rows);
         }
         out.insert(
-            source.uuid.clone().unwrap_or_default(),
+            source.source.uuid.clone().unwrap_or_default(),
             SourceContents {
-                labels: source.labels,
-                metadata: source.metadata,
-                complete: source.complete,
-                anchor: source.clock_anchor_wall_ns,
+                labels: source.source.labels,
+                metadata: source.source.metadata,
+                complete: source.source.complete,
+                anchor: source.source.clock_anchor_wall_ns,
                 sealed,
                 live,
                 caller_rows,
@@ -214,7 +214,7 @@ pub fn blobs(path: &Path) -> BTreeMap<(String, String), Vec<Blob>> {
                 let uuid = sources
                     .iter()
                     .find(|x| x.id == record.source_id)
-                    .and_then(|x| x.uuid.clone())
+                    .and_then(|x| x.source.uuid.clone())
                     .unwrap_or_default();
                 let index = s
                     .caller_indexes(record.source_id, &record.stream)?

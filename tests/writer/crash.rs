@@ -179,7 +179,8 @@ fn sigkill_at_random_moments_loses_no_committed_tick() {
     .unwrap();
     w.join().unwrap();
     let a = assert_sound(&path);
-    let sessions = a.read_snapshot(|s| s.source(1)).unwrap().metadata["writer_sessions"].clone();
+    let sessions =
+        a.read_snapshot(|s| s.source(1)).unwrap().source.metadata["writer_sessions"].clone();
     assert_eq!(
         sessions.matches("\"session\"").count(),
         25,

@@ -209,11 +209,12 @@ fn the_demo_archive_is_sound_and_reads_back_through_the_schemas_it_lists() {
     // schemas the sources' metadata lists.
     let sources = a.read_snapshot(|s| s.sources()).unwrap();
     let typed =
-        dendro::typed::TypedEncoder::from_metadata(sources.iter().map(|s| &s.metadata)).unwrap();
+        dendro::typed::TypedEncoder::from_metadata(sources.iter().map(|s| &s.source.metadata))
+            .unwrap();
     let read = dendro::read::read_archive(&a, &typed).unwrap();
     for source in &read {
-        assert!(source.source.complete);
-        let md = &source.source.metadata;
+        assert!(source.source.source.complete);
+        let md = &source.source.source.metadata;
         for key in [
             "producer_version",
             "producer_epoch",
@@ -235,11 +236,11 @@ fn the_demo_archive_is_sound_and_reads_back_through_the_schemas_it_lists() {
     }
     let db = &read[2].source;
     assert!(
-        db.metadata["writer_sessions"].contains("resumed_after_ts"),
+        db.source.metadata["writer_sessions"].contains("resumed_after_ts"),
         "a resumed session"
     );
     assert!(
-        read[1].source.metadata["events"].contains("producer_epoch"),
+        read[1].source.source.metadata["events"].contains("producer_epoch"),
         "an agent restart"
     );
 }
@@ -255,10 +256,15 @@ fn the_hostile_demo_keeps_its_payloads_verbatim() {
     demo::write_demo(&path, options).unwrap();
     let a = assert_sound(&path);
     let sources = a.read_snapshot(|s| s.sources()).unwrap();
-    assert!(sources[0].labels["host"].contains("<script>"));
-    assert_eq!(sources[0].metadata["huge"].len(), 1 << 20);
-    assert!(sources[0].metadata.values().any(|v| v.contains('\u{202e}')));
+    assert!(sources[0].source.labels["host"].contains("<script>"));
+    assert_eq!(sources[0].source.metadata["huge"].len(), 1 << 20);
     assert!(sources[0]
+        .source
+        .metadata
+        .values()
+        .any(|v| v.contains('\u{202e}')));
+    assert!(sources[0]
+        .source
         .metadata
         .values()
         .any(|v| v.contains('\u{0}') && v.contains('\u{1b}')));

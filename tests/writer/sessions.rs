@@ -14,6 +14,7 @@ fn metadata(path: &std::path::Path, source_id: i64) -> Labels {
         .unwrap()
         .read_snapshot(|s| s.source(source_id))
         .unwrap()
+        .source
         .metadata
 }
 
@@ -22,6 +23,7 @@ fn complete(path: &std::path::Path, source_id: i64) -> bool {
         .unwrap()
         .read_snapshot(|s| s.source(source_id))
         .unwrap()
+        .source
         .complete
 }
 
@@ -150,6 +152,7 @@ fn a_resume_continues_seq_records_the_session_and_appends_the_event() {
         .unwrap()
         .read_snapshot(|s| s.source(1))
         .unwrap()
+        .source
         .uuid
         .unwrap();
     let w = Writer::open(&path, FixtureEncoder::default()).unwrap();
@@ -340,22 +343,22 @@ fn every_sound_fixture_resumes_cleanly_under_this_writer() {
             let id = source["id"].as_i64().unwrap();
             let record = a.read_snapshot(|s| s.source(id)).unwrap();
             let old = before.iter().find(|b| b.id == id).unwrap();
-            assert!(record.complete, "{}", fixture.display());
-            assert_eq!(record.uuid, old.uuid);
-            assert_eq!(record.labels, old.labels);
+            assert!(record.source.complete, "{}", fixture.display());
+            assert_eq!(record.source.uuid, old.source.uuid);
+            assert_eq!(record.source.labels, old.source.labels);
             let sessions: Vec<serde_json::Value> =
-                serde_json::from_str(&record.metadata[keys::WRITER_SESSIONS]).unwrap();
+                serde_json::from_str(&record.source.metadata[keys::WRITER_SESSIONS]).unwrap();
             let old_sessions: Vec<serde_json::Value> =
-                serde_json::from_str(&old.metadata[keys::WRITER_SESSIONS]).unwrap();
+                serde_json::from_str(&old.source.metadata[keys::WRITER_SESSIONS]).unwrap();
             assert_eq!(sessions.len(), old_sessions.len() + 1);
             assert_eq!(
                 sessions[..old_sessions.len()],
                 old_sessions[..],
                 "earlier sessions untouched"
             );
-            for (key, value) in &old.metadata {
+            for (key, value) in &old.source.metadata {
                 if key != keys::WRITER_SESSIONS && key != keys::EVENTS {
-                    assert_eq!(&record.metadata[key], value, "{key} kept");
+                    assert_eq!(&record.source.metadata[key], value, "{key} kept");
                 }
             }
             let first = source["streams"][0]["name"].as_str().unwrap();

@@ -331,17 +331,19 @@ fn print_description(
     }
     for source in d.sources.iter().take(limits.sources) {
         let labels: Vec<String> = source
+            .source
             .labels
             .iter()
             .take(limits.metadata)
             .map(|(k, v)| format!("{}={}", ellipsize(k, 60), ellipsize(v, 60)))
             .collect();
-        let more_labels = source.labels.len().saturating_sub(labels.len());
+        let more_labels = source.source.labels.len().saturating_sub(labels.len());
         writeln!(
             out,
             "\nsource {} {} [{}{}]{}",
             source.id,
             source
+                .source
                 .uuid
                 .as_deref()
                 .map_or("(no uuid)".into(), |u| ellipsize(u, 80)),
@@ -351,7 +353,7 @@ fn print_description(
             } else {
                 String::new()
             },
-            if source.complete {
+            if source.source.complete {
                 ""
             } else {
                 "  (not finalized: data after the last row may be missing)"
@@ -360,15 +362,15 @@ fn print_description(
         writeln!(
             out,
             "  clock anchor: {}",
-            timefmt(source.clock_anchor_wall_ns)
+            timefmt(source.source.clock_anchor_wall_ns)
         )?;
-        for (key, value) in source.metadata.iter().take(limits.metadata) {
+        for (key, value) in source.source.metadata.iter().take(limits.metadata) {
             writeln!(out, "  {}: {}", ellipsize(key, 60), ellipsize(value, 120))?;
         }
         omitted(
             out,
             "  ",
-            source.metadata.len().saturating_sub(limits.metadata),
+            source.source.metadata.len().saturating_sub(limits.metadata),
             "metadata key(s)",
         )?;
         for stream in source.streams.iter().take(limits.streams) {
