@@ -1,4 +1,4 @@
-//! The native side of the browser-engine benchmark (`scripts/bench-wasm.mjs`).
+//! The native side of the browser-engine benchmark (`benches/browser/engine.mjs`).
 //!
 //! Writes the benchmark's inputs into a folder (default
 //! `target/bench-wasm`), unless they are already there, then times what the

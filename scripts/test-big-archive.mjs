@@ -1,7 +1,7 @@
 // An archive past 4 GiB in the browser (issue 12): wasm32 cannot address
 // it, so only the lazy mode opens it. Writes a 4.5 GiB archive once (one
 // stream of ~1 MiB segments, through the transaction API:
-// examples/big_archive.rs, in release; a minute or two and 4.6 GB of disk,
+// benches/inputs/big_archive.rs, in release; a minute or two and 4.6 GB of disk,
 // kept in target/big-archive/), then in headless Chromium, from a picked
 // (disk-backed) File and over HTTP ranges: opens it, describes it, and
 // reads a plot's window over its last segment, whose values the writer
@@ -16,8 +16,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { bundleEngine, launch, root } from "./lib/engine-page.mjs";
-import { startServer } from "../www/tests/server.mjs";
+import { bundleEngine, launch, root, startServer } from "../www/support/index.mjs";
 
 const sizeMb = Number(process.argv[2] ?? 4608);
 const dir = join(root, "target", "big-archive");

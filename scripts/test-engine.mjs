@@ -10,7 +10,7 @@
 
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { bundleEngine, enginePage, launch, root, serve } from "./lib/engine-page.mjs";
+import { bundleEngine, enginePage, launch, root, serve } from "../www/support/index.mjs";
 
 const out = join(tmpdir(), "dendro-engine-test");
 await bundleEngine(out);

@@ -47,6 +47,8 @@ step "viewer: typecheck, build, headless Chromium"
 bash scripts/build-wasm.sh
 npm run typecheck
 npm run build:www
+# The page tests start `dendro serve` with its test hook (follow.test.mjs).
+cargo build --bin dendro --features test-hooks
 # The hooks are exports of the module and wrapped by its glue in www/pkg,
 # which www/dist was built from (the page's own code names them in any
 # build, so its bundles tell nothing).

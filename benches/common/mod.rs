@@ -1,7 +1,7 @@
 //! What the benchmarks share, included by each with `mod common;`: the
 //! median of repeated runs, time in milliseconds, the load average to quote
 //! beside a run, and a figure printed as one JSON line on stdout (what the
-//! DESIGN.md tables are made from) and a table row on stderr.
+//! tables in docs/measurements/ are made from) and a table row on stderr.
 #![allow(dead_code)]
 
 use std::time::Instant;

@@ -153,7 +153,7 @@ fn choose(labels: &[&'static str], rng: &mut Rng, uniform: usize, per_label: usi
     cuts
 }
 
-/// Figures for the report and for DESIGN.md.
+/// Figures for the report and for docs/measurements/.
 #[derive(Default)]
 struct Report {
     cuts: u64,

@@ -21,7 +21,7 @@ import { after, before, describe, it } from "node:test";
 import { gzipSync } from "node:zlib";
 import * as esbuild from "esbuild";
 import { FIXTURES, ROOT, launch, missingPrerequisite, newPage } from "../tests/helpers.mjs";
-import { startServer } from "../tests/server.mjs";
+import { startServer } from "../support/index.mjs";
 
 const VITE = "vite@7.3.8";
 const WEBPACK = ["webpack@5.113.0", "webpack-cli@6.0.1"];

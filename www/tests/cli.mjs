@@ -13,7 +13,7 @@ export function dendroBin() {
   const built = [process.env.DENDRO_BIN, join(targetDir, "debug/dendro"), join(targetDir, "release/dendro")]
     .filter(Boolean)
     .find((b) => existsSync(b));
-  if (!built) throw new Error("no dendro binary: run `cargo build --bin dendro` (or set DENDRO_BIN)");
+  if (!built) throw new Error("no dendro binary: run `cargo build --bin dendro --features test-hooks` (or set DENDRO_BIN)");
   return built;
 }
 

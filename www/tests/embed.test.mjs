@@ -1,11 +1,13 @@
 // The three ways to embed the viewer, through their example pages:
-// the ES module, the <dendro-viewer> element and the iframe with postMessage.
+// the ES module, the <dendro-viewer> element and the iframe with postMessage;
+// and the page a user copies (examples/embed_viewer.html), served beside the
+// built viewer as its comment says.
 
 import assert from "node:assert/strict";
 import { statSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { FIXTURES, inkOnCanvases, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
+import { FIXTURES, ROOT, inkOnCanvases, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
 
 const missing = missingPrerequisite();
 const T = { timeout: 60_000, skip: !!missing };
@@ -17,7 +19,7 @@ describe("embedding examples", () => {
 
   before(async () => {
     if (missing) return;
-    server = await serve();
+    server = await serve({ "/embed_viewer.html": join(ROOT, "examples/embed_viewer.html") });
     browser = await launch();
   });
 
@@ -83,6 +85,21 @@ describe("embedding examples", () => {
     await screenshot(page, "embed-element.png");
     assert.deepEqual(page.problems, []);
     assert.deepEqual(await page.cspViolations(), []);
+    await page.context().close();
+  });
+
+  it("examples/embed_viewer.html shows an archive by URL and a picked file", T, async () => {
+    const page = await newPage(browser);
+    const missingFiles = [];
+    page.context().on("response", (r) => r.status() >= 400 && missingFiles.push(`${r.status()} ${new URL(r.url()).pathname}`));
+    await page.goto(server.url + "/embed_viewer.html");
+    const byUrl = page.locator("#by-url");
+    await byUrl.locator('[data-field="sources"][data-value="2"]').waitFor({ timeout: 20_000 });
+    await page.locator("#pick").setInputFiles(join(FIXTURES, "a_single_sealed.dendro"));
+    await page.locator('#status[data-state="ok"]').waitFor({ timeout: 20_000 });
+    await page.locator("#mine").locator('[data-field="rows"][data-value="200"]').waitFor({ timeout: 20_000 });
+    assert.deepEqual(missingFiles, []);
+    assert.deepEqual(page.problems, []);
     await page.context().close();
   });
 

@@ -6,7 +6,7 @@ import { mkdir, readFile, readdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { chromium } from "playwright-core";
-import { startServer } from "./server.mjs";
+import { startServer } from "../support/index.mjs";
 
 export const WWW = dirname(dirname(fileURLToPath(import.meta.url)));
 export const ROOT = dirname(WWW);

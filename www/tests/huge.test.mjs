@@ -5,7 +5,7 @@
 // and the longest main-thread task are printed, not asserted: they are
 // measurements of this machine.
 //
-// The archives are written by `examples/huge_catalogs.rs` into
+// The archives are written by `benches/inputs/huge_catalogs.rs` into
 // target/huge-catalogs/ (once; about a minute in a debug build): the
 // example binary cargo built, else `cargo run --example huge_catalogs`. A
 // missing builder or page is a failure, not a skip.

@@ -7,8 +7,8 @@
 // picked file modified on disk. The viewer says which mode it is in.
 //
 // The engine runs as the page runs it (www/src/engine/, bundled with
-// www/pkg by scripts/lib/engine-page.mjs); the viewer tests use www/dist.
-// The archive for the change tests is written by examples/big_archive.rs
+// www/pkg by www/support/engine-page.mjs); the viewer tests use www/dist.
+// The archive for the change tests is written by benches/inputs/big_archive.rs
 // (4 MB: four segments of about 1 MiB, so their pages are not read by the
 // open) into target/lazy-test/.
 
@@ -19,10 +19,9 @@ import { appendFile, copyFile, mkdir, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { bundleEngine } from "../../scripts/lib/engine-page.mjs";
+import { bundleEngine, startServer } from "../support/index.mjs";
 import { dendro } from "./cli.mjs";
 import { FIXTURES, ROOT, launch, missingPrerequisite, newPage, serve, soundFixtures } from "./helpers.mjs";
-import { startServer } from "./server.mjs";
 
 const T = { timeout: 180_000 };
 const WORK = join(ROOT, "target", "lazy-test");

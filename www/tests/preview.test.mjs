@@ -17,7 +17,7 @@ import { mkdir, rename, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { bundleEngine } from "../../scripts/lib/engine-page.mjs";
+import { bundleEngine } from "../support/index.mjs";
 import { ROOT, SCREENSHOTS, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
 
 const T = { timeout: 180_000 };

@@ -170,23 +170,24 @@ struct Step {
 /// writer had outrun the reader, so a test sees an open interrupted at a
 /// known point rather than by timing.
 #[derive(Debug, Clone, Copy)]
-#[cfg_attr(not(debug_assertions), allow(dead_code))]
+#[cfg_attr(not(feature = "test-hooks"), allow(dead_code))]
 pub struct Retire {
     pub after_reads: u32,
     pub images: u64,
 }
 
 impl Retire {
-    /// The hook from the environment, when set and well-formed; never in a
-    /// release build, whose users' environment it must not depend on.
-    #[cfg(not(debug_assertions))]
+    /// The hook from the environment, when set and well-formed: never in a
+    /// build without feature `test-hooks`, so a user's binary does not
+    /// depend on its environment for this.
+    #[cfg(not(feature = "test-hooks"))]
     pub fn from_env() -> Option<Retire> {
         None
     }
 
-    /// The hook from the environment, when set and well-formed (debug
-    /// builds, which the tests run, only).
-    #[cfg(debug_assertions)]
+    /// The hook from the environment, when set and well-formed (feature
+    /// `test-hooks`, which the viewer's tests build the binary with).
+    #[cfg(feature = "test-hooks")]
     pub fn from_env() -> Option<Retire> {
         let value = std::env::var("DENDRO_SERVE_TEST_RETIRE").ok()?;
         let (r, m) = value.split_once(',')?;

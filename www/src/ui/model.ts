@@ -29,22 +29,22 @@ export function streamSpan(st: StreamInfo): Span | null {
   return s;
 }
 
-export function sourceSpan(src: SourceInfo): Span | null {
+/** The span that covers every part's span (null when none has one). */
+function coverOf<T>(parts: readonly T[], spanOfPart: (part: T) => Span | null): Span | null {
   let s: Span | null = null;
-  for (const st of src.streams) {
-    const t = streamSpan(st);
+  for (const part of parts) {
+    const t = spanOfPart(part);
     if (t) s = widen(s, t[0], t[1]);
   }
   return s;
 }
 
+export function sourceSpan(src: SourceInfo): Span | null {
+  return coverOf(src.streams, streamSpan);
+}
+
 export function archiveSpan(d: Description): Span | null {
-  let s: Span | null = null;
-  for (const src of d.sources) {
-    const t = sourceSpan(src);
-    if (t) s = widen(s, t[0], t[1]);
-  }
-  return s;
+  return coverOf(d.sources, sourceSpan);
 }
 
 export interface Totals {

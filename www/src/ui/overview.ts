@@ -766,6 +766,30 @@ function invalid(key: string, v: string, why: string): Child {
 /** Entries of a reserved key shown in its table; the raw JSON beside it holds them all. */
 const RESERVED_ROWS = 200;
 
+/**
+ * A reserved key's entries as a table: how many there are (and how many
+ * are shown), a header, the rows, and the raw value behind a toggle.
+ */
+function reservedTable(
+  at: { testid: string; key: string; v: string; count: number },
+  summary: string,
+  headers: string[],
+  rows: HTMLElement[],
+): HTMLElement {
+  return h(
+    "div",
+    { data: { testid: at.testid } },
+    h("div", { class: "dv-muted dv-small" }, summary, reservedCut(at.count)),
+    scrollX(
+      "table",
+      { class: "dv-table dv-subtable" },
+      h("thead", null, h("tr", null, headers.map((t) => h("th", null, t)))),
+      h("tbody", null, rows),
+    ),
+    rawToggle(at.key, at.v),
+  );
+}
+
 function reservedCut(n: number): string {
   return n > RESERVED_ROWS ? ` · showing the first ${RESERVED_ROWS}; the raw JSON holds all ${count(n)}` : "";
 }
@@ -775,59 +799,39 @@ function reservedValue(reserved: Reserved, key: string, v: string, tz: TimeZoneM
   if (key === "writer_sessions" && reserved.writer_sessions) {
     const p = reserved.writer_sessions;
     if (!p.ok) return invalid(key, v, p.why);
-    return h(
-      "div",
-      { data: { testid: "writer-sessions" } },
-      h("div", { class: "dv-muted dv-small" }, `${p.value.length} writer session${p.value.length === 1 ? "" : "s"}`, reservedCut(p.value.length)),
-      scrollX(
-        "table",
-        { class: "dv-table dv-subtable" },
-        h("thead", null, h("tr", null, h("th", null, "session"), h("th", null, "dendro"), h("th", null, "clock anchor"), h("th", null, "resumed after"))),
+    return reservedTable(
+      { testid: "writer-sessions", key, v, count: p.value.length },
+      `${p.value.length} writer session${p.value.length === 1 ? "" : "s"}`,
+      ["session", "dendro", "clock anchor", "resumed after"],
+      p.value.slice(0, RESERVED_ROWS).map((s) =>
         h(
-          "tbody",
+          "tr",
           null,
-          p.value.slice(0, RESERVED_ROWS).map((s) =>
-            h(
-              "tr",
-              null,
-              h("td", { class: "dv-mono" }, fileText(s.session, { max: 40 })),
-              h("td", { class: "dv-mono" }, fileText(s.dendro, { max: 24 })),
-              h("td", { class: "dv-mono" }, s.clock_anchor_wall_ns === null ? "—" : instant(s.clock_anchor_wall_ns, tz, 9)),
-              h("td", { class: "dv-mono" }, s.resumed_after_ts === null ? "—" : instant(s.resumed_after_ts, tz)),
-            ),
-          ),
+          h("td", { class: "dv-mono" }, fileText(s.session, { max: 40 })),
+          h("td", { class: "dv-mono" }, fileText(s.dendro, { max: 24 })),
+          h("td", { class: "dv-mono" }, s.clock_anchor_wall_ns === null ? "—" : instant(s.clock_anchor_wall_ns, tz, 9)),
+          h("td", { class: "dv-mono" }, s.resumed_after_ts === null ? "—" : instant(s.resumed_after_ts, tz)),
         ),
       ),
-      rawToggle(key, v),
     );
   }
   if (key === "events" && reserved.events) {
     const p = reserved.events;
     if (!p.ok) return invalid(key, v, p.why);
-    return h(
-      "div",
-      { data: { testid: "events" } },
-      h("div", { class: "dv-muted dv-small" }, `${p.value.length} event${p.value.length === 1 ? "" : "s"}, marked on the timeline`, reservedCut(p.value.length)),
-      scrollX(
-        "table",
-        { class: "dv-table dv-subtable" },
-        h("thead", null, h("tr", null, h("th", null, "time"), h("th", null, "kind"), h("th", null, "description"), h("th", null, "details"))),
+    return reservedTable(
+      { testid: "events", key, v, count: p.value.length },
+      `${p.value.length} event${p.value.length === 1 ? "" : "s"}, marked on the timeline`,
+      ["time", "kind", "description", "details"],
+      p.value.slice(0, RESERVED_ROWS).map((e) =>
         h(
-          "tbody",
+          "tr",
           null,
-          p.value.slice(0, RESERVED_ROWS).map((e) =>
-            h(
-              "tr",
-              null,
-              h("td", { class: "dv-mono" }, instant(e.timestamp, tz)),
-              h("td", null, e.kind === null ? "" : fileText(e.kind, { max: 30 })),
-              h("td", null, fileText(e.description, { max: 160 })),
-              h("td", { class: "dv-mono dv-small" }, e.details === null ? "" : fileText(e.details, { max: 120 }), e.id !== null ? [" ", h("span", { class: "dv-muted" }, "id "), fileText(e.id, { max: 40 })] : null),
-            ),
-          ),
+          h("td", { class: "dv-mono" }, instant(e.timestamp, tz)),
+          h("td", null, e.kind === null ? "" : fileText(e.kind, { max: 30 })),
+          h("td", null, fileText(e.description, { max: 160 })),
+          h("td", { class: "dv-mono dv-small" }, e.details === null ? "" : fileText(e.details, { max: 120 }), e.id !== null ? [" ", h("span", { class: "dv-muted" }, "id "), fileText(e.id, { max: 40 })] : null),
         ),
       ),
-      rawToggle(key, v),
     );
   }
   if (key === "producer_epochs" && reserved.producer_epochs) {

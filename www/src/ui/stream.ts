@@ -515,16 +515,26 @@ export class StreamView {
       const batch = await this.host.handle.readSegment(this.source.id, st.name, seq);
       if (this.destroyed || this.rowsToken !== token) return;
       const tsName = this.schema?.ts_column ?? null;
-      const cols = batch.columns.map((c) => vcolumn(c, c.name === tsName));
-      const renderers = batch.columns.map((c) => cellRenderer(c, c.name === tsName, () => this.host.tz()));
-      const table = new VirtualTable(cols, batch.rows, (r, c) => renderers[c]?.(r) ?? "");
+      const table = this.rowsTable(batch.columns, batch.rows, tsName);
       replace(body, table.el);
       body.className = "";
     } catch (e) {
-      if (this.destroyed || this.rowsToken !== token) return;
-      const x = explain(e, st.name);
-      replace(body, h("div", { class: "dv-error-inline" }, x.title, ": ", fileText(x.message, { max: 400 })));
+      this.rowsFailed(body, token, e, st.name);
     }
+  }
+
+  /** Decoded columns as a scrolling table, the time column shown as instants. */
+  private rowsTable(columns: DecodedColumn[], rows: number, tsName: string | null): VirtualTable {
+    const cols = columns.map((c) => vcolumn(c, c.name === tsName));
+    const renderers = columns.map((c) => cellRenderer(c, c.name === tsName, () => this.host.tz()));
+    return new VirtualTable(cols, rows, (r, c) => renderers[c]?.(r) ?? "");
+  }
+
+  /** Rows that could not be read say why in the table's place, unless a newer request took it. */
+  private rowsFailed(body: HTMLElement, token: number, e: unknown, stream: string): void {
+    if (this.destroyed || this.rowsToken !== token) return;
+    const x = explain(e, stream);
+    replace(body, h("div", { class: "dv-error-inline" }, x.title, ": ", fileText(x.message, { max: 400 })));
   }
 
   /** Whether the live tail is offered in the rows table, after the last segment. */
@@ -574,17 +584,13 @@ export class StreamView {
         if (nulls) col.nulls = nulls;
         columns.push(col);
       }
-      const cols = columns.map((c) => vcolumn(c, c.name === tsName));
-      const renderers = columns.map((c) => cellRenderer(c, c.name === tsName, () => this.host.tz()));
-      const table = new VirtualTable(cols, n, (r, c) => renderers[c]?.(r) ?? "");
+      const table = this.rowsTable(columns, n, tsName);
       table.el.dataset["testid"] = "live-rows";
       table.el.dataset["rows"] = String(n);
       replace(body, table.el);
       body.className = "dv-live-body";
     } catch (e) {
-      if (this.destroyed || this.rowsToken !== token) return;
-      const x = explain(e, st.name);
-      replace(body, h("div", { class: "dv-error-inline" }, x.title, ": ", fileText(x.message, { max: 400 })));
+      this.rowsFailed(body, token, e, st.name);
     }
   }
 

@@ -15,7 +15,7 @@
 // The inputs and the native figures come from `cargo bench --bench decode`
 // (benches/decode.rs), run first. Needs `scripts/build-wasm.sh --test-hooks`.
 //
-//   node scripts/bench-wasm.mjs [--json] [--runs N] [--wasm PATH]
+//   node benches/browser/engine.mjs [--json] [--runs N] [--wasm PATH]
 //
 // --wasm runs another build of dendro_bg.wasm (say, the previous commit's)
 // with this checkout's glue and client, for before-and-after figures.
@@ -25,7 +25,7 @@ import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
-import { bundleEngine, enginePage, launch, root, serve } from "./lib/engine-page.mjs";
+import { bundleEngine, enginePage, launch, root, serve } from "../../www/support/index.mjs";
 
 const args = process.argv.slice(2);
 const asJson = args.includes("--json");

@@ -4,7 +4,7 @@
 // whole-span readRange of the first PLOTS numeric columns with a preview,
 // as the page asks for it. Prints per-run times and medians (ms).
 //
-//   node scripts/bench-first-plot.mjs [--runs N] [--mode lazy|memory] [--wasm PATH] [--archive FILE]
+//   node benches/browser/first-plot.mjs [--runs N] [--mode lazy|memory] [--wasm PATH] [--archive FILE]
 //                                     [--stream NAME] [--plots N] [--trace] [--trace-from MARK]
 //                                     [--prefetch] [--idle MS]
 //
@@ -17,7 +17,7 @@ import { readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { basename, dirname, join } from "node:path";
 import { loadavg } from "node:os";
-import { bundleEngine, enginePage, launch, root, serve } from "./lib/engine-page.mjs";
+import { bundleEngine, enginePage, launch, root, serve } from "../../www/support/index.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Memory and time of `dendro serve` following a large live archive.
 
-    python3 scripts/bench-follow-memory.py --dendro target/debug/dendro \
+    python3 benches/browser/follow-memory.py --dendro target/debug/dendro \
         --base demo.dendro --mb 1000 --seconds 60
 
 A copy of `--base` (any archive, e.g. `dendro demo --size 100 demo.dendro`)

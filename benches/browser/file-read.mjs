@@ -6,16 +6,15 @@
 // 2, 4 and 8 slices read at once, and an in-memory copy of as many bytes.
 // Medians of twelve ranges a page, three fresh pages.
 //
-//   node scripts/bench-file-read.mjs [FILE] [--bytes N]
+//   node benches/browser/file-read.mjs [FILE] [--bytes N]
 //
-// FILE defaults to the 100 MB archive of scripts/bench-lazy.mjs
+// FILE defaults to the 100 MB archive of benches/browser/in-place.mjs
 // (target/bench-lazy/big100.dendro); --bytes to 1.8 MB, about one of its
 // segments.
 import { mkdtemp, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { launch, root } from "./lib/engine-page.mjs";
-import { startServer } from "../www/tests/server.mjs";
+import { launch, root, startServer } from "../../www/support/index.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);

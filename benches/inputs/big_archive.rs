@@ -1,6 +1,6 @@
 //! Writes an archive of a chosen size, for opening archives larger than
 //! memory (and past 4 GiB) in the browser (`scripts/test-big-archive.mjs`,
-//! `scripts/bench-lazy.mjs`): one source, one stream "metrics" of about
+//! `benches/browser/in-place.mjs`): one source, one stream "metrics" of about
 //! 1 MiB segments, inserted through the transaction API until the file
 //! reaches the size. Each segment is a real Parquet file whose catalog
 //! entry agrees with its rows (a ramp with noise that does not compress),

@@ -5,7 +5,7 @@
 //! (CPU time: the machine is shared). Build it on two revisions and
 //! alternate them.
 //!
-//! `cargo run --release --example nullable_decode -- [REPS]`
+//! `cargo bench --bench decode_nullable -- [REPS]`
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
@@ -59,8 +59,10 @@ fn cpu() -> f64 {
 }
 
 fn main() {
+    // `cargo bench` passes `--bench`; REPS is what follows it.
     let reps: usize = std::env::args()
-        .nth(1)
+        .skip(1)
+        .find(|a| a != "--bench")
         .and_then(|a| a.parse().ok())
         .unwrap_or(15);
     for (what, null_every) in [

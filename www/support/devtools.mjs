@@ -1,4 +1,4 @@
-// Shared by scripts/bench-viewer.mjs and scripts/bench-lazy.mjs: the
+// Shared by benches/browser/viewer.mjs and benches/browser/in-place.mjs: the
 // DevTools side of a viewer page in headless Chromium (a session that also
 // reaches the page's dedicated workers) and the worker module that keeps
 // their WebAssembly memories in reach, for memory figures.

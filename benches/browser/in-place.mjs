@@ -23,12 +23,12 @@
 //           the first plot (target: < 1 s), from the page's navigation.
 //
 // Archives are written once into target/bench-lazy/ by
-// examples/big_archive.rs (one stream of ~1 MiB segments; about a minute
+// benches/inputs/big_archive.rs (one stream of ~1 MiB segments; about a minute
 // per 5 GB) and reused. Needs www/dist (`npm run build:www`), www/pkg
 // (scripts/build-wasm.sh) and a release `dendro` (built if missing).
 // Prints a JSON summary of medians on stdout; progress on stderr.
 //
-//   node scripts/bench-lazy.mjs [--runs N] [--skip open,memory,decode,http] [--sizes 100,1024,5120] [--json-out FILE]
+//   node benches/browser/in-place.mjs [--runs N] [--skip open,memory,decode,http] [--sizes 100,1024,5120] [--json-out FILE]
 //                               [--baseline | --no-ranges | --open-as-before | --no-outline] [--steps]
 //                               [--overview-only] [--files A.dendro,B.dendro] [--http-file PATH]
 
@@ -38,10 +38,7 @@ import { writeFile, mkdir } from "node:fs/promises";
 import { request as httpRequest, createServer } from "node:http";
 import { loadavg, tmpdir } from "node:os";
 import { join } from "node:path";
-import { attachDevtools, WASM_MEMORY_HOOK } from "./lib/devtools.mjs";
-import { bundleEngine, launch, root } from "./lib/engine-page.mjs";
-import { installInked } from "./lib/ink.mjs";
-import { startServer } from "../www/tests/server.mjs";
+import { attachDevtools, WASM_MEMORY_HOOK, bundleEngine, launch, root, installInked, startServer } from "../../www/support/index.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -133,7 +130,7 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
  */
 function watcher() {
   const w = window;
-  // Defined by installInked (scripts/lib/ink.mjs), which runs first.
+  // Defined by installInked (www/support/ink.mjs), which runs first.
   const inked = (canvas) => w.__inked(canvas);
   w.__watch = { seen: {}, reset() { this.seen = {}; } };
   const tick = () => {

@@ -1,4 +1,4 @@
-// Shared by scripts/test-engine.mjs and scripts/bench-wasm.mjs: bundle the
+// Shared by scripts/test-engine.mjs and benches/browser/engine.mjs: bundle the
 // engine client and worker (www/src/engine/) with the wasm package from
 // www/pkg, serve them on 127.0.0.1, and open a page in headless Chromium.
 

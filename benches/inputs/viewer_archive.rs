@@ -1,4 +1,4 @@
-//! Writes the archive `scripts/bench-viewer.mjs` pans a plot of 1M rows
+//! Writes the archive `benches/browser/viewer.mjs` pans a plot of 1M rows
 //! in, into a folder (default `target/bench-viewer`), unless it is there:
 //! `plot3m.dendro`, one source, one stream `metrics` of 3,000,000 rows one
 //! millisecond apart (50 minutes) in 50 segments of 60,000 rows, four
@@ -6,7 +6,7 @@
 //! and pans that window, so there is data on both sides of it. (Its other
 //! archives come from `dendro demo --size`.)
 //!
-//! `cargo run --release --example bench_viewer_inputs -- [DIR]`
+//! `cargo run --release --example viewer_archive -- [DIR]`
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

@@ -16,7 +16,7 @@
 //   tasks     the longest main-thread task (PerformanceObserver longtask)
 //             while following.
 //
-// The first plot at 100 MB is scripts/bench-viewer.mjs's ("open").
+// The first plot at 100 MB is benches/browser/viewer.mjs's ("open").
 //
 // With --trace DIR, Chromium's trace of the live-following minute is
 // written to DIR/follow.json and every main-thread task over 50 ms in it
@@ -24,7 +24,7 @@
 // style, layout, paint, GC) and the page's functions by self time in the
 // samples taken during those tasks.
 //
-//   node scripts/bench-follow.mjs [--seconds N] [--json] [--trace DIR] [--dist DIR]
+//   node benches/browser/follow.mjs [--seconds N] [--json] [--trace DIR] [--dist DIR]
 //
 // Needs www/dist (npm run build:www) and the dendro binary
 // (target/release/dendro, else target/debug/dendro, or DENDRO_BIN).
@@ -33,7 +33,7 @@ import { spawn, execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir, loadavg } from "node:os";
 import { basename, join } from "node:path";
-import { launch, root } from "./lib/engine-page.mjs";
+import { launch, root } from "../../www/support/index.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);

@@ -34,19 +34,16 @@
 // says which command to run if not). Missing archives are written into
 // target/bench-viewer/: the demo ones by `dendro demo --size 10|100`
 // (through cargo run), the 3M-row stream by
-// `cargo run --release --example bench_viewer_inputs`.
+// `cargo run --release --example viewer_archive`.
 //
-//   node scripts/bench-viewer.mjs [--runs N] [--json | --json-out FILE] [--trace DIR] [--skip open,click,memory,pan] [--dist DIR] [--mode memory|lazy]
+//   node benches/browser/viewer.mjs [--runs N] [--json | --json-out FILE] [--trace DIR] [--skip open,click,memory,pan] [--dist DIR] [--mode memory|lazy]
 
 import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { attachDevtools as devtools, WASM_MEMORY_HOOK } from "./lib/devtools.mjs";
-import { launch, root } from "./lib/engine-page.mjs";
-import { installInked } from "./lib/ink.mjs";
-import { startServer } from "../www/tests/server.mjs";
+import { attachDevtools as devtools, WASM_MEMORY_HOOK, launch, root, installInked, startServer } from "../../www/support/index.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -101,13 +98,13 @@ const ARCHIVES = { demo10: "demo10.dendro", demo100: "demo100.dendro", plot: "pl
     renameSync(`${out}.partial`, out);
   }
   if (!skip.has("pan") && !existsSync(join(INPUTS, ARCHIVES.plot))) {
-    log(`writing ${ARCHIVES.plot}: cargo run --release --example bench_viewer_inputs`);
-    cargo("--example", "bench_viewer_inputs", "--", INPUTS);
+    log(`writing ${ARCHIVES.plot}: cargo run --release --example viewer_archive`);
+    cargo("--example", "viewer_archive", "--", INPUTS);
   }
 }
 const fileBytes = Object.fromEntries(Object.entries(ARCHIVES).filter(([, f]) => existsSync(join(INPUTS, f))).map(([k, f]) => [k, statSync(join(INPUTS, f)).size]));
 
-// The plot archive (examples/bench_viewer_inputs.rs): rows 1 ms apart from
+// The plot archive (benches/inputs/viewer_archive.rs): rows 1 ms apart from
 // 2026-01-01; the window holds rows 1,000,000 to 1,999,999.
 const PLOT_T0 = 1767225600000000000n;
 const PLOT_FROM = PLOT_T0 + 1_000_000n * 1_000_000n;
@@ -422,7 +419,7 @@ const TRACE_CATEGORIES = [
 /**
  * The page's worker, loaded for the memory figures: worker.js behind a
  * module that notes the memory of any WebAssembly instance it creates as
- * self.__wasmMemory (scripts/lib/devtools.mjs).
+ * self.__wasmMemory (www/support/devtools.mjs).
  */
 const HOOK = {
   "wasm-memory.js": WASM_MEMORY_HOOK,

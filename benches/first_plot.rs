@@ -6,7 +6,7 @@
 //! passes over a warm file, per segment in microseconds; CPU time of this
 //! thread (the machine is shared).
 //!
-//! `cargo run --release --example first_plot -- ARCHIVE [STREAM] [PLOTS] [REPS]`
+//! `cargo bench --bench first_plot -- ARCHIVE [STREAM] [PLOTS] [REPS]`
 
 use dendro::read::envelope::{preview_range, read_range_bounded, RangeRequest, Stats};
 use dendro::read::stats::{segment_stats, summarize};
@@ -41,8 +41,11 @@ fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let path = args.get(1).expect("ARCHIVE");
+    // `cargo bench` passes `--bench`; the arguments are what follows it.
+    let args: Vec<String> = std::env::args().filter(|a| a != "--bench").collect();
+    let path = args
+        .get(1)
+        .expect("usage: first_plot ARCHIVE [STREAM] [PLOTS] [REPS]");
     let stream = args.get(2).map_or("cpu", String::as_str);
     let plots: usize = args.get(3).map_or(8, |s| s.parse().unwrap());
     let reps: usize = args.get(4).map_or(5, |s| s.parse().unwrap());
