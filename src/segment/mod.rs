@@ -17,6 +17,7 @@ mod guard;
 mod pages;
 mod shapes;
 mod thrift;
+pub mod typed;
 
 pub use decode::{
     arrow_schema, concat, decode_budget, decode_segment, decode_segment_with,
