@@ -36,7 +36,7 @@ pub struct Envelope {
     /// live tail's when it could be read.
     pub rows_in_window: u64,
     /// Of those, rows of the live tail (read through the self-describing
-    /// encoder, [`crate::typed`]); a tail this reader cannot decode adds
+    /// encoder, [`crate::segment::typed`]); a tail this reader cannot decode adds
     /// none.
     pub live_rows_in_window: u64,
     /// Segments decoded to answer.

@@ -46,7 +46,7 @@ pub type Decoded = Arc<Vec<RecordBatch>>;
 /// one at a time and in seq order; `decode` gets the columns to keep (the
 /// time axis is added by [`decode_for_range`]). The live tail follows the
 /// segments when the source was written with the self-describing encoder
-/// ([`crate::typed`]); any other encoder's tail cannot be decoded here.
+/// ([`crate::segment::typed`]); any other encoder's tail cannot be decoded here.
 pub fn read_range(
     archive: &Archive,
     request: &RangeRequest<'_>,
@@ -278,7 +278,7 @@ impl RangeReader {
                 return Ok((segments, tail, span));
             }
             // Only a tail the typed reader decodes counts toward the span.
-            let span = match crate::typed::reader_for(&source.metadata) {
+            let span = match crate::segment::typed::reader_for(&source.metadata) {
                 Some(_) => s.live_wal_span_between(id, stream, from, to)?,
                 None => None,
             };

@@ -37,7 +37,7 @@ pub struct StreamRead {
 /// entries of the sealed segments that reach into the window (fetch their
 /// bytes with [`segment_bytes`]) and the live rows in it, materialized when
 /// `encoder` is given or the source was written with the self-describing
-/// encoder ([`crate::typed`]). The segments are whole; trimming rows to the window
+/// encoder ([`crate::segment::typed`]). The segments are whole; trimming rows to the window
 /// is the caller's, since only it knows the columns.
 pub fn stream_range(
     archive: &Archive,
@@ -73,7 +73,7 @@ fn read_tail(
                 None => Tail::Unread(span_of(&rows)),
             })
         }
-        None => match crate::typed::reader_for(&source.metadata) {
+        None => match crate::segment::typed::reader_for(&source.metadata) {
             Some(Ok(typed)) => read_tail(s, source, stream, from, to, Some(&typed)),
             Some(Err(message)) => Err(Error::Encoder {
                 file: s.file().to_string(),
@@ -87,7 +87,7 @@ fn read_tail(
 
 /// The live rows of a stream in `[from, to]` as one batch, with their span,
 /// when the source was written with the self-describing encoder
-/// ([`crate::typed`]); `None` when its encoder is another (the tail is then
+/// ([`crate::segment::typed`]); `None` when its encoder is another (the tail is then
 /// reported, not read, by [`live_wal_span`]).
 pub(crate) fn typed_tail(
     s: &Snapshot<'_>,
@@ -101,7 +101,7 @@ pub(crate) fn typed_tail(
         stream: stream.to_string(),
         message,
     };
-    let Some(typed) = crate::typed::reader_for(&source.metadata) else {
+    let Some(typed) = crate::segment::typed::reader_for(&source.metadata) else {
         return Ok(None);
     };
     let typed = typed.map_err(encoder_error)?;
