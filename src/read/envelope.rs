@@ -130,6 +130,14 @@ impl EnvelopeBuilder {
         self.rows
     }
 
+    /// Whether a numeric column of this name is kept: every one when no
+    /// names were given, else the named ones.
+    fn keeps(&self, name: &str) -> bool {
+        self.wanted
+            .as_ref()
+            .is_none_or(|w| w.iter().any(|w| w == name))
+    }
+
     fn reduced(&self) -> bool {
         !self.bounds.is_empty()
     }
@@ -214,15 +222,10 @@ impl EnvelopeBuilder {
     /// given segment does not change.
     pub fn stats_fit(&self, stats: &SegmentStats) -> Option<usize> {
         let b = self.bucket_holding(stats.first_ts, stats.last_ts)?;
-        let kept = |name: &str| {
-            self.wanted
-                .as_ref()
-                .is_none_or(|w| w.iter().any(|x| x == name))
-        };
         let unknown = stats
             .columns
             .iter()
-            .any(|c| c.extremes == Extremes::Unknown && kept(&c.name));
+            .any(|c| c.extremes == Extremes::Unknown && self.keeps(&c.name));
         (!unknown).then_some(b)
     }
 
@@ -294,8 +297,7 @@ impl EnvelopeBuilder {
         }
         let mut unknown = Vec::new();
         for c in &stats.columns {
-            let kept = self.wanted.as_ref().is_none_or(|w| w.contains(&c.name));
-            if !kept {
+            if !self.keeps(&c.name) {
                 continue;
             }
             let k = self.column_index(&c.name);
@@ -378,13 +380,8 @@ impl EnvelopeBuilder {
         }
         let schema = batch.schema();
         for (c, field) in schema.fields().iter().enumerate() {
-            if c == ts_index || !is_numeric(field.data_type()) {
+            if c == ts_index || !is_numeric(field.data_type()) || !self.keeps(field.name()) {
                 continue;
-            }
-            if let Some(wanted) = &self.wanted {
-                if !wanted.iter().any(|w| w == field.name()) {
-                    continue;
-                }
             }
             let k = self.column_index(field.name());
             let array = batch.column(c);
@@ -435,13 +432,8 @@ impl EnvelopeBuilder {
         };
         let mut seen = vec![false; self.columns.len()];
         for (c, field) in schema.fields().iter().enumerate() {
-            if c == ts_index || !is_numeric(field.data_type()) {
+            if c == ts_index || !is_numeric(field.data_type()) || !self.keeps(field.name()) {
                 continue;
-            }
-            if let Some(wanted) = &self.wanted {
-                if !wanted.iter().any(|w| w == field.name()) {
-                    continue;
-                }
             }
             let Some(values) = numbers(batch.column(c).as_ref()) else {
                 continue;

@@ -214,28 +214,21 @@ mod tests {
 
     #[test]
     fn a_segment_contradicting_its_input_is_refused() {
-        assert!(
-            check(seg(3, 1, 2), &[1, 2, 3]).is_err(),
-            "must end at the last row"
-        );
-        assert!(
-            check(seg(4, 1, 3), &[1, 2, 3]).is_err(),
-            "more rows than given"
-        );
-        assert!(check(seg(0, 1, 3), &[1, 2, 3]).is_err(), "no rows");
-        assert!(
-            check(seg(3, 0, 3), &[1, 2, 3]).is_err(),
-            "starts before its input"
-        );
-        assert!(check(seg(1, 5, 3), &[1, 2, 5]).is_err(), "first after last");
-        assert!(
-            check(seg(2, 4, 5), &[1, 2, 5]).is_err(),
-            "first is not an input row"
-        );
-        assert!(
-            check(seg(3, 2, 3), &[1, 2, 3]).is_err(),
-            "rows beyond those at or after first"
-        );
+        for (answer, input, why) in [
+            (seg(3, 1, 2), [1, 2, 3], "must end at the last row"),
+            (seg(4, 1, 3), [1, 2, 3], "more rows than given"),
+            (seg(0, 1, 3), [1, 2, 3], "no rows"),
+            (seg(3, 0, 3), [1, 2, 3], "starts before its input"),
+            (seg(1, 5, 3), [1, 2, 5], "first after last"),
+            (seg(2, 4, 5), [1, 2, 5], "first is not an input row"),
+            (
+                seg(3, 2, 3),
+                [1, 2, 3],
+                "rows beyond those at or after first",
+            ),
+        ] {
+            assert!(check(answer, &input).is_err(), "{why}");
+        }
         let mut not_parquet = seg(3, 1, 3);
         not_parquet.bytes = b"hello".to_vec();
         assert!(check(not_parquet, &[1, 2, 3]).is_err());

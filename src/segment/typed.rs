@@ -32,10 +32,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt64Builder,
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
-use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field};
 use serde::{Deserialize, Serialize};
 
@@ -583,44 +582,21 @@ impl TypedEncoder {
 }
 
 fn column_array(ty: ColumnType, values: impl Iterator<Item = Value>) -> ArrayRef {
+    // Each value of the column's own type is kept; any other is a null.
+    macro_rules! column {
+        ($array:ty, $variant:path) => {
+            Arc::new(<$array>::from_iter(values.map(|v| match v {
+                $variant(x) => Some(x),
+                _ => None,
+            })))
+        };
+    }
     match ty {
-        ColumnType::I64 => {
-            let mut b = Int64Builder::new();
-            values
-                .for_each(|v| b.append_option(if let Value::I64(x) = v { Some(x) } else { None }));
-            Arc::new(b.finish())
-        }
-        ColumnType::U64 => {
-            let mut b = UInt64Builder::new();
-            values
-                .for_each(|v| b.append_option(if let Value::U64(x) = v { Some(x) } else { None }));
-            Arc::new(b.finish())
-        }
-        ColumnType::F64 => {
-            let mut b = Float64Builder::new();
-            values
-                .for_each(|v| b.append_option(if let Value::F64(x) = v { Some(x) } else { None }));
-            Arc::new(b.finish())
-        }
-        ColumnType::Bool => {
-            let mut b = BooleanBuilder::new();
-            values.for_each(|v| {
-                b.append_option(if let Value::Bool(x) = v {
-                    Some(x)
-                } else {
-                    None
-                })
-            });
-            Arc::new(b.finish())
-        }
-        ColumnType::Utf8 => {
-            let mut b = StringBuilder::new();
-            values.for_each(|v| match v {
-                Value::Str(s) => b.append_value(s),
-                _ => b.append_null(),
-            });
-            Arc::new(b.finish())
-        }
+        ColumnType::I64 => column!(Int64Array, Value::I64),
+        ColumnType::U64 => column!(UInt64Array, Value::U64),
+        ColumnType::F64 => column!(Float64Array, Value::F64),
+        ColumnType::Bool => column!(BooleanArray, Value::Bool),
+        ColumnType::Utf8 => column!(StringArray, Value::Str),
     }
 }
 
