@@ -480,24 +480,15 @@ impl EnvelopeBuilder {
 
     /// The envelope, with `segments_read` recorded as given.
     pub fn finish(mut self, segments_read: usize) -> Envelope {
-        if !self.reduced() {
-            return Envelope {
-                rows_in_window: self.rows,
-                live_rows_in_window: 0,
-                segments_read,
-                segments_from_stats: self.from_stats,
-                segments_left_out: 0,
-                rows_left_out: 0,
-                reduced: false,
-                ts: self.ts,
-                columns: self.columns,
-            };
-        }
-        let keep: Vec<usize> = (0..self.filled.len()).filter(|&b| self.filled[b]).collect();
-        let no_value = |v: f64| if v.is_finite() { v } else { f64::NAN };
-        for column in &mut self.columns {
-            column.min = keep.iter().map(|&b| no_value(column.min[b])).collect();
-            column.max = keep.iter().map(|&b| no_value(column.max[b])).collect();
+        let reduced = self.reduced();
+        if reduced {
+            let keep: Vec<usize> = (0..self.filled.len()).filter(|&b| self.filled[b]).collect();
+            let no_value = |v: f64| if v.is_finite() { v } else { f64::NAN };
+            for column in &mut self.columns {
+                column.min = keep.iter().map(|&b| no_value(column.min[b])).collect();
+                column.max = keep.iter().map(|&b| no_value(column.max[b])).collect();
+            }
+            self.ts = keep.iter().map(|&b| self.bounds[b]).collect();
         }
         Envelope {
             rows_in_window: self.rows,
@@ -506,8 +497,8 @@ impl EnvelopeBuilder {
             segments_from_stats: self.from_stats,
             segments_left_out: 0,
             rows_left_out: 0,
-            reduced: true,
-            ts: keep.iter().map(|&b| self.bounds[b]).collect(),
+            reduced,
+            ts: self.ts,
             columns: self.columns,
         }
     }
