@@ -1,7 +1,7 @@
 //! Segments (format §4): the encoder boundary, where a caller's encoder
-//! turns rows into Parquet and dendro checks the answer ([`encode`]), and
+//! turns rows into Parquet and dendro checks the answer (`encode.rs`), and
 //! decoding, where a segment's footer and pages are checked before the
-//! Parquet reader may act on them ([`decode`]).
+//! Parquet reader may act on them (`decode.rs`).
 //!
 //! The seam: this layer is the only one that makes or parses segment
 //! bytes. The writer seals through [`materialize`]; readers decode through
