@@ -8,7 +8,7 @@
 //!
 //! `cargo bench --bench first_plot -- ARCHIVE [STREAM] [PLOTS] [REPS]`
 
-use dendro::read::envelope::{preview_range, read_range_bounded, RangeRequest, Stats};
+use dendro::read::range::{preview_range, read_range_bounded, RangeRequest, Stats};
 use dendro::read::stats::{segment_stats, summarize};
 use dendro::read::{describe, segment_bytes};
 use dendro::Archive;
@@ -219,7 +219,7 @@ fn main() {
     );
     let (decode, _) = time(reps, || {
         for p in &payloads {
-            dendro::read::envelope::decode_range_bytes(p.clone(), Some(&picked)).unwrap();
+            dendro::read::range::decode_range_bytes(p.clone(), Some(&picked)).unwrap();
         }
     });
     println!(
@@ -262,7 +262,7 @@ fn main() {
         });
         let (exact, e) = time(reps, || {
             read_range_bounded(&archive, &request, Some(4096), stats, |r, cols| {
-                dendro::read::envelope::decode_for_range(&archive, r, cols)
+                dendro::read::range::decode_for_range(&archive, r, cols)
             })
             .unwrap()
         });

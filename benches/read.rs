@@ -138,7 +138,7 @@ fn build(path: &Path, mb: f64) -> f64 {
 /// tails answered in one snapshot, no payload read.
 fn catalog(archive: &Archive) -> usize {
     archive
-        .read_snapshot(|s| s.describe())
+        .read_snapshot(dendro::read::describe_sources)
         .unwrap()
         .iter()
         .map(|s| s.streams.len())

@@ -24,8 +24,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         println!(
             "source {} {:?} ({})",
             source.id,
-            source.labels,
-            if source.complete {
+            source.source.labels,
+            if source.source.complete {
                 "complete"
             } else {
                 "open or interrupted"

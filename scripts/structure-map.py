@@ -16,7 +16,7 @@ from collections import defaultdict
 # Ground first. A file may use anything at or below its own layer.
 LAYERS = [
     "format", "error", "keys", "reserved",
-    "pager", "container", "catalog", "segment", "typed",
+    "pager", "container", "catalog", "segment",
     "read", "verify",
     "write", "replicate", "rewrite", "demo",
     "wasm",

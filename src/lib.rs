@@ -10,7 +10,8 @@
 //! - [`container`]: the SQLite file, its stamps, the read and write handles.
 //! - [`catalog`]: typed reads of the five tables, and the live-WAL rule.
 //! - [`segment`]: the encoder boundary and Parquet settings.
-//! - [`typed`]: the self-describing encoder, for writers without their own.
+//! - [`typed`] (in [`segment`]): the self-describing encoder, for writers
+//!   without their own.
 //! - [`read`]: describing an archive and reading streams.
 //! - [`verify`]: the soundness check.
 //! - [`keys`] and [`reserved`]: reserved metadata keys, and the JSON some
@@ -37,7 +38,6 @@ pub mod reserved;
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod rewrite;
 pub mod segment;
-pub mod typed;
 pub mod verify;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
@@ -52,7 +52,7 @@ pub use container::Archive;
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use container::{ArchiveMut, Transaction};
 pub use error::{EngineKind, Error, NotArchive, ReadOnly, Result, WireProblem};
-pub use segment::{Segment, SegmentEncoder};
+pub use segment::{typed, Segment, SegmentEncoder};
 #[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use write::{Evicted, SealPolicy, SourceWriter, Writer, WriterOptions};

@@ -12,9 +12,10 @@ use arrow_array::{
     RecordBatch, StringArray, UInt64Array,
 };
 use arrow_schema::{DataType, Field, Schema};
-use dendro::read::envelope::{
+use dendro::read::envelope::Envelope;
+use dendro::read::range::{
     decode_for_range, decode_range_bytes, preview_range, read_range, read_range_bounded,
-    read_range_with, Envelope, RangeReader, RangeRequest,
+    read_range_with, RangeReader, RangeRequest,
 };
 use dendro::read::stats::{segment_stats, summarize, Extremes};
 use dendro::{Archive, ArchiveMut, Labels, Segment};

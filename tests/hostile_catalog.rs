@@ -207,7 +207,7 @@ fn an_envelope_over_row_counts_summing_past_u64_saturates() {
         ))
         .unwrap();
     let archive = Archive::open(&path).unwrap();
-    let request = dendro::read::envelope::RangeRequest {
+    let request = dendro::read::range::RangeRequest {
         source_id: source,
         stream: "sealed",
         from: i64::MIN,
@@ -217,7 +217,7 @@ fn an_envelope_over_row_counts_summing_past_u64_saturates() {
         rates: None,
     };
     let mut decoded = 0;
-    let envelope = dendro::read::envelope::read_range_with(
+    let envelope = dendro::read::range::read_range_with(
         &archive,
         &request,
         |record| Ok(dendro::read::stats::segment_stats(&archive, record)?.map(std::sync::Arc::new)),

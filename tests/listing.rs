@@ -12,7 +12,8 @@ use std::sync::Arc;
 
 use common::manifest::expected_refusal;
 use dendro::catalog::Listing;
-use dendro::read::envelope::{decode_for_range, Envelope, RangeReader, RangeRequest};
+use dendro::read::envelope::Envelope;
+use dendro::read::range::{decode_for_range, RangeReader, RangeRequest};
 use dendro::read::stats::segment_stats;
 use dendro::{Archive, SegmentRecord};
 

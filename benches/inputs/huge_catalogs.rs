@@ -164,7 +164,7 @@ fn labels_1m(path: &Path) {
 /// each with no footer read before it; prints each run's time and what it
 /// read.
 fn time_first_plot(path: &Path) {
-    use dendro::read::envelope::{
+    use dendro::read::range::{
         decode_for_range, read_range_bounded, RangeRequest, VIEWER_SEGMENT_BUDGET,
     };
     use dendro::Archive;

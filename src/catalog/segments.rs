@@ -278,12 +278,10 @@ impl Snapshot<'_> {
             .conn
             .blob_open(rusqlite::MAIN_DB, "segments", "bytes", rowid, true)
             .ctx(self.file, what)?;
-        let in_place = crate::pager::in_place_payload(
-            self.conn.path(),
-            rowid,
-            blob.len() as u64,
-            |head| blob.read_at_exact(head, 0).is_ok(),
-        );
+        let in_place =
+            crate::pager::in_place_payload(self.conn.path(), rowid, blob.len() as u64, |head| {
+                blob.read_at_exact(head, 0).is_ok()
+            });
         Ok(Payload {
             blob,
             file: self.file,

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use arrow_array::RecordBatch;
 
-use super::envelope::Stats;
+use super::range::Stats;
 
 /// The decoded-segment budget when nobody chose one: a quarter of the bytes
 /// of the archives open, between 16 and 256 MiB. Memory a wasm instance

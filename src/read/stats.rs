@@ -5,7 +5,7 @@
 //! A segment whose rows all fall in one bucket of an envelope contributes
 //! only its extremes to that bucket, and row-group statistics hold exactly
 //! those, so such a segment need not be decoded at all
-//! ([`super::envelope::read_range_with`]). The rule here is to claim
+//! ([`super::range::read_range_with`]). The rule here is to claim
 //! nothing the footer does not say exactly: a column whose statistics are
 //! missing, marked inexact, written in the deprecated fields, not finite,
 //! of a type whose decoded values differ from its stored ones, or of an

@@ -515,17 +515,7 @@ mod tests {
         check_page(&one, byte_arrays(NULLABLE)).unwrap();
         // A v2 page whose every value is null (an RLE run of two 0
         // levels), with value bytes.
-        let all_null = Page::DataPageV2 {
-            buf: Bytes::from(vec![0x04, 0x00, 1, 2, 3, 4]),
-            num_values: 2,
-            encoding: Encoding::PLAIN,
-            num_nulls: 2,
-            num_rows: 2,
-            def_levels_byte_len: 2,
-            rep_levels_byte_len: 0,
-            is_compressed: false,
-            statistics: None,
-        };
+        let all_null = v2_page(&[0x04, 0x00], &[1, 2, 3, 4], 2, 2, Encoding::PLAIN, false);
         assert!(check_page(&all_null, byte_arrays(NULLABLE)).is_err());
         check(&all_null, NULLABLE, None).unwrap();
         // A dictionary of no entries with bytes in it.
@@ -551,6 +541,29 @@ mod tests {
             encoding,
             def_level_encoding: Encoding::RLE,
             rep_level_encoding: Encoding::RLE,
+            statistics: None,
+        }
+    }
+
+    /// A v2 page of `num_values` rows: definition levels (RLE, their
+    /// length in the header), then `values`.
+    fn v2_page(
+        levels: &[u8],
+        values: &[u8],
+        num_values: u32,
+        num_nulls: u32,
+        encoding: Encoding,
+        is_compressed: bool,
+    ) -> Page {
+        Page::DataPageV2 {
+            buf: Bytes::from([levels, values].concat()),
+            num_values,
+            encoding,
+            num_nulls,
+            num_rows: num_values,
+            def_levels_byte_len: levels.len() as u32,
+            rep_levels_byte_len: 0,
+            is_compressed,
             statistics: None,
         }
     }
@@ -716,16 +729,9 @@ mod tests {
     #[test]
     fn a_compressed_v2_pages_delta_header_is_checked_after_its_levels() {
         // Eight levels: all at the maximum (an RLE run of 8 ones), or none.
-        let page = |level: u8, nulls: u32| Page::DataPageV2 {
-            buf: Bytes::from([[0x10, level].as_slice(), &delta(0)].concat()),
-            num_values: 8,
-            encoding: Encoding::DELTA_BINARY_PACKED,
-            num_nulls: nulls,
-            num_rows: 8,
-            def_levels_byte_len: 2,
-            rep_levels_byte_len: 0,
-            is_compressed: true,
-            statistics: None,
+        let page = |level: u8, nulls: u32| {
+            let encoding = Encoding::DELTA_BINARY_PACKED;
+            v2_page(&[0x10, level], &delta(0), 8, nulls, encoding, true)
         };
         assert!(check(&page(1, 0), NULLABLE, None).is_err());
         check(&page(0, 8), NULLABLE, None).unwrap();
@@ -757,32 +763,14 @@ mod tests {
         )
         .unwrap();
         // The same in a v2 page, whose header counts its nulls.
-        let v2 = |nulls: u32, bytes: usize| Page::DataPageV2 {
-            buf: Bytes::from([levels.as_slice(), &vec![0; bytes]].concat()),
-            num_values: 8,
-            encoding: Encoding::BYTE_STREAM_SPLIT,
-            num_nulls: nulls,
-            num_rows: 8,
-            def_levels_byte_len: 2,
-            rep_levels_byte_len: 0,
-            is_compressed: true,
-            statistics: None,
-        };
+        let split = Encoding::BYTE_STREAM_SPLIT;
+        let v2 =
+            |nulls: u32, bytes: usize| v2_page(&levels, &vec![0; bytes], 8, nulls, split, true);
         assert!(check(&v2(0, 31), NULLABLE, Some(4)).is_err());
         check(&v2(0, 32), NULLABLE, Some(4)).unwrap();
         // Its null count is not what counts: the levels are.
         assert!(check(&v2(4, 16), NULLABLE, Some(4)).is_err());
-        let half_null = Page::DataPageV2 {
-            buf: Bytes::from([half.as_slice(), &[0; 16]].concat()),
-            num_values: 8,
-            encoding: Encoding::BYTE_STREAM_SPLIT,
-            num_nulls: 4,
-            num_rows: 8,
-            def_levels_byte_len: 4,
-            rep_levels_byte_len: 0,
-            is_compressed: true,
-            statistics: None,
-        };
+        let half_null = v2_page(&half, &[0; 16], 8, 4, split, true);
         check(&half_null, NULLABLE, Some(4)).unwrap();
     }
 }

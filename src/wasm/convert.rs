@@ -19,7 +19,8 @@ use wasm_bindgen::JsValue;
 
 use super::js::{big, labels, num, record, Obj};
 use crate::read::columns::{display_value, time_values, ts_column, type_name};
-use crate::read::envelope::{Envelope, Preview};
+use crate::read::envelope::Envelope;
+use crate::read::range::Preview;
 use crate::read::{Description, SegmentDescription, SourceDescription, StreamDescription};
 use crate::reserved::{Event, ProducerEpoch, Reserved, WriterSession};
 use crate::verify::VerifyReport;

@@ -27,7 +27,7 @@ use crate::catalog::{Listing, SegmentRecord};
 use crate::container::Archive;
 use crate::error::Error;
 use crate::read::cache::{identity_of, Batches, DecodeKey, ReaderCache, SegmentKey};
-use crate::read::envelope::{
+use crate::read::range::{
     decode_for_range, RangeReader, RangeRequest, Stats, VIEWER_SEGMENT_BUDGET,
 };
 
@@ -1101,7 +1101,7 @@ impl RangeJob {
             }
             // Read in place, only the chunks the decoder will read are
             // fetched; held in memory, a whole segment is one copy.
-            let bytes = crate::read::envelope::range_segment_bytes(
+            let bytes = crate::read::range::range_segment_bytes(
                 &self.archive,
                 &record,
                 self.columns.as_deref().filter(|_| self.sparse_reads),
@@ -1223,7 +1223,7 @@ impl RangeJob {
 #[wasm_bindgen(js_name = decodePacked)]
 pub fn decode_packed(bytes: Vec<u8>, columns: Option<Vec<String>>) -> JsResult<js_sys::Array> {
     let columns = normalized(columns);
-    let batches = crate::read::envelope::decode_range_bytes(bytes, columns.as_deref())
+    let batches = crate::read::range::decode_range_bytes(bytes, columns.as_deref())
         .map_err(|cause| js::error("Segment", &cause))?;
     let out = js_sys::Array::new();
     for batch in &batches {

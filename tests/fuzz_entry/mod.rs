@@ -16,9 +16,9 @@ use std::sync::Arc;
 
 use dendro::catalog::{Labels, SegmentRecord, WalRow};
 use dendro::container::{Archive, APPLICATION_ID, PAGE_SIZE, SCHEMA_SQL, SCHEMA_VERSION};
-use dendro::read::envelope::{
-    decode_for_range, decode_range_bytes, read_range_with, Envelope, RangeReader, RangeRequest,
-    Stats,
+use dendro::read::envelope::Envelope;
+use dendro::read::range::{
+    decode_for_range, decode_range_bytes, read_range_with, RangeReader, RangeRequest, Stats,
 };
 use dendro::replicate::{Frame, FrameReader};
 use dendro::typed::{self, Column, ColumnType, Schema, TypedEncoder, Value};

@@ -652,7 +652,7 @@ fn read_range_decodes_only_the_overlapping_segments_and_trims_rows() {
 
 #[wasm_bindgen_test]
 fn segments_inside_one_bucket_come_from_their_footers_with_the_same_envelope() {
-    use dendro::read::envelope::{decode_for_range, read_range, RangeRequest};
+    use dendro::read::range::{decode_for_range, read_range, RangeRequest};
     let f = single();
     let archive = open(&f);
     let t0 = 1_700_000_000_000_000_000i64;
@@ -1058,7 +1058,7 @@ fn mutated_segments_of_many_shapes_give_errors_never_traps() {
 
 #[wasm_bindgen_test]
 fn preview_range_answers_from_footers_what_the_native_preview_does() {
-    use dendro::read::envelope::{preview_range, RangeRequest};
+    use dendro::read::range::{preview_range, RangeRequest};
     use dendro::read::stats::segment_stats;
     let f = single();
     let archive = open(&f);

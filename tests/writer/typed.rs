@@ -4,8 +4,8 @@
 
 use std::sync::Arc;
 
-use dendro::read::envelope::decode_for_range;
-use dendro::read::envelope::{read_range, RangeRequest};
+use dendro::read::range::decode_for_range;
+use dendro::read::range::{read_range, RangeRequest};
 use dendro::typed::{self, Column, ColumnType, Schema, TypedEncoder, Value};
 use dendro::write::{SealPolicy, Writer, WriterOptions};
 use dendro::{Archive, Labels, WalRow};

@@ -32,10 +32,9 @@
 use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
-use arrow_array::builder::{
-    BooleanBuilder, Float64Builder, Int64Builder, StringBuilder, UInt64Builder,
+use arrow_array::{
+    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
 };
-use arrow_array::{ArrayRef, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field};
 use serde::{Deserialize, Serialize};
 
@@ -583,44 +582,21 @@ impl TypedEncoder {
 }
 
 fn column_array(ty: ColumnType, values: impl Iterator<Item = Value>) -> ArrayRef {
+    // Each value of the column's own type is kept; any other is a null.
+    macro_rules! column {
+        ($array:ty, $variant:path) => {
+            Arc::new(<$array>::from_iter(values.map(|v| match v {
+                $variant(x) => Some(x),
+                _ => None,
+            })))
+        };
+    }
     match ty {
-        ColumnType::I64 => {
-            let mut b = Int64Builder::new();
-            values
-                .for_each(|v| b.append_option(if let Value::I64(x) = v { Some(x) } else { None }));
-            Arc::new(b.finish())
-        }
-        ColumnType::U64 => {
-            let mut b = UInt64Builder::new();
-            values
-                .for_each(|v| b.append_option(if let Value::U64(x) = v { Some(x) } else { None }));
-            Arc::new(b.finish())
-        }
-        ColumnType::F64 => {
-            let mut b = Float64Builder::new();
-            values
-                .for_each(|v| b.append_option(if let Value::F64(x) = v { Some(x) } else { None }));
-            Arc::new(b.finish())
-        }
-        ColumnType::Bool => {
-            let mut b = BooleanBuilder::new();
-            values.for_each(|v| {
-                b.append_option(if let Value::Bool(x) = v {
-                    Some(x)
-                } else {
-                    None
-                })
-            });
-            Arc::new(b.finish())
-        }
-        ColumnType::Utf8 => {
-            let mut b = StringBuilder::new();
-            values.for_each(|v| match v {
-                Value::Str(s) => b.append_value(s),
-                _ => b.append_null(),
-            });
-            Arc::new(b.finish())
-        }
+        ColumnType::I64 => column!(Int64Array, Value::I64),
+        ColumnType::U64 => column!(UInt64Array, Value::U64),
+        ColumnType::F64 => column!(Float64Array, Value::F64),
+        ColumnType::Bool => column!(BooleanArray, Value::Bool),
+        ColumnType::Utf8 => column!(StringArray, Value::Str),
     }
 }
 
@@ -642,273 +618,4 @@ impl SegmentEncoder for TypedEncoder {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use arrow_array::Array;
-
-    #[test]
-    fn a_stream_schema_is_the_union_of_its_listings_in_order() {
-        let mut metadata = Labels::new();
-        let first = Schema::new(vec![Column::new("a", ColumnType::I64).counter()]);
-        let second = Schema::new(vec![
-            Column::new("b", ColumnType::F64),
-            Column::new("a", ColumnType::I64).counter(),
-        ]);
-        for schema in [&first, &second] {
-            let listed = with_schema(&metadata, "s", schema).unwrap();
-            metadata.insert(SCHEMAS_KEY.into(), listed);
-        }
-        let arrow = stream_schema(&metadata, "s").unwrap().unwrap();
-        let names: Vec<&str> = arrow.fields().iter().map(|f| f.name().as_str()).collect();
-        assert_eq!(names, ["ts", "a", "b"]);
-        assert_eq!(arrow.field(1).metadata()[KIND_METADATA], "counter");
-        assert!(stream_schema(&metadata, "other").unwrap().is_none());
-    }
-
-    #[test]
-    fn readers_use_it_only_for_sources_that_name_it() {
-        let mut metadata = Labels::new();
-        metadata.insert(crate::keys::ENCODER.into(), "someone-else/3".into());
-        assert!(
-            reader_for(&metadata).is_none(),
-            "another encoder's rows stay unread"
-        );
-        metadata.insert(crate::keys::ENCODER.into(), ENCODER.into());
-        let listed = with_schema(&metadata, "cpu", &cpu()).unwrap();
-        metadata.insert(SCHEMAS_KEY.into(), listed);
-        let encoder = reader_for(&metadata).unwrap().unwrap();
-        let id = cpu().id();
-        let row = row(
-            7,
-            id,
-            &cpu(),
-            &[Value::Null, Value::F64(0.5), Value::Null, Value::Null],
-        );
-        assert_eq!(encoder.decode_rows(&[row]).unwrap().num_rows(), 1);
-        metadata.insert(SCHEMAS_KEY.into(), "{not json".into());
-        assert!(
-            reader_for(&metadata).unwrap().is_err(),
-            "damaged schemas: an error"
-        );
-    }
-
-    fn cpu() -> Schema {
-        Schema::new(vec![
-            Column::new("user", ColumnType::U64).counter().unit("ns"),
-            Column::new("load", ColumnType::F64).gauge(),
-            Column::new("up", ColumnType::Bool),
-            Column::new("state", ColumnType::Utf8),
-        ])
-    }
-
-    fn row(ts: i64, id: u64, schema: &Schema, values: &[Value]) -> WalRow {
-        WalRow {
-            ts,
-            wall_offset: 0,
-            row: encode_row(id, schema, values).unwrap(),
-        }
-    }
-
-    #[test]
-    fn rows_decode_to_the_values_they_were_given() {
-        let encoder = TypedEncoder::new();
-        let schema = cpu();
-        let id = encoder.register(&schema).unwrap();
-        let rows = vec![
-            row(
-                1,
-                id,
-                &schema,
-                &[
-                    Value::U64(10),
-                    Value::F64(0.5),
-                    Value::Bool(true),
-                    Value::Str("ok".into()),
-                ],
-            ),
-            row(
-                2,
-                id,
-                &schema,
-                &[
-                    Value::Null,
-                    Value::F64(1.5),
-                    Value::Null,
-                    Value::Str("ünï".into()),
-                ],
-            ),
-        ];
-        let batch = encoder.decode_rows(&rows).unwrap();
-        assert_eq!(batch.num_rows(), 2);
-        let schema = batch.schema();
-        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-        assert_eq!(names, ["ts", "user", "load", "up", "state"]);
-        assert_eq!(batch.schema().field(1).metadata()[KIND_METADATA], "counter");
-        assert_eq!(batch.schema().field(1).metadata()[UNIT_METADATA], "ns");
-        use arrow_array::cast::AsArray;
-        let user = batch
-            .column(1)
-            .as_primitive::<arrow_array::types::UInt64Type>();
-        assert_eq!((user.value(0), user.is_null(1)), (10, true));
-        assert_eq!(batch.column(4).as_string::<i32>().value(1), "ünï");
-        let segment = encoder.encode("cpu", &rows).unwrap().unwrap();
-        assert_eq!((segment.rows, segment.first_ts, segment.last_ts), (2, 1, 2));
-        let back = crate::segment::decode_segment(segment.bytes, None).unwrap();
-        assert_eq!(back[0], batch, "the segment holds exactly the decoded rows");
-    }
-
-    #[test]
-    fn a_stream_that_gains_a_column_reads_as_the_union_with_nulls() {
-        let encoder = TypedEncoder::new();
-        let v1 = Schema::new(vec![Column::new("a", ColumnType::I64)]);
-        let v2 = Schema::new(vec![
-            Column::new("a", ColumnType::I64),
-            Column::new("b", ColumnType::I64),
-        ]);
-        let (id1, id2) = (
-            encoder.register(&v1).unwrap(),
-            encoder.register(&v2).unwrap(),
-        );
-        assert_ne!(id1, id2);
-        let batch = encoder
-            .decode_rows(&[
-                row(1, id1, &v1, &[Value::I64(1)]),
-                row(2, id2, &v2, &[Value::I64(2), Value::I64(20)]),
-            ])
-            .unwrap();
-        assert_eq!(batch.num_columns(), 3);
-        assert!(batch.column(2).is_null(0) && !batch.column(2).is_null(1));
-    }
-
-    #[test]
-    fn interleaved_schemas_put_each_value_under_its_own_name() {
-        let encoder = TypedEncoder::new();
-        let v1 = Schema::new(vec![
-            Column::new("a", ColumnType::I64),
-            Column::new("b", ColumnType::F64),
-        ]);
-        // The same names in another order, one dropped, one new.
-        let v2 = Schema::new(vec![
-            Column::new("c", ColumnType::Bool),
-            Column::new("b", ColumnType::F64),
-        ]);
-        let (id1, id2) = (
-            encoder.register(&v1).unwrap(),
-            encoder.register(&v2).unwrap(),
-        );
-        let batch = encoder
-            .decode_rows(&[
-                row(1, id1, &v1, &[Value::I64(1), Value::F64(1.5)]),
-                row(2, id2, &v2, &[Value::Bool(true), Value::F64(2.5)]),
-                row(3, id1, &v1, &[Value::I64(3), Value::Null]),
-                row(4, id2, &v2, &[Value::Null, Value::F64(4.5)]),
-            ])
-            .unwrap();
-        let schema = batch.schema();
-        let names: Vec<&str> = schema.fields().iter().map(|f| f.name().as_str()).collect();
-        assert_eq!(names, ["ts", "a", "b", "c"], "first seen, first placed");
-        use arrow_array::cast::AsArray;
-        use arrow_array::types::{Float64Type, Int64Type};
-        let a = batch.column(1).as_primitive::<Int64Type>();
-        let b = batch.column(2).as_primitive::<Float64Type>();
-        let c = batch.column(3).as_boolean();
-        let a: Vec<Option<i64>> = a.iter().collect();
-        let b: Vec<Option<f64>> = b.iter().collect();
-        let c: Vec<Option<bool>> = c.iter().collect();
-        assert_eq!(a, [Some(1), None, Some(3), None]);
-        assert_eq!(b, [Some(1.5), Some(2.5), None, Some(4.5)]);
-        assert_eq!(c, [None, Some(true), None, None]);
-
-        let retyped = Schema::new(vec![Column::new("b", ColumnType::I64)]);
-        let id3 = encoder.register(&retyped).unwrap();
-        let err = encoder
-            .decode_rows(&[
-                row(1, id1, &v1, &[Value::I64(1), Value::F64(1.5)]),
-                row(2, id3, &retyped, &[Value::I64(2)]),
-            ])
-            .unwrap_err();
-        assert!(err.contains("column \"b\" is"), "{err}");
-    }
-
-    #[test]
-    fn the_metadata_lists_schemas_readers_build_the_encoder_from() {
-        let mut metadata = Labels::new();
-        let text = with_schema(&metadata, "cpu", &cpu()).unwrap();
-        metadata.insert(SCHEMAS_KEY.into(), text);
-        let again = with_schema(&metadata, "cpu", &cpu()).unwrap();
-        assert_eq!(&again, &metadata[SCHEMAS_KEY], "a schema is listed once");
-        let retyped = Schema::new(vec![Column::new("user", ColumnType::I64)]);
-        assert!(with_schema(&metadata, "cpu", &retyped)
-            .unwrap_err()
-            .contains("one thing"));
-        let reader = TypedEncoder::from_metadata([&metadata]).unwrap();
-        let id = cpu().id();
-        let r = row(
-            5,
-            id,
-            &cpu(),
-            &[Value::U64(1), Value::Null, Value::Null, Value::Null],
-        );
-        assert_eq!(reader.decode_rows(&[r]).unwrap().num_rows(), 1);
-        assert!(metadata[SCHEMAS_KEY].contains(&format!("{id:016x}")));
-    }
-
-    #[test]
-    fn damaged_rows_are_errors_in_words() {
-        let encoder = TypedEncoder::new();
-        let schema = cpu();
-        let id = encoder.register(&schema).unwrap();
-        let good = encode_row(
-            id,
-            &schema,
-            &[
-                Value::U64(1),
-                Value::F64(2.0),
-                Value::Bool(false),
-                Value::Str("x".into()),
-            ],
-        )
-        .unwrap();
-        for cut in 0..good.len() {
-            let r = WalRow {
-                ts: 9,
-                wall_offset: 0,
-                row: good[..cut].to_vec(),
-            };
-            assert!(encoder.decode_rows(&[r]).is_err(), "cut at {cut}");
-        }
-        let mut long = good.clone();
-        long.push(0);
-        assert!(encoder
-            .decode_rows(&[WalRow {
-                ts: 9,
-                wall_offset: 0,
-                row: long
-            }])
-            .unwrap_err()
-            .contains("past its last value"));
-        let mut unknown = good;
-        unknown[1] ^= 0xff;
-        assert!(encoder
-            .decode_rows(&[WalRow {
-                ts: 9,
-                wall_offset: 0,
-                row: unknown
-            }])
-            .unwrap_err()
-            .contains("does not list"));
-        assert!(
-            encode_row(id, &schema, &[Value::I64(1)]).is_err(),
-            "too few values"
-        );
-        assert!(
-            encode_row(
-                id,
-                &schema,
-                &[Value::I64(1), Value::Null, Value::Null, Value::Null]
-            )
-            .is_err(),
-            "wrong type"
-        );
-    }
-}
+mod tests;
