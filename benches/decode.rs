@@ -149,8 +149,7 @@ fn main() {
             eprintln!("bench: writing {name} (dendro demo)");
             let tmp = dir.join(format!("{name}.tmp"));
             let _ = std::fs::remove_file(&tmp);
-            dendro::write::demo::write_demo(&tmp, dendro::write::demo::DemoOptions::sized(bytes))
-                .unwrap();
+            dendro::demo::write_demo(&tmp, dendro::demo::DemoOptions::sized(bytes)).unwrap();
             std::fs::rename(&tmp, &path).unwrap();
         }
     }

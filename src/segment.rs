@@ -19,7 +19,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use crate::catalog::{Labels, WalRow};
 use crate::error::{Error, Result};
-use crate::keys;
+use crate::format::keys;
 
 // Called on 32-bit targets only (see its docs); tested on every target.
 #[cfg_attr(not(target_pointer_width = "32"), allow(dead_code))]

@@ -5,8 +5,6 @@
 //! statement shape [`LIVE_WAL_RANGE`], and every query that returns or
 //! counts live WAL rows goes through them.
 
-use std::collections::BTreeMap;
-
 mod listing;
 mod outline;
 pub use listing::Listing;
@@ -18,8 +16,7 @@ use serde::Serialize;
 pub use crate::container::Snapshot;
 use crate::error::{Error, Result, SqlContext};
 
-/// A string-to-string map: a source's labels or metadata.
-pub type Labels = BTreeMap<String, String>;
+pub use crate::format::Labels;
 
 /// The live-WAL rule (format §3.3) as a bound on timestamps. A WAL row is
 /// live iff no sealed segment of its own stream reaches its timestamp: iff

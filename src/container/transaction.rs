@@ -22,7 +22,7 @@ pub struct NewSource {
     pub uuid: Option<String>,
     /// The source's name.
     pub labels: Labels,
-    /// Everything else; reserved keys in [`crate::keys`].
+    /// Everything else; reserved keys in [`crate::format::keys`].
     pub metadata: Labels,
     /// Whether the source was cleanly finalized.
     pub complete: bool,

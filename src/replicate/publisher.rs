@@ -15,13 +15,14 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::codec::{
-    frame_fits, row_wire_len, segment_frame_len, Frame, IndexKind, IndexState, WireRow,
-    MAX_FRAME_BYTES, ROWS_FRAME_OVERHEAD, ROWS_FRAME_TARGET,
-};
+use super::codec::{Frame, IndexKind, IndexState, WireRow};
 use crate::catalog::{Labels, SegmentRecord, Snapshot, SourceRecord};
 use crate::container::Archive;
 use crate::error::Result;
+use crate::format::wire::{
+    frame_fits, row_wire_len, segment_frame_len, MAX_FRAME_BYTES, ROWS_FRAME_OVERHEAD,
+    ROWS_FRAME_TARGET,
+};
 
 /// One caller-row entry's contribution to its source's index state: two
 /// FNV-1a 64 passes with different bases over `(name, ts, blob)`. The state

@@ -680,7 +680,7 @@ fn same_said(a: &NewSource, b: &NewSource) -> bool {
 pub fn derived_uuid(source: &NewSource) -> String {
     let first_session = source
         .metadata
-        .get(crate::keys::WRITER_SESSIONS)
+        .get(crate::format::keys::WRITER_SESSIONS)
         .and_then(|text| serde_json::from_str::<Vec<serde_json::Value>>(text).ok())
         .and_then(|list| list.into_iter().next())
         .and_then(|entry| {

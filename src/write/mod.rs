@@ -32,9 +32,6 @@
 mod append;
 mod channel;
 mod checkpoint;
-#[cfg(feature = "demo")]
-#[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
-pub mod demo;
 mod options;
 mod pages;
 mod policy;

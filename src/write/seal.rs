@@ -27,7 +27,7 @@ use super::streams::StreamCache;
 use crate::catalog::{Snapshot, WalRow};
 use crate::container::Transaction;
 use crate::error::{Error, Result};
-use crate::replicate::codec::{frame_fits, segment_frame_len, MAX_SEGMENT_BYTES};
+use crate::format::{frame_fits, segment_frame_len, MAX_SEGMENT_BYTES};
 use crate::segment::{materialize, Segment, SegmentEncoder};
 
 /// One stream's rows, on their way to the encoder.

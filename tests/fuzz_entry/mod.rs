@@ -784,7 +784,7 @@ fn seal(
 /// when the schema cannot be listed.
 fn typed_metadata(schema: &Schema, streams: &[&str]) -> Option<Labels> {
     let mut metadata = Labels::new();
-    metadata.insert(dendro::keys::ENCODER.into(), typed::ENCODER.into());
+    metadata.insert(dendro::format::keys::ENCODER.into(), typed::ENCODER.into());
     for stream in streams {
         let listed = typed::with_schema(&metadata, stream, schema).ok()?;
         metadata.insert(typed::SCHEMAS_KEY.into(), listed);
