@@ -40,6 +40,7 @@ use arrow_schema::{DataType, Field};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Labels, WalRow};
+use crate::format::keys;
 use crate::segment::{segment_of_rows, Segment, SegmentEncoder};
 
 /// What [`TypedEncoder`] reports as its version, and the source's
@@ -379,11 +380,8 @@ fn listing_order(metadata: &Labels, stream: &str) -> Result<Vec<u64>, String> {
 /// source's `encoder` key names this one; `None` for any other encoder,
 /// whose rows only the writer's own code can read.
 pub fn reader_for(metadata: &Labels) -> Option<Result<TypedEncoder, String>> {
-    (metadata
-        .get(crate::format::keys::ENCODER)
-        .map(String::as_str)
-        == Some(ENCODER))
-    .then(|| TypedEncoder::from_metadata([metadata]))
+    (metadata.get(keys::ENCODER).map(String::as_str) == Some(ENCODER))
+        .then(|| TypedEncoder::from_metadata([metadata]))
 }
 
 /// The `dendro-typed/1` encoder. It knows the schemas registered with it;
@@ -671,12 +669,12 @@ mod tests {
     #[test]
     fn readers_use_it_only_for_sources_that_name_it() {
         let mut metadata = Labels::new();
-        metadata.insert(crate::format::keys::ENCODER.into(), "someone-else/3".into());
+        metadata.insert(keys::ENCODER.into(), "someone-else/3".into());
         assert!(
             reader_for(&metadata).is_none(),
             "another encoder's rows stay unread"
         );
-        metadata.insert(crate::format::keys::ENCODER.into(), ENCODER.into());
+        metadata.insert(keys::ENCODER.into(), ENCODER.into());
         let listed = with_schema(&metadata, "cpu", &cpu()).unwrap();
         metadata.insert(SCHEMAS_KEY.into(), listed);
         let encoder = reader_for(&metadata).unwrap().unwrap();
