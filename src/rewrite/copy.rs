@@ -22,11 +22,11 @@ use serde::Serialize;
 use super::inputs::{Input, Pinned};
 use super::output::{close_archive, Batches, Staged};
 use super::plan::{plan, Plan, PlannedSource};
-use super::reencode::{reencode, Reencode};
 use crate::catalog::{CallerRow, SourceRecord, WalRow};
 use crate::container::NewSource;
 use crate::error::Result;
 use crate::segment::Segment;
+use crate::write::{reencode, Reencode};
 
 /// Names a source to copy.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,8 +12,8 @@
 //! renamed into place, with commits batched), `inputs` (archives read
 //! through one held snapshot each), `plan` (which sources, streams and
 //! segments go where, merging a source that appears in several inputs by
-//! uuid), `reencode` (trim and projection of one segment), `copy` and
-//! `combine` (writing a plan), `merge` (the schema rule and the
+//! uuid), `copy` and `combine` (writing a plan; trim and projection of one
+//! segment are the writer's `reencode`), `merge` (the schema rule and the
 //! concatenation compaction uses), `compact`, `export`.
 
 mod combine;
@@ -24,7 +24,6 @@ mod inputs;
 mod merge;
 mod output;
 mod plan;
-mod reencode;
 
 pub use combine::combine;
 pub use compact::{
@@ -33,6 +32,3 @@ pub use compact::{
 pub use copy::{copy, project, vacuum_into, CopyReport, CopySpec, SourceSelector};
 pub use export::{export, hive_escape, ExportReport, EXPORT_FORMAT};
 pub use merge::{same_series, union_fields};
-/// Cutting a segment to a window, for a replica whose segments straddle
-/// one of its origin's (`write::seal`).
-pub(crate) use reencode::{reencode, Reencode};

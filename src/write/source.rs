@@ -6,11 +6,11 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::adopt::Adopted;
 use super::append::TickRows;
 use super::channel::{request, Msg, Shared};
 use super::policy::SealPolicy;
 use super::retention::{EvictRequest, Evicted, Floors};
-use super::seal::Adopted;
 use super::session::{Event, Opened, SourceRef};
 use crate::catalog::{CallerRow, ClockOffset};
 use crate::container::NewSource;
