@@ -28,10 +28,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::copy::CopySpec;
 use super::inputs::Input;
 use super::output::Staged;
 use super::plan::plan;
+use super::spec::CopySpec;
 use crate::catalog::{is_canonical_uuid, Labels, WalRow};
 use crate::container::place::sync_path;
 use crate::error::{Error, Result};
