@@ -14,6 +14,7 @@ pub use crate::format::wire::{
     PREAMBLE_BYTES, PROTOCOL_VERSION, ROWS_FRAME_OVERHEAD, ROWS_FRAME_TARGET,
 };
 use crate::format::Labels;
+use crate::segment::Segment;
 
 /// The 128-bit digest of a source's index set that `Index` and `Rows`
 /// frames carry; `(0, 0)` is the empty set.
@@ -91,16 +92,11 @@ pub enum Frame {
         source: u32,
         /// The stream.
         stream: String,
-        /// Rows in the segment.
-        rows: u64,
-        /// Its first row's timestamp.
-        first_ts: i64,
-        /// Its last row's timestamp.
-        last_ts: i64,
-        /// One Parquet file.
-        bytes: Vec<u8>,
-        /// The caller's index beside it, when there is one.
-        caller_index: Option<Vec<u8>>,
+        /// The segment as the writer hands it over: its Parquet bytes, its
+        /// row count and span, and the caller's index beside it. The row
+        /// count is a `u64` on the wire; it travels here as the `i64` the
+        /// catalog keeps, bit for bit, so every frame decodes to itself.
+        segment: Segment,
     },
     /// Kind 5: one clock observation (`clock_offsets`).
     ClockOffset {
@@ -176,11 +172,11 @@ impl Frame {
                         .sum::<u64>()
             }
             Frame::Segment {
-                stream,
-                bytes: b,
-                caller_index,
-                ..
-            } => return segment_frame_len(stream, b.len(), caller_index.as_ref().map(Vec::len)),
+                stream, segment, ..
+            } => {
+                let index = segment.caller_index.as_ref().map(Vec::len);
+                return segment_frame_len(stream, segment.bytes.len(), index);
+            }
             Frame::ClockOffset { .. } => 4 + 8 + 8,
         };
         4 + 1 + payload
@@ -246,19 +242,15 @@ impl Frame {
             Frame::Segment {
                 source,
                 stream,
-                rows,
-                first_ts,
-                last_ts,
-                bytes,
-                caller_index,
+                segment,
             } => {
                 w.u32(*source);
                 w.bytes(stream.as_bytes());
-                w.u64(*rows);
-                w.i64(*first_ts);
-                w.i64(*last_ts);
-                w.bytes(bytes);
-                w.opt_bytes(caller_index.as_deref());
+                w.u64(segment.rows as u64);
+                w.i64(segment.first_ts);
+                w.i64(segment.last_ts);
+                w.bytes(&segment.bytes);
+                w.opt_bytes(segment.caller_index.as_deref());
             }
             Frame::ClockOffset {
                 source,
@@ -338,11 +330,13 @@ impl Frame {
             KIND_SEGMENT => Frame::Segment {
                 source: r.u32()?,
                 stream: r.str("a segment's stream")?,
-                rows: r.u64()?,
-                first_ts: r.i64()?,
-                last_ts: r.i64()?,
-                bytes: r.bytes()?.to_vec(),
-                caller_index: r.opt_bytes()?.map(<[u8]>::to_vec),
+                segment: Segment {
+                    rows: r.u64()? as i64,
+                    first_ts: r.i64()?,
+                    last_ts: r.i64()?,
+                    bytes: r.bytes()?.to_vec(),
+                    caller_index: r.opt_bytes()?.map(<[u8]>::to_vec),
+                },
             },
             KIND_CLOCK_OFFSET => Frame::ClockOffset {
                 source: r.u32()?,

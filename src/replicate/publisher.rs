@@ -23,6 +23,7 @@ use crate::format::wire::{
     frame_fits, row_wire_len, segment_frame_len, MAX_FRAME_BYTES, ROWS_FRAME_OVERHEAD,
     ROWS_FRAME_TARGET,
 };
+use crate::segment::Segment;
 
 /// One caller-row entry's contribution to its source's index state: two
 /// FNV-1a 64 passes with different bases over `(name, ts, blob)`. The state
@@ -341,11 +342,13 @@ impl Shipped {
             let frame = Frame::Segment {
                 source: self.ordinal,
                 stream: stream.to_string(),
-                rows: record.rows.max(0) as u64,
-                first_ts: record.first_ts,
-                last_ts: record.last_ts,
-                bytes,
-                caller_index: indexes.remove(&record.seq).flatten(),
+                segment: Segment {
+                    rows: record.rows.max(0),
+                    first_ts: record.first_ts,
+                    last_ts: record.last_ts,
+                    bytes,
+                    caller_index: indexes.remove(&record.seq).flatten(),
+                },
             };
             check_size(snap, &frame, what)?;
             send(frame)?;

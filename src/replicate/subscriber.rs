@@ -246,19 +246,13 @@ impl Subscriber {
             Frame::Segment {
                 source,
                 stream,
-                rows,
-                first_ts,
-                last_ts,
-                bytes,
-                caller_index,
+                mut segment,
             } => {
-                let segment = Segment {
-                    bytes,
-                    rows: i64::try_from(rows).unwrap_or(i64::MAX),
-                    first_ts,
-                    last_ts,
-                    caller_index,
-                };
+                // A count past `i64::MAX` on the wire arrives negative; it
+                // is held as the most a row count can be.
+                if segment.rows < 0 {
+                    segment.rows = i64::MAX;
+                }
                 self.segment(source, &stream, segment)?
             }
             Frame::ClockOffset {

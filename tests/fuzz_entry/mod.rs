@@ -1013,11 +1013,13 @@ pub fn sample_frames() -> Vec<u8> {
         Frame::Segment {
             source: 0,
             stream: "cpu".into(),
-            rows: 3,
-            first_ts: 0,
-            last_ts: 2,
-            bytes: tiny_segment(),
-            caller_index: None,
+            segment: dendro::Segment {
+                rows: 3,
+                first_ts: 0,
+                last_ts: 2,
+                bytes: tiny_segment(),
+                caller_index: None,
+            },
         },
         Frame::ClockOffset {
             source: 0,
