@@ -7,7 +7,7 @@
 //! sealed segments plus the live tail while a writer keeps writing from
 //! another process. The file format is described in `FORMAT.md`.
 //!
-//! - [`format`]: the numbers and names the specification fixes (the
+//! - [`format`](mod@format): the numbers and names the specification fixes (the
 //!   ground floor every other module reads them from), and the reserved
 //!   metadata keys ([`format::keys`]).
 //! - [`container`]: the SQLite file, its stamps, the read and write handles.

@@ -188,7 +188,7 @@ impl Publisher {
     /// no `Rows` frame, so the next call carries on where it stopped.
     ///
     /// The cut is only ever before a `Segment` frame, the one place where
-    /// the marks of [`Shipped`] are exact (the index and clock marks move
+    /// the marks of `Shipped` are exact (the index and clock marks move
     /// before their frames go out): everything before it is marked shipped,
     /// it and everything after it is not. Rows ship only at the end of a
     /// whole interval, after every segment the last snapshot saw, so no row
