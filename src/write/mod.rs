@@ -63,15 +63,7 @@ pub use policy::SealPolicy;
 pub(crate) use reencode::{reencode, Reencode};
 pub use retention::Evicted;
 pub use session::{Event, SourceRef};
-pub use source::{SourceClock, SourceWriter};
+pub use source::{wall_clock_ns, SourceClock, SourceWriter};
 pub use writer::Writer;
 
 pub use crate::container::NewSource;
-
-/// The wall clock in nanoseconds since the epoch (negative before 1970).
-pub fn wall_clock_ns() -> i64 {
-    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
-        Err(before) => -i64::try_from(before.duration().as_nanos()).unwrap_or(i64::MAX),
-    }
-}
