@@ -6,7 +6,7 @@
 //!
 //! - `seg8m.parquet`: one segment of about 8 MiB; its native decode time.
 //! - `demo10.dendro` and `demo100.dendro`: what `dendro demo` writes
-//!   (`dendro::write::demo`, sized to 10 MB and 100 MB), for open + describe.
+//!   (`dendro::demo`, sized to 10 MB and 100 MB), for open + describe.
 //! - `a10.dendro` (about 10 MB, 100 segments) and `a100.dendro` (about
 //!   100 MB, 1,000 segments of 5,200 rows, one stream): for describe at
 //!   1,000 segments and a window of 1M rows.
@@ -149,8 +149,7 @@ fn main() {
             eprintln!("bench: writing {name} (dendro demo)");
             let tmp = dir.join(format!("{name}.tmp"));
             let _ = std::fs::remove_file(&tmp);
-            dendro::write::demo::write_demo(&tmp, dendro::write::demo::DemoOptions::sized(bytes))
-                .unwrap();
+            dendro::demo::write_demo(&tmp, dendro::demo::DemoOptions::sized(bytes)).unwrap();
             std::fs::rename(&tmp, &path).unwrap();
         }
     }

@@ -379,11 +379,10 @@ fn codec_figures() {
     let frame = Frame::Segment {
         source: 0,
         stream: "stream-00".into(),
-        rows: segment.rows as u64,
-        first_ts: segment.first_ts,
-        last_ts: segment.last_ts,
-        bytes: segment.bytes,
-        caller_index: Some(b"labels:a\nb".to_vec()),
+        segment: dendro::Segment {
+            caller_index: Some(b"labels:a\nb".to_vec()),
+            ..segment
+        },
     };
     let runs: Vec<f64> = (0..5).map(|_| codec_mb_per_s(&frame, 100)).collect();
     figure("codec_segment_mb_per_s", median(runs), "MB/s");

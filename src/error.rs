@@ -1,6 +1,12 @@
 //! One error type for the whole crate. Every variant that a user can meet
 //! names the file it is about and the cause, so a message printed on its own
 //! is enough to act on.
+//!
+//! It stands on the ground floor and imports only `format`: a message that
+//! quotes a limit reads it there, and the causes other layers report (a
+//! wire problem, a byte source that failed) are defined here, so no layer
+//! below the one that raises an error has to know that layer. The public
+//! enums are `#[non_exhaustive]`: a new cause is not a breaking change.
 
 use std::fmt;
 
@@ -9,6 +15,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 /// Why a file is not an archive, as far as its first bytes and its catalog tell.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum NotArchive {
     /// A file of zero bytes.
     Empty,
@@ -190,6 +197,7 @@ impl EngineKind {
 
 /// Why a handle that must write cannot.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ReadOnly {
     /// The file or its directory cannot be written (read-only media, permissions).
     Media,
@@ -213,6 +221,7 @@ impl fmt::Display for ReadOnly {
 
 /// What is wrong with a replication stream (`WIRE.md`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum WireProblem {
     /// The stream ended before its first byte: the peer closed the
     /// connection at once (or the file is empty).
@@ -265,13 +274,13 @@ impl fmt::Display for WireProblem {
             WireProblem::UnknownVersion(v) => write!(
                 f,
                 "replication protocol version {v} is not spoken here (this build speaks {})",
-                crate::replicate::PROTOCOL_VERSION
+                crate::format::PROTOCOL_VERSION
             ),
             WireProblem::TooLong(len) => write!(
                 f,
                 "a frame claims {len} bytes, above the limit of {} bytes; refused before \
                  reading it",
-                crate::replicate::MAX_FRAME_BYTES
+                crate::format::MAX_FRAME_BYTES
             ),
             WireProblem::Truncated { needed, got } => write!(
                 f,
@@ -299,8 +308,35 @@ impl fmt::Display for WireProblem {
     }
 }
 
+/// Why a file read in place (`pager`) could not serve a read. Once a source fails,
+/// its file fails every later read the same way: a file that changed
+/// under the reader must not be read as half one version, half another.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SourceFailure {
+    /// The file is no longer the one opened: its length or version tag
+    /// (an HTTP `ETag`) differs, or the browser says it was modified.
+    Changed(String),
+    /// A read could not be served at all: the file went away, the server
+    /// stopped answering, or it answered without the range asked for.
+    Unreadable(String),
+}
+
+impl std::fmt::Display for SourceFailure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SourceFailure::Changed(why) => write!(
+                f,
+                "the file changed while it was being read ({why}); open it again to see the new version"
+            ),
+            SourceFailure::Unreadable(why) => write!(f, "a part of the file could not be read ({why})"),
+        }
+    }
+}
+
 /// Everything that can go wrong, each naming the file.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The file is not a dendro archive.
     #[error("{file}: not a dendro archive: {cause}")]
@@ -313,7 +349,7 @@ pub enum Error {
     /// A dendro archive of a schema version this build does not read.
     #[error(
         "{file}: unsupported archive schema version {version}: this build reads and writes v{}",
-        crate::container::SCHEMA_VERSION
+        crate::format::SCHEMA_VERSION
     )]
     UnsupportedSchema {
         /// The file.
@@ -481,7 +517,7 @@ pub enum Error {
         newest: i64,
     },
     /// A row or caller row too large to travel in one replication frame
-    /// (`replicate::MAX_ROW_BYTES`), refused at the call.
+    /// (`format::MAX_ROW_BYTES`), refused at the call.
     #[error(
         "{file}: source {source_id}, {what} {name:?}: a row at {ts} holds {bytes} bytes, above \
          the limit of {limit} bytes that one replication frame carries; it was refused"
@@ -503,7 +539,7 @@ pub enum Error {
         limit: u64,
     },
     /// An archive opened from memory is larger than one SQLite allocation
-    /// can hold (`container::MAX_IN_MEMORY_BYTES`).
+    /// can hold (`format::MAX_IN_MEMORY_BYTES`).
     #[error(
         "{file}: the file is {} MB; an archive opened in memory can be at most {} MB",
         bytes >> 20,
@@ -525,7 +561,7 @@ pub enum Error {
         /// The file.
         file: String,
         /// What the source said.
-        cause: crate::pager::SourceFailure,
+        cause: SourceFailure,
     },
     /// A condition that usually clears by itself (a lock held elsewhere, a
     /// full disk) outlasted the writer's retries, so the tick was dropped.
@@ -605,8 +641,8 @@ impl Error {
             Error::NotFound { .. } | Error::Invalid { .. } => EngineKind::NotFound,
             Error::Segment { .. } => EngineKind::Segment,
             Error::Source { cause, .. } => match cause {
-                crate::pager::SourceFailure::Changed(_) => EngineKind::Changed,
-                crate::pager::SourceFailure::Unreadable(_) => EngineKind::Unreadable,
+                SourceFailure::Changed(_) => EngineKind::Changed,
+                SourceFailure::Unreadable(_) => EngineKind::Unreadable,
             },
             _ => EngineKind::Internal,
         }

@@ -7,6 +7,9 @@
 //! sealed segments plus the live tail while a writer keeps writing from
 //! another process. The file format is described in `FORMAT.md`.
 //!
+//! - [`format`](mod@format): the numbers and names the specification fixes (the
+//!   ground floor every other module reads them from), and the reserved
+//!   metadata keys ([`format::keys`]).
 //! - [`container`]: the SQLite file, its stamps, the read and write handles.
 //! - [`catalog`]: typed reads of the five tables, and the live-WAL rule.
 //! - [`segment`]: the encoder boundary and Parquet settings.
@@ -14,12 +17,12 @@
 //!   without their own.
 //! - [`read`]: describing an archive and reading streams.
 //! - [`verify`]: the soundness check.
-//! - [`keys`] and [`reserved`]: reserved metadata keys, and the JSON some
-//!   of them hold, parsed.
+//! - [`reserved`]: the JSON some reserved metadata keys hold, parsed.
 //! - [`replicate`]: the replication wire, its publisher and subscriber.
 //! - `write` (feature `write`): the streaming writer, sealing, retention.
 //! - `rewrite` (feature `write`): copy, combine, compact, project,
 //!   exact copies of a live file.
+//! - `demo` (feature `demo`): realistic demo archives and their encoder.
 //!
 //! With the default `write` feature off, the crate is a reader with no
 //! thread and no writer code, which is what compiles to wasm32.
@@ -28,8 +31,11 @@
 
 pub mod catalog;
 pub mod container;
+#[cfg(feature = "demo")]
+#[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
+pub mod demo;
 pub mod error;
-pub mod keys;
+pub mod format;
 pub mod pager;
 pub mod read;
 pub mod replicate;

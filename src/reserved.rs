@@ -14,8 +14,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::catalog::Labels;
-use crate::keys;
+use crate::format::keys;
+use crate::format::Labels;
 
 /// One entry of a source's `events` key. Appended, never replaced, by
 /// `SourceWriter::append_event` (feature `write`) and by a resume.

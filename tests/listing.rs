@@ -277,7 +277,7 @@ mod written {
 fn a_planned_reader_picks_what_a_reading_one_reads_without_the_tail() {
     use std::time::Duration;
 
-    use dendro::write::demo::{write_demo, DemoOptions};
+    use dendro::demo::{write_demo, DemoOptions};
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("planned.dendro");

@@ -1,12 +1,10 @@
 //! Labels and metadata (format §3.1): string-to-string maps, stored as
 //! a JSON object with keys sorted.
 
-use std::collections::BTreeMap;
-
 use crate::error::{Error, Result};
 
-/// A string-to-string map: a source's labels or metadata.
-pub type Labels = BTreeMap<String, String>;
+// The map's shape is the format's (ground floor); its JSON is read here.
+pub use crate::format::Labels;
 
 /// Parses a labels or metadata column. Non-string values are kept as their
 /// JSON text rather than refused: the map is open, and a reader should show

@@ -40,7 +40,7 @@ pub struct NewSource {
     pub uuid: Option<String>,
     /// The source's name.
     pub labels: Labels,
-    /// Everything else, verbatim strings; reserved keys in [`crate::keys`].
+    /// Everything else, verbatim strings; reserved keys in [`crate::format::keys`].
     pub metadata: Labels,
     /// Finalized cleanly; `false` means data after the last row may be missing.
     pub complete: bool,

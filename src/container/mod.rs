@@ -46,13 +46,6 @@ pub use staging::STAGING_SUFFIX;
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use transaction::Transaction;
 
-/// `application_id` of every archive: the ASCII bytes `dend`.
-pub const APPLICATION_ID: u32 = 0x6465_6e64;
-/// The catalog schema version this build reads and writes (`user_version`).
-pub const SCHEMA_VERSION: u32 = 4;
-/// The largest archive [`Archive::from_reader`] opens: SQLite's ceiling for
-/// one allocation (`SQLITE_MAX_ALLOCATION_SIZE`), which must hold the whole
-/// file.
-pub const MAX_IN_MEMORY_BYTES: u64 = 2_147_483_391;
-/// Page size fixed at creation; the cheapest per-append sidecar traffic.
-pub const PAGE_SIZE: u32 = 4096;
+// The file's fixed numbers (format §2) are the ground floor's; named here
+// too, since this is the chapter that stamps and checks them.
+pub use crate::format::{APPLICATION_ID, MAX_IN_MEMORY_BYTES, PAGE_SIZE, SCHEMA_VERSION};

@@ -30,7 +30,7 @@ impl LazyConfig {
     /// differ in the budget and in what a random miss fetches.
     const fn archive(cache_bytes: usize, min_read_bytes: u64) -> LazyConfig {
         LazyConfig {
-            block_bytes: crate::container::PAGE_SIZE as u64,
+            block_bytes: crate::format::PAGE_SIZE as u64,
             cache_bytes,
             heads: 4,
             min_read_bytes,

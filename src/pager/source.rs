@@ -4,30 +4,9 @@
 //! (`src/wasm/vfs.rs` in the browser, `pager::mock` for tests), so the
 //! pager itself is plain Rust that any platform compiles.
 
-/// Why a lazily read file could not serve a read. Once a source fails,
-/// its file fails every later read the same way: a file that changed
-/// under the reader must not be read as half one version, half another.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum SourceFailure {
-    /// The file is no longer the one opened: its length or version tag
-    /// (an HTTP `ETag`) differs, or the browser says it was modified.
-    Changed(String),
-    /// A read could not be served at all: the file went away, the server
-    /// stopped answering, or it answered without the range asked for.
-    Unreadable(String),
-}
-
-impl std::fmt::Display for SourceFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            SourceFailure::Changed(why) => write!(
-                f,
-                "the file changed while it was being read ({why}); open it again to see the new version"
-            ),
-            SourceFailure::Unreadable(why) => write!(f, "a part of the file could not be read ({why})"),
-        }
-    }
-}
+// Why a source fails is an error of the archive's reader, defined with
+// the other errors on the ground floor.
+pub use crate::error::SourceFailure;
 
 /// Where a lazy file's bytes come from: random access by 64-bit offset.
 pub trait ByteSource {

@@ -1,45 +1,20 @@
-//! The replication wire format (`WIRE.md`): the preamble, the
-//! `u32 len | u8 kind | payload` framing, the primitives, the five frames,
-//! and the digest that frames a stream file (§4.6). Encoding is
-//! deterministic (maps go out in key order), so equal frames are equal
-//! bytes, and decoding refuses anything it would have to guess about: a
-//! wrong magic, an unknown version, an oversized length, a non-0/1 bool,
-//! bytes left over in a payload, a digest that does not match.
+//! The replication wire's frames (`WIRE.md` §2–§4): the
+//! `u32 len | u8 kind | payload` framing, the primitives, and the five
+//! frames. Encoding is deterministic (maps go out in key order), so equal
+//! frames are equal bytes, and decoding refuses anything it would have to
+//! guess about: a non-0/1 bool, a map out of key order, bytes left over in
+//! a payload. Reading a whole stream (preamble, lengths, the digest of a
+//! stream file) is `stream.rs`; the numbers both obey are `format::wire`,
+//! re-exported here under their old names.
 
-use std::io::Read;
-
-use crate::catalog::Labels;
-use crate::error::{Error, Result, WireProblem};
-
-/// The first twelve bytes of every stream.
-pub const MAGIC: [u8; 12] = *b"dendro-repl\0";
-/// The protocol version this build speaks, written after the magic.
-pub const PROTOCOL_VERSION: u16 = 1;
-/// Magic plus version.
-pub const PREAMBLE_BYTES: usize = MAGIC.len() + 2;
-/// The largest `len` a reader accepts, checked before it allocates. The
-/// publisher never makes a larger frame: it splits a source's live rows
-/// over several `Rows` frames ([`ROWS_FRAME_TARGET`]), and a frame it
-/// cannot split (a segment, an index entry, a handshake) that would be
-/// larger is refused by name rather than sent for the far end to refuse.
-pub const MAX_FRAME_BYTES: u32 = 64 << 20;
-/// The size a `Rows` frame is filled to before the next one starts; a
-/// single row may take a frame up to [`MAX_FRAME_BYTES`] on its own.
-pub const ROWS_FRAME_TARGET: u64 = 16 << 20;
-/// The largest row (WAL row or caller row) a writer accepts: a `Rows` or
-/// `Index` frame holding it alone, and a segment sealed from it alone, stay
-/// well under [`MAX_FRAME_BYTES`] even if the encoder grows it.
-pub const MAX_ROW_BYTES: u64 = 16 << 20;
-/// The most row payload a seal hands the encoder for one segment, and the
-/// most a compaction merges into one: a seal of a larger tail is cut into
-/// several segments at row boundaries, so every `Segment` frame fits.
-pub const MAX_SEGMENT_BYTES: u64 = 32 << 20;
-/// How much of a frame's body is set aside before its bytes arrive; the
-/// rest grows as they do.
-const FIRST_BODY_STEP: usize = 1 << 20;
-/// Bytes a `Rows` frame takes before its first row: length, kind, source,
-/// seq, index state, count.
-pub const ROWS_FRAME_OVERHEAD: u64 = 4 + 1 + 4 + 8 + 16 + 4;
+use crate::error::WireProblem;
+pub use crate::format::wire::{
+    frame_fits, row_wire_len, segment_frame_len, KIND_CLOCK_OFFSET, KIND_DIGEST, KIND_HANDSHAKE,
+    KIND_INDEX, KIND_ROWS, KIND_SEGMENT, MAGIC, MAX_FRAME_BYTES, MAX_ROW_BYTES, MAX_SEGMENT_BYTES,
+    PREAMBLE_BYTES, PROTOCOL_VERSION, ROWS_FRAME_OVERHEAD, ROWS_FRAME_TARGET,
+};
+use crate::format::Labels;
+use crate::segment::Segment;
 
 /// The 128-bit digest of a source's index set that `Index` and `Rows`
 /// frames carry; `(0, 0)` is the empty set.
@@ -117,16 +92,11 @@ pub enum Frame {
         source: u32,
         /// The stream.
         stream: String,
-        /// Rows in the segment.
-        rows: u64,
-        /// Its first row's timestamp.
-        first_ts: i64,
-        /// Its last row's timestamp.
-        last_ts: i64,
-        /// One Parquet file.
-        bytes: Vec<u8>,
-        /// The caller's index beside it, when there is one.
-        caller_index: Option<Vec<u8>>,
+        /// The segment as the writer hands it over: its Parquet bytes, its
+        /// row count and span, and the caller's index beside it. The row
+        /// count is a `u64` on the wire; it travels here as the `i64` the
+        /// catalog keeps, bit for bit, so every frame decodes to itself.
+        segment: Segment,
     },
     /// Kind 5: one clock observation (`clock_offsets`).
     ClockOffset {
@@ -137,46 +107,6 @@ pub enum Frame {
         /// Wall clock minus `ts`.
         offset_ns: i64,
     },
-}
-
-/// Kind bytes, in the order of `WIRE.md` §4.
-pub const KIND_HANDSHAKE: u8 = 1;
-/// `Index`.
-pub const KIND_INDEX: u8 = 2;
-/// `Rows`.
-pub const KIND_ROWS: u8 = 3;
-/// `Segment`.
-pub const KIND_SEGMENT: u8 = 4;
-/// `ClockOffset`.
-pub const KIND_CLOCK_OFFSET: u8 = 5;
-/// `Digest` (`WIRE.md` §4.6): an integrity extension of stream files, of a
-/// kind older readers skip. Never a [`Frame`]: [`FrameReader`] checks it.
-pub const KIND_DIGEST: u8 = 6;
-
-/// What a `Rows` frame's row takes on the wire.
-pub fn row_wire_len(stream: &str, row_bytes: usize) -> u64 {
-    4 + stream.len() as u64 + 8 + 8 + 4 + row_bytes as u64
-}
-
-/// The whole size (length prefix included) of a `Segment` frame carrying
-/// `bytes` of Parquet and, if any, a caller index of `index` bytes.
-pub fn segment_frame_len(stream: &str, bytes: usize, index: Option<usize>) -> u64 {
-    4 + 1
-        + 4
-        + 4
-        + stream.len() as u64
-        + 8
-        + 8
-        + 8
-        + 4
-        + bytes as u64
-        + 1
-        + index.map_or(0, |n| 4 + n as u64)
-}
-
-/// Whether a frame of `len` bytes (prefix included) can be read back.
-pub fn frame_fits(len: u64) -> bool {
-    len.saturating_sub(4) <= MAX_FRAME_BYTES as u64
 }
 
 impl Frame {
@@ -242,11 +172,11 @@ impl Frame {
                         .sum::<u64>()
             }
             Frame::Segment {
-                stream,
-                bytes: b,
-                caller_index,
-                ..
-            } => return segment_frame_len(stream, b.len(), caller_index.as_ref().map(Vec::len)),
+                stream, segment, ..
+            } => {
+                let index = segment.caller_index.as_ref().map(Vec::len);
+                return segment_frame_len(stream, segment.bytes.len(), index);
+            }
             Frame::ClockOffset { .. } => 4 + 8 + 8,
         };
         4 + 1 + payload
@@ -312,19 +242,15 @@ impl Frame {
             Frame::Segment {
                 source,
                 stream,
-                rows,
-                first_ts,
-                last_ts,
-                bytes,
-                caller_index,
+                segment,
             } => {
                 w.u32(*source);
                 w.bytes(stream.as_bytes());
-                w.u64(*rows);
-                w.i64(*first_ts);
-                w.i64(*last_ts);
-                w.bytes(bytes);
-                w.opt_bytes(caller_index.as_deref());
+                w.u64(segment.rows as u64);
+                w.i64(segment.first_ts);
+                w.i64(segment.last_ts);
+                w.bytes(&segment.bytes);
+                w.opt_bytes(segment.caller_index.as_deref());
             }
             Frame::ClockOffset {
                 source,
@@ -353,10 +279,7 @@ impl Frame {
         kind: u8,
         payload: &[u8],
     ) -> std::result::Result<Option<Frame>, WireProblem> {
-        let mut r = Cursor {
-            buf: payload,
-            at: 0,
-        };
+        let mut r = Cursor::new(payload);
         let frame = match kind {
             KIND_HANDSHAKE => Frame::Handshake {
                 source: r.u32()?,
@@ -407,11 +330,13 @@ impl Frame {
             KIND_SEGMENT => Frame::Segment {
                 source: r.u32()?,
                 stream: r.str("a segment's stream")?,
-                rows: r.u64()?,
-                first_ts: r.i64()?,
-                last_ts: r.i64()?,
-                bytes: r.bytes()?.to_vec(),
-                caller_index: r.opt_bytes()?.map(<[u8]>::to_vec),
+                segment: Segment {
+                    rows: r.u64()? as i64,
+                    first_ts: r.i64()?,
+                    last_ts: r.i64()?,
+                    bytes: r.bytes()?.to_vec(),
+                    caller_index: r.opt_bytes()?.map(<[u8]>::to_vec),
+                },
             },
             KIND_CLOCK_OFFSET => Frame::ClockOffset {
                 source: r.u32()?,
@@ -504,13 +429,16 @@ impl Writer<'_> {
 
 /// Reads primitives off one payload; running past its end is a problem
 /// with the payload (its length said less than its fields need).
-struct Cursor<'a> {
+pub(super) struct Cursor<'a> {
     buf: &'a [u8],
     at: usize,
 }
 
 impl<'a> Cursor<'a> {
-    fn left(&self) -> usize {
+    pub(super) fn new(buf: &'a [u8]) -> Self {
+        Cursor { buf, at: 0 }
+    }
+    pub(super) fn left(&self) -> usize {
         self.buf.len() - self.at
     }
     fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], WireProblem> {
@@ -527,13 +455,13 @@ impl<'a> Cursor<'a> {
     fn fixed<const N: usize>(&mut self) -> std::result::Result<[u8; N], WireProblem> {
         Ok(self.take(N)?.try_into().expect("took N bytes"))
     }
-    fn u8(&mut self) -> std::result::Result<u8, WireProblem> {
+    pub(super) fn u8(&mut self) -> std::result::Result<u8, WireProblem> {
         Ok(self.fixed::<1>()?[0])
     }
     fn u32(&mut self) -> std::result::Result<u32, WireProblem> {
         Ok(u32::from_le_bytes(self.fixed()?))
     }
-    fn u64(&mut self) -> std::result::Result<u64, WireProblem> {
+    pub(super) fn u64(&mut self) -> std::result::Result<u64, WireProblem> {
         Ok(u64::from_le_bytes(self.fixed()?))
     }
     fn i64(&mut self) -> std::result::Result<i64, WireProblem> {
@@ -581,358 +509,4 @@ impl<'a> Cursor<'a> {
         }
         Ok(map)
     }
-}
-
-/// The running digest of a stream file (`WIRE.md` §4.6): FNV-1a 64 twice,
-/// from two different bases, over every byte, and the count of bytes. Any
-/// one changed byte changes both halves (each FNV-1a step is a bijection of
-/// the running value), so a flipped byte is always caught; the second half
-/// makes a chance match of several changes unlikely.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct StreamDigest {
-    h0: u64,
-    h1: u64,
-    bytes: u64,
-}
-
-/// The only digest algorithm this build writes and checks.
-pub const DIGEST_FNV1A_2X64: u8 = 1;
-const DIGEST_ANNOUNCE: u8 = 0;
-const DIGEST_TRAILER: u8 = 1;
-/// A digest frame's payload: role, algorithm, byte count, two halves.
-const DIGEST_PAYLOAD: usize = 1 + 1 + 8 + 8 + 8;
-
-impl Default for StreamDigest {
-    fn default() -> Self {
-        StreamDigest {
-            h0: 0xcbf2_9ce4_8422_2325,
-            h1: 0x6c62_272e_07bb_0142,
-            bytes: 0,
-        }
-    }
-}
-
-impl StreamDigest {
-    /// Takes in more of the stream.
-    pub fn update(&mut self, data: &[u8]) {
-        const PRIME: u64 = 0x0000_0100_0000_01b3;
-        let (mut h0, mut h1) = (self.h0, self.h1);
-        for &b in data {
-            h0 = (h0 ^ b as u64).wrapping_mul(PRIME);
-            h1 = (h1 ^ b as u64).wrapping_mul(PRIME);
-        }
-        self.h0 = h0;
-        self.h1 = h1;
-        self.bytes += data.len() as u64;
-    }
-
-    /// Bytes taken in so far.
-    pub fn bytes(&self) -> u64 {
-        self.bytes
-    }
-
-    /// The frame that, first after the preamble, says the stream ends with
-    /// a digest frame.
-    pub fn announce_frame() -> Vec<u8> {
-        let mut out = 3u32.to_le_bytes().to_vec();
-        out.extend_from_slice(&[KIND_DIGEST, DIGEST_ANNOUNCE, DIGEST_FNV1A_2X64]);
-        out
-    }
-
-    /// The frame that ends the stream: this digest of everything before it.
-    pub fn trailer_frame(&self) -> Vec<u8> {
-        let mut out = ((1 + DIGEST_PAYLOAD) as u32).to_le_bytes().to_vec();
-        out.extend_from_slice(&[KIND_DIGEST, DIGEST_TRAILER, DIGEST_FNV1A_2X64]);
-        out.extend_from_slice(&self.bytes.to_le_bytes());
-        out.extend_from_slice(&self.h0.to_le_bytes());
-        out.extend_from_slice(&self.h1.to_le_bytes());
-        out
-    }
-}
-
-/// Whether a stream read to its end was checked against a digest.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verification {
-    /// It carried a digest (`WIRE.md` §4.6) and every byte matched it.
-    Verified,
-    /// It carried none, as streams of older publishers and live streams
-    /// do: only its framing was checked.
-    Unverified,
-}
-
-/// Reads frames off any byte source: checks the preamble first, then
-/// yields one frame at a time, skipping (and counting) kinds it does not
-/// know. The end of the source between frames is the end of the stream;
-/// inside a frame it is [`WireProblem::Truncated`].
-pub struct FrameReader<R> {
-    input: R,
-    name: String,
-    offset: u64,
-    skipped_unknown: u64,
-    frames: u64,
-    /// Frames of any kind read, digest frames included.
-    raw_frames: u64,
-    /// The running digest, while the stream may still end with one: from
-    /// the preamble on, given up if the first frame is a known kind (no
-    /// announcement), finished once the digest frame is checked.
-    digest: Option<StreamDigest>,
-    announced: bool,
-    checked: bool,
-}
-
-impl<R> std::fmt::Debug for FrameReader<R> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("FrameReader")
-            .field("name", &self.name)
-            .field("offset", &self.offset)
-            .field("frames", &self.frames)
-            .field("skipped_unknown", &self.skipped_unknown)
-            .finish()
-    }
-}
-
-impl<R: std::io::Read> FrameReader<R> {
-    /// Reads and checks the preamble of `input`, named `name` in errors.
-    pub fn new(mut input: R, name: &str) -> Result<FrameReader<R>> {
-        let mut head = [0u8; PREAMBLE_BYTES];
-        let got = read_full(&mut input, &mut head)
-            .map_err(|e| Error::io(name, "cannot read the preamble", e))?;
-        let fail = |problem| Error::Wire {
-            file: name.to_string(),
-            offset: 0,
-            problem,
-        };
-        if got == 0 {
-            return Err(fail(WireProblem::Empty));
-        }
-        if got < MAGIC.len() || head[..MAGIC.len()] != MAGIC {
-            return Err(fail(WireProblem::WrongMagic(
-                head[..got.min(MAGIC.len())].to_vec(),
-            )));
-        }
-        if got < PREAMBLE_BYTES {
-            return Err(fail(WireProblem::Truncated {
-                needed: PREAMBLE_BYTES,
-                got,
-            }));
-        }
-        let version = u16::from_le_bytes([head[12], head[13]]);
-        if version != PROTOCOL_VERSION {
-            return Err(fail(WireProblem::UnknownVersion(version)));
-        }
-        let mut digest = StreamDigest::default();
-        digest.update(&head);
-        Ok(FrameReader {
-            input,
-            name: name.to_string(),
-            offset: PREAMBLE_BYTES as u64,
-            skipped_unknown: 0,
-            frames: 0,
-            raw_frames: 0,
-            digest: Some(digest),
-            announced: false,
-            checked: false,
-        })
-    }
-
-    /// The next frame, `None` at a clean end of the stream.
-    pub fn next_frame(&mut self) -> Result<Option<Frame>> {
-        loop {
-            let start = self.offset;
-            let Some(body) = self.next_raw()? else {
-                return Ok(None);
-            };
-            let fail = |problem| Error::Wire {
-                file: self.name.clone(),
-                offset: start,
-                problem,
-            };
-            match Frame::decode_payload(body[0], &body[1..]).map_err(fail)? {
-                Some(frame) => {
-                    self.frames += 1;
-                    return Ok(Some(frame));
-                }
-                None => self.skipped_unknown += 1,
-            }
-        }
-    }
-
-    /// Reads the whole stream without decoding a frame, checking its
-    /// framing and, when it carries one, its digest: the pass that lets a
-    /// file be refused before anything of it is applied.
-    pub fn check_to_end(&mut self) -> Result<Verification> {
-        while self.next_raw()?.is_some() {}
-        Ok(self.verification())
-    }
-
-    /// At the end of the stream: whether its digest was checked.
-    pub fn verification(&self) -> Verification {
-        match self.checked {
-            true => Verification::Verified,
-            false => Verification::Unverified,
-        }
-    }
-
-    /// The next frame's body (kind and payload) of a kind other than
-    /// `Digest`, which is checked here and not handed out.
-    fn next_raw(&mut self) -> Result<Option<Vec<u8>>> {
-        loop {
-            let start = self.offset;
-            let fail = |problem| Error::Wire {
-                file: self.name.clone(),
-                offset: start,
-                problem,
-            };
-            let mut len = [0u8; 4];
-            let got = read_full(&mut self.input, &mut len)
-                .map_err(|e| Error::io(&self.name, "cannot read a frame", e))?;
-            if got == 0 {
-                if self.announced && !self.checked {
-                    return Err(fail(WireProblem::DigestMissing));
-                }
-                return Ok(None);
-            }
-            if got < 4 {
-                return Err(fail(WireProblem::Truncated { needed: 4, got }));
-            }
-            let len = u32::from_le_bytes(len);
-            if len == 0 {
-                return Err(fail(WireProblem::BadValue(
-                    "a frame of length 0 has no kind".into(),
-                )));
-            }
-            if len > MAX_FRAME_BYTES {
-                return Err(fail(WireProblem::TooLong(len)));
-            }
-            // The body grows as its bytes arrive: a peer that claims a
-            // frame of the largest size and then sends nothing costs a
-            // first step, not the whole claim.
-            let mut body = Vec::with_capacity((len as usize).min(FIRST_BODY_STEP));
-            let got = (&mut self.input)
-                .take(len as u64)
-                .read_to_end(&mut body)
-                .map_err(|e| Error::io(&self.name, "cannot read a frame", e))?;
-            if got < len as usize {
-                return Err(fail(WireProblem::Truncated {
-                    needed: 4 + len as usize,
-                    got: 4 + got,
-                }));
-            }
-            self.offset += 4 + len as u64;
-            let first = self.raw_frames == 0;
-            self.raw_frames += 1;
-            if self.checked {
-                return Err(fail(WireProblem::BadValue(
-                    "a frame follows the stream's digest, which ends it".into(),
-                )));
-            }
-            let digest_kind = body[0] == KIND_DIGEST;
-            if digest_kind {
-                match self.digest_frame(&body[1..], first) {
-                    Ok(true) => continue,
-                    Ok(false) => {}
-                    Err(problem) => {
-                        return Err(Error::Wire {
-                            file: self.name.clone(),
-                            offset: start,
-                            problem,
-                        })
-                    }
-                }
-            }
-            if first && (KIND_HANDSHAKE..=KIND_CLOCK_OFFSET).contains(&body[0]) {
-                // No announcement: a stream without a digest.
-                self.digest = None;
-            }
-            if let Some(digest) = &mut self.digest {
-                digest.update(&len.to_le_bytes());
-                digest.update(&body);
-            }
-            if !digest_kind {
-                return Ok(Some(body));
-            }
-        }
-    }
-
-    /// Checks a `Digest` frame's payload. `true` when it was the trailer
-    /// (checked, and not part of what it covers).
-    fn digest_frame(
-        &mut self,
-        payload: &[u8],
-        first: bool,
-    ) -> std::result::Result<bool, WireProblem> {
-        let mut r = Cursor {
-            buf: payload,
-            at: 0,
-        };
-        let role = r.u8()?;
-        let algorithm = r.u8()?;
-        if algorithm != DIGEST_FNV1A_2X64 {
-            return Err(WireProblem::BadValue(format!(
-                "digest algorithm {algorithm} is not one this build checks"
-            )));
-        }
-        match role {
-            DIGEST_ANNOUNCE if first => {
-                if r.left() > 0 {
-                    return Err(WireProblem::TrailingBytes(r.left()));
-                }
-                self.announced = true;
-                Ok(false)
-            }
-            DIGEST_ANNOUNCE => Err(WireProblem::BadValue(
-                "a digest announcement that is not the first frame".into(),
-            )),
-            DIGEST_TRAILER => {
-                let claimed = StreamDigest {
-                    bytes: r.u64()?,
-                    h0: r.u64()?,
-                    h1: r.u64()?,
-                };
-                if r.left() > 0 {
-                    return Err(WireProblem::TrailingBytes(r.left()));
-                }
-                let Some(ours) = self.digest.take() else {
-                    return Err(WireProblem::BadValue(
-                        "a digest frame in a stream whose first frame did not announce one".into(),
-                    ));
-                };
-                if ours != claimed {
-                    return Err(WireProblem::DigestMismatch);
-                }
-                self.checked = true;
-                Ok(true)
-            }
-            other => Err(WireProblem::BadValue(format!("digest frame role {other}"))),
-        }
-    }
-
-    /// Frames of unknown kinds skipped so far.
-    pub fn skipped_unknown(&self) -> u64 {
-        self.skipped_unknown
-    }
-
-    /// Frames decoded so far.
-    pub fn frames(&self) -> u64 {
-        self.frames
-    }
-
-    /// Bytes consumed so far, the preamble included.
-    pub fn bytes_read(&self) -> u64 {
-        self.offset
-    }
-}
-
-/// Reads until `buf` is full or the input ends; how many bytes it got.
-fn read_full(input: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut got = 0;
-    while got < buf.len() {
-        match input.read(&mut buf[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(got)
 }

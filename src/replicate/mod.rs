@@ -1,8 +1,11 @@
 //! Replication (`WIRE.md`): shipping a live archive to another host as a
 //! stream of frames.
 //!
-//! - [`codec`]: the preamble, the framing, the five frames, and a
-//!   [`FrameReader`] over any byte source. Reader build.
+//! - [`codec`]: the five frames' bytes and their primitives; the numbers
+//!   they obey (magic, kinds, limits) are the ground floor's
+//!   (`format::wire`). Reader build.
+//! - [`stream`]: a whole stream read by a [`FrameReader`] over any byte
+//!   source: preamble, framing, and the digest of a stream file. Reader build.
 //! - [`publisher`]: tails an archive through the reader and yields frames
 //!   by the protocol's rules. Reader build: it neither writes nor spawns.
 //! - `subscriber` (feature `write`): applies frames to a local archive
@@ -11,6 +14,7 @@
 
 pub mod codec;
 pub mod publisher;
+pub mod stream;
 #[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod subscriber;
@@ -18,11 +22,12 @@ pub mod subscriber;
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod transport;
 
-pub use codec::{
-    Frame, FrameReader, IndexKind, IndexState, StreamDigest, Verification, WireRow, MAGIC,
-    MAX_FRAME_BYTES, MAX_ROW_BYTES, MAX_SEGMENT_BYTES, PREAMBLE_BYTES, PROTOCOL_VERSION,
+pub use crate::format::wire::{
+    MAGIC, MAX_FRAME_BYTES, MAX_ROW_BYTES, MAX_SEGMENT_BYTES, PREAMBLE_BYTES, PROTOCOL_VERSION,
 };
+pub use codec::{Frame, IndexKind, IndexState, WireRow};
 pub use publisher::Publisher;
+pub use stream::{FrameReader, StreamDigest, Verification};
 #[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub use subscriber::{Applied, Subscriber, VerbatimOnly};

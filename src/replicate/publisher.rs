@@ -15,13 +15,15 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
-use super::codec::{
-    frame_fits, row_wire_len, segment_frame_len, Frame, IndexKind, IndexState, WireRow,
-    MAX_FRAME_BYTES, ROWS_FRAME_OVERHEAD, ROWS_FRAME_TARGET,
-};
+use super::codec::{Frame, IndexKind, IndexState, WireRow};
 use crate::catalog::{Labels, SegmentRecord, Snapshot, SourceRecord};
 use crate::container::Archive;
 use crate::error::Result;
+use crate::format::wire::{
+    frame_fits, row_wire_len, segment_frame_len, MAX_FRAME_BYTES, ROWS_FRAME_OVERHEAD,
+    ROWS_FRAME_TARGET,
+};
+use crate::segment::Segment;
 
 /// One caller-row entry's contribution to its source's index state: two
 /// FNV-1a 64 passes with different bases over `(name, ts, blob)`. The state
@@ -186,7 +188,7 @@ impl Publisher {
     /// no `Rows` frame, so the next call carries on where it stopped.
     ///
     /// The cut is only ever before a `Segment` frame, the one place where
-    /// the marks of [`Shipped`] are exact (the index and clock marks move
+    /// the marks of `Shipped` are exact (the index and clock marks move
     /// before their frames go out): everything before it is marked shipped,
     /// it and everything after it is not. Rows ship only at the end of a
     /// whole interval, after every segment the last snapshot saw, so no row
@@ -340,11 +342,13 @@ impl Shipped {
             let frame = Frame::Segment {
                 source: self.ordinal,
                 stream: stream.to_string(),
-                rows: record.rows.max(0) as u64,
-                first_ts: record.first_ts,
-                last_ts: record.last_ts,
-                bytes,
-                caller_index: indexes.remove(&record.seq).flatten(),
+                segment: Segment {
+                    rows: record.rows.max(0),
+                    first_ts: record.first_ts,
+                    last_ts: record.last_ts,
+                    bytes,
+                    caller_index: indexes.remove(&record.seq).flatten(),
+                },
             };
             check_size(snap, &frame, what)?;
             send(frame)?;

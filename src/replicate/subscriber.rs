@@ -246,19 +246,13 @@ impl Subscriber {
             Frame::Segment {
                 source,
                 stream,
-                rows,
-                first_ts,
-                last_ts,
-                bytes,
-                caller_index,
+                mut segment,
             } => {
-                let segment = Segment {
-                    bytes,
-                    rows: i64::try_from(rows).unwrap_or(i64::MAX),
-                    first_ts,
-                    last_ts,
-                    caller_index,
-                };
+                // A count past `i64::MAX` on the wire arrives negative; it
+                // is held as the most a row count can be.
+                if segment.rows < 0 {
+                    segment.rows = i64::MAX;
+                }
                 self.segment(source, &stream, segment)?
             }
             Frame::ClockOffset {
@@ -680,7 +674,7 @@ fn same_said(a: &NewSource, b: &NewSource) -> bool {
 pub fn derived_uuid(source: &NewSource) -> String {
     let first_session = source
         .metadata
-        .get(crate::keys::WRITER_SESSIONS)
+        .get(crate::format::keys::WRITER_SESSIONS)
         .and_then(|text| serde_json::from_str::<Vec<serde_json::Value>>(text).ok())
         .and_then(|list| list.into_iter().next())
         .and_then(|entry| {

@@ -31,8 +31,9 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use super::codec::{preamble, FrameReader, StreamDigest, Verification};
+use super::codec::preamble;
 use super::publisher::Publisher;
+use super::stream::{FrameReader, StreamDigest, Verification};
 use super::subscriber::{Applied, Subscriber};
 use crate::container::Archive;
 use crate::error::{Error, Result};

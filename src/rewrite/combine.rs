@@ -5,7 +5,8 @@
 
 use std::path::Path;
 
-use super::copy::{copy_many, CopyReport, CopySpec};
+use super::copy::{copy_many, CopyReport};
+use super::spec::CopySpec;
 use crate::error::{Error, Result};
 
 /// Combines `inputs` into a new archive at `output` (replacing one only

@@ -206,7 +206,7 @@ impl Compactor<'_> {
             .collect();
         let limit = match self.spec.target {
             // No merged segment too large for a replication frame (`WIRE.md` §2).
-            Target::Bytes(n) => n.min(crate::replicate::MAX_SEGMENT_BYTES),
+            Target::Bytes(n) => n.min(crate::format::MAX_SEGMENT_BYTES),
             Target::Rows(n) => n,
         };
         let mut run: Vec<Pending> = Vec::new();
@@ -264,8 +264,8 @@ impl Compactor<'_> {
             segments: segments.len(),
         });
         let merged = self.merge(&segments, std::sync::Arc::new(schema.clone()))?;
-        let fits = crate::replicate::codec::segment_frame_len(&stream, merged.bytes.len(), None);
-        if !crate::replicate::codec::frame_fits(fits) {
+        let fits = crate::format::segment_frame_len(&stream, merged.bytes.len(), None);
+        if !crate::format::frame_fits(fits) {
             // Too large to publish: each half is merged on its own instead.
             let mut later = segments;
             let mut earlier: Vec<Pending> = later.drain(..later.len() / 2).collect();

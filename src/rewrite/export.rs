@@ -28,10 +28,10 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
-use super::copy::CopySpec;
 use super::inputs::Input;
 use super::output::Staged;
 use super::plan::plan;
+use super::spec::CopySpec;
 use crate::catalog::{is_canonical_uuid, Labels, WalRow};
 use crate::container::place::sync_path;
 use crate::error::{Error, Result};
@@ -334,7 +334,7 @@ const MAX_COMPONENT: usize = 200;
 /// A stream name as one path component and Hive partition value: bytes
 /// outside `[A-Za-z0-9._-]` as `%XX` (what Hive itself escapes, and more),
 /// and `.`/`..` escaped whole so they cannot name a directory. A name whose
-/// escaped form exceeds [`MAX_COMPONENT`] bytes keeps a prefix, then `~`
+/// escaped form exceeds `MAX_COMPONENT` (200) bytes keeps a prefix, then `~`
 /// and a 64-bit hash of the whole name (`~` never appears otherwise).
 pub fn hive_escape(name: &str) -> String {
     // "", "." and ".." would name no folder or another one. Escaped, they

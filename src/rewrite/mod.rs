@@ -10,10 +10,10 @@
 //!
 //! The files: `output` (a new archive written beside its final name and
 //! renamed into place, with commits batched), `inputs` (archives read
-//! through one held snapshot each), `plan` (which sources, streams and
-//! segments go where, merging a source that appears in several inputs by
-//! uuid), `reencode` (trim and projection of one segment), `copy` and
-//! `combine` (writing a plan), `merge` (the schema rule and the
+//! through one held snapshot each), `spec` (what a copy is asked for),
+//! `plan` (which sources, streams and segments go where, merging a source
+//! that appears in several inputs by uuid), `copy` and `combine` (writing a plan; trim and projection of one
+//! segment are the writer's `reencode`), `merge` (the schema rule and the
 //! concatenation compaction uses), `compact`, `export`.
 
 mod combine;
@@ -24,15 +24,13 @@ mod inputs;
 mod merge;
 mod output;
 mod plan;
-mod reencode;
+mod spec;
 
 pub use combine::combine;
 pub use compact::{
     compact, CompactEvent, CompactReport, CompactSpec, Target, DEFAULT_TARGET_BYTES,
 };
-pub use copy::{copy, project, vacuum_into, CopyReport, CopySpec, SourceSelector};
+pub use copy::{copy, project, vacuum_into, CopyReport};
 pub use export::{export, hive_escape, ExportReport, EXPORT_FORMAT};
 pub use merge::{same_series, union_fields};
-/// Cutting a segment to a window, for a replica whose segments straddle
-/// one of its origin's (`write::seal`).
-pub(crate) use reencode::{reencode, Reencode};
+pub use spec::{CopySpec, SourceSelector};

@@ -10,8 +10,8 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::copy::CopySpec;
 use super::inputs::Pinned;
+use super::spec::CopySpec;
 use crate::catalog::{SegmentRecord, SourceRecord};
 use crate::error::{Error, Result};
 

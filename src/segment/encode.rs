@@ -10,7 +10,7 @@ use parquet::file::properties::{EnabledStatistics, WriterProperties};
 
 use crate::catalog::{Labels, WalRow};
 use crate::error::{Error, Result};
-use crate::keys;
+use crate::format::keys;
 
 /// Parquet's magic, at both ends of every segment.
 pub const PARQUET_MAGIC: &[u8; 4] = b"PAR1";

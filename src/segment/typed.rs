@@ -39,6 +39,7 @@ use arrow_schema::{DataType, Field};
 use serde::{Deserialize, Serialize};
 
 use crate::catalog::{Labels, WalRow};
+use crate::format::keys;
 use crate::segment::{segment_of_rows, Segment, SegmentEncoder};
 
 /// What [`TypedEncoder`] reports as its version, and the source's
@@ -378,7 +379,7 @@ fn listing_order(metadata: &Labels, stream: &str) -> Result<Vec<u64>, String> {
 /// source's `encoder` key names this one; `None` for any other encoder,
 /// whose rows only the writer's own code can read.
 pub fn reader_for(metadata: &Labels) -> Option<Result<TypedEncoder, String>> {
-    (metadata.get(crate::keys::ENCODER).map(String::as_str) == Some(ENCODER))
+    (metadata.get(keys::ENCODER).map(String::as_str) == Some(ENCODER))
         .then(|| TypedEncoder::from_metadata([metadata]))
 }
 

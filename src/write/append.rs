@@ -60,7 +60,7 @@ pub(super) fn screen(
     // replicate: refused whole, before anything else is judged.
     if let Some((stream, row)) = rows
         .iter()
-        .find(|(_, r)| r.row.len() as u64 > crate::replicate::MAX_ROW_BYTES)
+        .find(|(_, r)| r.row.len() as u64 > crate::format::MAX_ROW_BYTES)
     {
         return Err(Error::RowTooLarge {
             file: file.to_string(),
@@ -69,7 +69,7 @@ pub(super) fn screen(
             name: stream.clone(),
             ts: row.ts,
             bytes: row.row.len() as u64,
-            limit: crate::replicate::MAX_ROW_BYTES,
+            limit: crate::format::MAX_ROW_BYTES,
         });
     }
     if source.resumed() {

@@ -8,11 +8,11 @@ use std::sync::mpsc::SyncSender;
 use std::sync::{Condvar, Mutex};
 use std::time::Duration;
 
+use super::adopt::Adopted;
 use super::append::TickRows;
 use super::checkpoint::CheckpointReport;
 use super::policy::SealPolicy;
 use super::retention::{EvictRequest, Evicted};
-use super::seal::Adopted;
 use super::session::{Event, Opened, SourceRef};
 use crate::catalog::NewSource;
 use crate::catalog::{CallerRow, ClockOffset, SegmentRecord};

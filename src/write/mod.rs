@@ -20,25 +20,30 @@
 //!
 //! The files, leaves first: `retry` (what to retry and how), `policy` and
 //! `options` (settings), `streams` (what the thread knows of every stream)
-//! and `pages` (which rows share a page); `prune` (`Pruner`), `seal`
-//! (the `Sealer` and its encoder thread), `retention` and `session`
-//! (the open sources and their metadata), each taking the connection and the
-//! stream table as arguments; `append` (a tick's rules and transaction);
+//! and `pages` (which rows share a page); `reencode` (trimming and
+//! projecting one segment, which the rewrites use too); `prune`
+//! (`Pruner`), `seal` (the `Sealer` and its encoder thread), `adopt`
+//! (placing segments encoded elsewhere: a copy's, a replica's),
+//! `retention` and `session` (the open sources and their metadata), each
+//! taking the connection and the stream table as arguments; `append` (a tick's rules and transaction);
 //! `channel` (the messages); `thread` (the one type that composes them);
 //! `writer` and `source` (the handles). No file imports one above it.
 //!
+//! The writer imports no layer above it: the limits a seal obeys so that
+//! every segment fits one replication frame are the ground floor's
+//! (`format::wire`), not the replication code's.
+//!
 //! `DESIGN.md` explains the choices and what they were measured to cost.
 
+mod adopt;
 mod append;
 mod channel;
 mod checkpoint;
-#[cfg(feature = "demo")]
-#[cfg_attr(docsrs, doc(cfg(feature = "demo")))]
-pub mod demo;
 mod options;
 mod pages;
 mod policy;
 mod prune;
+mod reencode;
 mod retention;
 mod retry;
 mod seal;
@@ -48,23 +53,17 @@ mod streams;
 mod thread;
 mod writer;
 
+pub use adopt::Adopted;
 pub use append::{TickRow, TickRows};
 pub(crate) use checkpoint::reclaim_free_pages;
 pub use checkpoint::{CheckpointReport, RECLAIM_FREE_DIVISOR, RECLAIM_PAGES_PER_PASS};
 pub use options::{WriterOptions, CHECKPOINT_INTERVAL};
 pub use policy::SealPolicy;
+/// Trimming and projecting one segment, for the rewrites' copies.
+pub(crate) use reencode::{reencode, Reencode};
 pub use retention::Evicted;
-pub use seal::Adopted;
 pub use session::{Event, SourceRef};
-pub use source::{SourceClock, SourceWriter};
+pub use source::{wall_clock_ns, SourceClock, SourceWriter};
 pub use writer::Writer;
 
 pub use crate::catalog::NewSource;
-
-/// The wall clock in nanoseconds since the epoch (negative before 1970).
-pub fn wall_clock_ns() -> i64 {
-    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
-        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
-        Err(before) => -i64::try_from(before.duration().as_nanos()).unwrap_or(i64::MAX),
-    }
-}

@@ -51,6 +51,15 @@ pub struct Evicted {
     pub bytes: u64,
 }
 
+/// The tables a stream's data is removed from by age: each with its
+/// payload column and the column its age is judged by (a segment goes once
+/// its newest row is older than the cutoff; a caller row by its own floor).
+const STREAM_TABLES: [(&str, &str, &str); 3] = [
+    ("segments", "bytes", "last_ts"),
+    ("wal", "row", "ts"),
+    ("caller_rows", "blob", "ts"),
+];
+
 fn count_and_bytes(
     conn: &rusqlite::Connection,
     sql: &str,
@@ -93,70 +102,44 @@ fn evict_once(
     }
     let mut out = Evicted::default();
     for name in &names {
-        let (segments, segment_bytes) = count_and_bytes(
-            conn,
-            "SELECT COUNT(*), COALESCE(SUM(length(bytes)), 0) FROM segments
-             WHERE source_id = ?1 AND stream = ?2 AND last_ts < ?3",
-            source_id,
-            name,
-            cutoff,
-        )
-        .map_err(sql)?;
+        let floor = request
+            .floors
+            .get(name)
+            .map_or(cutoff, |f| (*f).min(cutoff));
+        let bounds = [cutoff, cutoff, floor];
         // Counted before the segments go, while the rule can still tell a
         // row a segment held from one none did.
         let live: u64 = match snapshot.live_floor(source_id, name)? {
-            Some(floor) => conn
+            Some(live_from) => conn
                 .prepare_cached(&format!(
                     "SELECT COUNT(*) FROM wal WHERE {LIVE_WAL_RANGE} AND ts < ?4"
                 ))
                 .and_then(|mut stmt| {
-                    stmt.query_row(rusqlite::params![source_id, name, floor, cutoff], |r| {
+                    stmt.query_row(rusqlite::params![source_id, name, live_from, cutoff], |r| {
                         r.get::<_, i64>(0)
                     })
                 })
                 .map_err(sql)? as u64,
             None => 0,
         };
-        let (wal_rows, wal_bytes) = count_and_bytes(
-            conn,
-            "SELECT COUNT(*), COALESCE(SUM(length(row)), 0) FROM wal
-             WHERE source_id = ?1 AND stream = ?2 AND ts < ?3",
-            source_id,
-            name,
-            cutoff,
-        )
-        .map_err(sql)?;
-        let floor = request
-            .floors
-            .get(name)
-            .map_or(cutoff, |f| (*f).min(cutoff));
-        let (caller_rows, caller_bytes) = count_and_bytes(
-            conn,
-            "SELECT COUNT(*), COALESCE(SUM(length(blob)), 0) FROM caller_rows
-             WHERE source_id = ?1 AND stream = ?2 AND ts < ?3",
-            source_id,
-            name,
-            floor,
-        )
-        .map_err(sql)?;
-        for (statement, bound) in [
-            (
-                "DELETE FROM segments WHERE source_id = ?1 AND stream = ?2 AND last_ts < ?3",
-                cutoff,
-            ),
-            (
-                "DELETE FROM wal WHERE source_id = ?1 AND stream = ?2 AND ts < ?3",
-                cutoff,
-            ),
-            (
-                "DELETE FROM caller_rows WHERE source_id = ?1 AND stream = ?2 AND ts < ?3",
-                floor,
-            ),
-        ] {
-            conn.prepare_cached(statement)
+        let mut tally = [(0, 0); 3];
+        for ((table, payload, age), (bound, counted)) in
+            STREAM_TABLES.iter().zip(bounds.iter().zip(&mut tally))
+        {
+            let count = format!(
+                "SELECT COUNT(*), COALESCE(SUM(length({payload})), 0) FROM {table} \
+                 WHERE source_id = ?1 AND stream = ?2 AND {age} < ?3"
+            );
+            *counted = count_and_bytes(conn, &count, source_id, name, *bound).map_err(sql)?;
+        }
+        for ((table, _, age), bound) in STREAM_TABLES.iter().zip(bounds) {
+            let delete =
+                format!("DELETE FROM {table} WHERE source_id = ?1 AND stream = ?2 AND {age} < ?3");
+            conn.prepare_cached(&delete)
                 .and_then(|mut s| s.execute(params![source_id, name, bound]))
                 .map_err(sql)?;
         }
+        let [(segments, segment_bytes), (wal_rows, wal_bytes), (caller_rows, caller_bytes)] = tally;
         out.segments += segments;
         out.segment_bytes += segment_bytes;
         out.wal_rows += wal_rows;

@@ -20,7 +20,7 @@ use super::streams::StreamCache;
 use crate::catalog::{CallerRow, ClockOffset, Labels, NewSource, Snapshot};
 use crate::container::Transaction;
 use crate::error::{Error, Result};
-use crate::keys;
+use crate::format::keys;
 pub use crate::reserved::Event;
 use crate::reserved::WriterSession;
 use crate::segment::SegmentEncoder;
@@ -663,7 +663,7 @@ impl Sessions {
         // An entry too large for one `Index` frame could never replicate.
         if let Some(row) = rows
             .iter()
-            .find(|r| r.blob.len() as u64 > crate::replicate::MAX_ROW_BYTES)
+            .find(|r| r.blob.len() as u64 > crate::format::MAX_ROW_BYTES)
         {
             return Err(Error::RowTooLarge {
                 file: file.to_string(),
@@ -672,7 +672,7 @@ impl Sessions {
                 name: name.to_string(),
                 ts: row.ts,
                 bytes: row.blob.len() as u64,
-                limit: crate::replicate::MAX_ROW_BYTES,
+                limit: crate::format::MAX_ROW_BYTES,
             });
         }
         with_retries(file, "storing caller rows", || {

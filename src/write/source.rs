@@ -6,16 +6,24 @@ use std::sync::mpsc::SyncSender;
 use std::sync::Arc;
 use std::time::Instant;
 
+use super::adopt::Adopted;
 use super::append::TickRows;
 use super::channel::{request, Msg, Shared};
 use super::policy::SealPolicy;
 use super::retention::{EvictRequest, Evicted, Floors};
-use super::seal::Adopted;
 use super::session::{Event, Opened, SourceRef};
 use crate::catalog::NewSource;
 use crate::catalog::{CallerRow, ClockOffset};
 use crate::error::Result;
 use crate::segment::Segment;
+
+/// The wall clock in nanoseconds since the epoch (negative before 1970).
+pub fn wall_clock_ns() -> i64 {
+    match std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        Ok(after) => i64::try_from(after.as_nanos()).unwrap_or(i64::MAX),
+        Err(before) => -i64::try_from(before.duration().as_nanos()).unwrap_or(i64::MAX),
+    }
+}
 
 /// A source's timeline (format §5): timestamps count monotonic time from the
 /// wall clock read once when the session started, so they keep increasing
@@ -44,7 +52,7 @@ impl SourceClock {
     pub fn now(&self) -> (i64, i64) {
         let elapsed = i64::try_from(self.started.elapsed().as_nanos()).unwrap_or(i64::MAX);
         let ts = self.anchor_wall_ns.saturating_add(elapsed);
-        (ts, super::wall_clock_ns().saturating_sub(ts))
+        (ts, wall_clock_ns().saturating_sub(ts))
     }
 
     /// [`SourceClock::now`] as a clock observation, for `finalize`.

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 use log::warn;
 use rusqlite::Connection;
 
+use super::adopt;
 use super::append::{self, Drops, Part, TickRows};
 use super::channel::{Msg, Shared};
 use super::checkpoint;
@@ -21,7 +22,7 @@ use super::options::WriterOptions;
 use super::prune::Pruner;
 use super::retention;
 use super::retry::{is_transient, with_retries};
-use super::seal::{self, Sealer};
+use super::seal::Sealer;
 use super::session::Sessions;
 use super::streams::StreamCache;
 use crate::catalog::ClockOffset;
@@ -493,7 +494,7 @@ impl WriterThread {
                     .require(&self.file, source_id)
                     .map(|s| s.mirrored())
                     .and_then(|mirrored| {
-                        seal::adopt(
+                        adopt::adopt(
                             &self.conn,
                             &self.file,
                             &mut self.streams,

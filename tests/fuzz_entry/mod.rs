@@ -783,7 +783,7 @@ fn seal(
 /// when the schema cannot be listed.
 fn typed_metadata(schema: &Schema, streams: &[&str]) -> Option<Labels> {
     let mut metadata = Labels::new();
-    metadata.insert(dendro::keys::ENCODER.into(), typed::ENCODER.into());
+    metadata.insert(dendro::format::keys::ENCODER.into(), typed::ENCODER.into());
     for stream in streams {
         let listed = typed::with_schema(&metadata, stream, schema).ok()?;
         metadata.insert(typed::SCHEMAS_KEY.into(), listed);
@@ -1012,11 +1012,13 @@ pub fn sample_frames() -> Vec<u8> {
         Frame::Segment {
             source: 0,
             stream: "cpu".into(),
-            rows: 3,
-            first_ts: 0,
-            last_ts: 2,
-            bytes: tiny_segment(),
-            caller_index: None,
+            segment: dendro::Segment {
+                rows: 3,
+                first_ts: 0,
+                last_ts: 2,
+                bytes: tiny_segment(),
+                caller_index: None,
+            },
         },
         Frame::ClockOffset {
             source: 0,

@@ -3,7 +3,7 @@
 use crate::common::splitmix::SplitMix64;
 use dendro::replicate::codec::{preamble, KIND_SEGMENT};
 use dendro::replicate::{Frame, FrameReader, IndexKind, WireRow, MAX_FRAME_BYTES};
-use dendro::{Error, Labels, WireProblem};
+use dendro::{Error, Labels, Segment, WireProblem};
 
 fn problem_of(err: Error) -> WireProblem {
     match err {
@@ -54,11 +54,13 @@ pub fn one_of_each() -> Vec<Frame> {
         Frame::Segment {
             source: 3,
             stream: "cpu".into(),
-            rows: 2,
-            first_ts: 1,
-            last_ts: 2,
-            bytes: b"PAR1....PAR1".to_vec(),
-            caller_index: Some(vec![]),
+            segment: Segment {
+                rows: 2,
+                first_ts: 1,
+                last_ts: 2,
+                bytes: b"PAR1....PAR1".to_vec(),
+                caller_index: Some(vec![]),
+            },
         },
         Frame::ClockOffset {
             source: 3,
@@ -210,11 +212,13 @@ fn absent_and_empty_are_different_bytes() {
     let with = |caller_index| Frame::Segment {
         source: 0,
         stream: "s".into(),
-        rows: 1,
-        first_ts: 0,
-        last_ts: 0,
-        bytes: vec![],
-        caller_index,
+        segment: Segment {
+            rows: 1,
+            first_ts: 0,
+            last_ts: 0,
+            bytes: vec![],
+            caller_index,
+        },
     };
     let (absent, empty) = (with(None), with(Some(vec![])));
     assert_ne!(absent.encode(), empty.encode());
@@ -320,11 +324,13 @@ impl Rng {
             3 => Frame::Segment {
                 source,
                 stream: self.text(),
-                rows: self.next(),
-                first_ts: self.next() as i64,
-                last_ts: self.next() as i64,
-                bytes: self.bytes(),
-                caller_index: self.opt(),
+                segment: Segment {
+                    rows: self.next() as i64,
+                    first_ts: self.next() as i64,
+                    last_ts: self.next() as i64,
+                    bytes: self.bytes(),
+                    caller_index: self.opt(),
+                },
             },
             _ => Frame::ClockOffset {
                 source,

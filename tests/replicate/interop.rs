@@ -61,22 +61,18 @@ fn the_originals_stream_decodes_frame_by_frame_as_its_manifest_lists() {
                 assert_eq!(entry["complete"], *complete);
             }
             Frame::Segment {
-                stream,
-                rows,
-                first_ts,
-                last_ts,
-                bytes,
-                caller_index,
-                ..
+                stream, segment, ..
             } => {
                 assert_eq!(entry["stream"], stream.as_str());
-                assert_eq!(entry["rows"], *rows);
-                assert_eq!(entry["first_ts"], *first_ts);
-                assert_eq!(entry["last_ts"], *last_ts);
-                assert_eq!(entry["bytes_len"], bytes.len());
-                let fnv = crate::common::manifest::Fnv::new().bytes(bytes).hex();
+                assert_eq!(entry["rows"], segment.rows);
+                assert_eq!(entry["first_ts"], segment.first_ts);
+                assert_eq!(entry["last_ts"], segment.last_ts);
+                assert_eq!(entry["bytes_len"], segment.bytes.len());
+                let fnv = crate::common::manifest::Fnv::new()
+                    .bytes(&segment.bytes)
+                    .hex();
                 assert_eq!(entry["bytes_fnv"], fnv);
-                assert!(caller_index.is_none() && entry["caller_index"].is_null());
+                assert!(segment.caller_index.is_none() && entry["caller_index"].is_null());
             }
             Frame::ClockOffset { ts, offset_ns, .. } => {
                 assert_eq!(entry["ts"], *ts);

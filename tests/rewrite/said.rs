@@ -85,12 +85,12 @@ fn parquet_rows(dir: &std::path::Path) -> i64 {
 fn an_export_holds_the_typed_live_tail_that_cat_reads() {
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("demo.dendro");
-    let options = dendro::write::demo::DemoOptions {
+    let options = dendro::demo::DemoOptions {
         hosts: 1,
         duration: std::time::Duration::from_secs(12 * 60),
         ..Default::default()
     };
-    dendro::write::demo::write_demo(&input, options).unwrap();
+    dendro::demo::write_demo(&input, options).unwrap();
     let out = dir.path().join("export");
     export(&[&input], &out, false).unwrap();
     let archive = Archive::open(&input).unwrap();

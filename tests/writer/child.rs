@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use arrow_array::cast::AsArray;
 use arrow_array::types::Int64Type;
-use dendro::write::demo::{demo_row, DemoEncoder, DemoValue};
+use dendro::demo::{demo_row, DemoEncoder, DemoValue};
 use dendro::write::{TickRows, Writer, WriterOptions};
 use dendro::{Archive, Labels, WalRow};
 

@@ -12,7 +12,7 @@ use std::sync::mpsc::{channel, Receiver};
 use std::time::{Duration, Instant};
 
 use crate::support::*;
-use dendro::write::demo::DemoEncoder;
+use dendro::demo::DemoEncoder;
 use dendro::write::Writer;
 use dendro::{Archive, ClockOffset};
 

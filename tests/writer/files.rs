@@ -7,7 +7,8 @@ use std::time::Duration;
 use crate::common;
 use crate::common::FixtureEncoder;
 use crate::support::*;
-use dendro::write::{demo, Writer, WriterOptions};
+use dendro::demo;
+use dendro::write::{Writer, WriterOptions};
 use dendro::{Archive, ArchiveMut, ClockOffset, Error, Labels};
 
 fn sidecar(path: &std::path::Path, suffix: &str) -> std::path::PathBuf {

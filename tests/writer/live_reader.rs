@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::support::*;
-use dendro::write::demo::{demo_row, DemoEncoder, DemoValue};
+use dendro::demo::{demo_row, DemoEncoder, DemoValue};
 use dendro::write::{Writer, WriterOptions};
 use dendro::{ClockOffset, Labels, WalRow};
 

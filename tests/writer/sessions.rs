@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use crate::common::{copy_fixture, fixtures, FixtureEncoder, FIXTURE_ENCODER_VERSION};
 use crate::support::*;
-use dendro::keys;
+use dendro::format::keys;
 use dendro::write::{Event, NewSource, Writer};
 use dendro::{Archive, ClockOffset, Error, Labels, SegmentEncoder, WalRow};
 

@@ -504,7 +504,7 @@ fn run_demo(
     minutes: Option<u64>,
     hostile: bool,
 ) -> Result<(), Failure> {
-    use dendro::write::demo::{write_demo, DemoOptions};
+    use dendro::demo::{write_demo, DemoOptions};
     use std::sync::atomic::{AtomicBool, Ordering};
     use std::sync::Arc;
 

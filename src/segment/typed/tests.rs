@@ -27,12 +27,12 @@ fn a_stream_schema_is_the_union_of_its_listings_in_order() {
 #[test]
 fn readers_use_it_only_for_sources_that_name_it() {
     let mut metadata = Labels::new();
-    metadata.insert(crate::keys::ENCODER.into(), "someone-else/3".into());
+    metadata.insert(keys::ENCODER.into(), "someone-else/3".into());
     assert!(
         reader_for(&metadata).is_none(),
         "another encoder's rows stay unread"
     );
-    metadata.insert(crate::keys::ENCODER.into(), ENCODER.into());
+    metadata.insert(keys::ENCODER.into(), ENCODER.into());
     let listed = with_schema(&metadata, "cpu", &cpu()).unwrap();
     metadata.insert(SCHEMAS_KEY.into(), listed);
     let encoder = reader_for(&metadata).unwrap().unwrap();

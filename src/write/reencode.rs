@@ -1,8 +1,11 @@
-//! Re-encoding one segment for a copy: keeping the rows inside a time
-//! window (a trim) and keeping a subset of columns (a projection). The
-//! only places a copy opens a segment; the result is written with
-//! [`crate::segment::writer_props`] and carries no caller index, because
-//! the caller's index described the segment as it was (format §3.2).
+//! Re-encoding one segment: keeping the rows inside a time window (a
+//! trim) and keeping a subset of columns (a projection). A copy trims and
+//! projects with it (`rewrite`), and a replica's seal cuts a held segment
+//! that straddles its origin's (`adopt.rs`); it lives here, in the layer
+//! below both, so the writer never imports the rewrites. The result is
+//! written with [`crate::segment::writer_props`] and carries no caller
+//! index, because the caller's index described the segment as it was
+//! (format §3.2).
 
 use arrow_array::{BooleanArray, RecordBatch};
 

@@ -14,6 +14,9 @@
 //! [`DemoEncoder`] is an older, fixed encoding the writer's tests use: a
 //! version byte, a `u16` column count, then that many little-endian 8-byte
 //! values whose names and types follow from the stream name and count.
+//!
+//! It stands above the writer and the rewrites (feature `demo`), a producer
+//! like any other: it uses the writer only through its public handles.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -24,14 +27,14 @@ use std::time::{Duration, Instant};
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
-use super::{
-    wall_clock_ns, Event, NewSource, SealPolicy, SourceWriter, TickRows, Writer, WriterOptions,
-};
 use crate::catalog::{ClockOffset, Labels, WalRow};
 use crate::error::{Error, Result};
-use crate::keys;
+use crate::format::keys;
 use crate::segment::{segment_of_rows, Segment, SegmentEncoder};
 use crate::typed::{self, Column, ColumnType, TypedEncoder, Value};
+use crate::write::{
+    wall_clock_ns, Event, NewSource, SealPolicy, SourceWriter, TickRows, Writer, WriterOptions,
+};
 
 /// The version [`DemoEncoder`] reports, stored as each source's `encoder`.
 pub const DEMO_ENCODER_VERSION: &str = "dendro-demo-v1";
