@@ -18,6 +18,11 @@ step() { printf '\n== %s\n' "$*"; }
 step "format"
 cargo fmt --all -- --check
 
+# The layout DESIGN.md describes: no import back up the layers (one at
+# most), no two files importing each other, no file past 900 lines.
+step "structure"
+python3 scripts/structure-map.py --check
+
 step "unused dependencies"
 cargo machete
 
