@@ -113,33 +113,44 @@ fn optional_text(value: Option<&Value>) -> Option<String> {
     }
 }
 
+/// Reads each of `items` as an object through `entry`; `not_object` is
+/// the refusal for one that is not. Every reserved list is a list of
+/// objects, and each refuses a stray scalar in the same words.
+fn each_object<T>(
+    items: Vec<Value>,
+    not_object: &str,
+    mut entry: impl FnMut(serde_json::Map<String, Value>) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    items
+        .into_iter()
+        .map(|item| match item {
+            Value::Object(fields) => entry(fields),
+            _ => Err(not_object.to_string()),
+        })
+        .collect()
+}
+
 /// The entries of `writer_sessions`.
 pub fn writer_sessions(text: &str) -> Result<Vec<WriterSession>, String> {
     let Value::Array(items) = json(text)? else {
         return Err("expected a JSON array of sessions".into());
     };
-    items
-        .into_iter()
-        .map(|item| {
-            let Value::Object(mut fields) = item else {
-                return Err("a session entry is not an object".to_string());
-            };
-            let session = fields.remove("session");
-            let anchor = fields.remove("clock_anchor_wall_ns");
-            let dendro = fields.remove("dendro");
-            let resumed = fields.remove("resumed_after_ts");
-            Ok(WriterSession {
-                session: session.as_ref().map(text_of).unwrap_or_default(),
-                clock_anchor_wall_ns: anchor.as_ref().and_then(Value::as_i64),
-                dendro: dendro.as_ref().map(text_of).unwrap_or_default(),
-                resumed_after_ts: resumed.map(|v| v.as_i64()),
-                extra: fields
-                    .iter()
-                    .map(|(k, v)| (k.clone(), v.to_string()))
-                    .collect(),
-            })
+    each_object(items, "a session entry is not an object", |mut fields| {
+        let session = fields.remove("session");
+        let anchor = fields.remove("clock_anchor_wall_ns");
+        let dendro = fields.remove("dendro");
+        let resumed = fields.remove("resumed_after_ts");
+        Ok(WriterSession {
+            session: session.as_ref().map(text_of).unwrap_or_default(),
+            clock_anchor_wall_ns: anchor.as_ref().and_then(Value::as_i64),
+            dendro: dendro.as_ref().map(text_of).unwrap_or_default(),
+            resumed_after_ts: resumed.map(|v| v.as_i64()),
+            extra: fields
+                .iter()
+                .map(|(k, v)| (k.clone(), v.to_string()))
+                .collect(),
         })
-        .collect()
+    })
 }
 
 /// The entries of `events`: `{"events": [...]}`, or a bare list.
@@ -152,25 +163,19 @@ pub fn events(text: &str) -> Result<Vec<Event>, String> {
     let Some(Value::Array(items)) = list else {
         return Err("expected {\"events\": [...]}".into());
     };
-    items
-        .into_iter()
-        .map(|item| {
-            let Value::Object(fields) = item else {
-                return Err("an event is not an object".to_string());
-            };
-            let timestamp = fields
-                .get("timestamp")
-                .and_then(Value::as_i64)
-                .ok_or("an event has no integer timestamp")?;
-            Ok(Event {
-                description: fields.get("description").map(text_of).unwrap_or_default(),
-                details: optional_text(fields.get("details")),
-                id: optional_text(fields.get("id")),
-                kind: optional_text(fields.get("kind")),
-                timestamp,
-            })
+    each_object(items, "an event is not an object", |fields| {
+        let timestamp = fields
+            .get("timestamp")
+            .and_then(Value::as_i64)
+            .ok_or("an event has no integer timestamp")?;
+        Ok(Event {
+            description: fields.get("description").map(text_of).unwrap_or_default(),
+            details: optional_text(fields.get("details")),
+            id: optional_text(fields.get("id")),
+            kind: optional_text(fields.get("kind")),
+            timestamp,
         })
-        .collect()
+    })
 }
 
 /// The entries of `producer_epochs`.
@@ -178,18 +183,12 @@ pub fn producer_epochs(text: &str) -> Result<Vec<ProducerEpoch>, String> {
     let Value::Array(items) = json(text)? else {
         return Err("expected a JSON array of epochs".into());
     };
-    items
-        .into_iter()
-        .map(|item| {
-            let Value::Object(fields) = item else {
-                return Err("an epoch entry is not an object".to_string());
-            };
-            Ok(ProducerEpoch {
-                epoch: fields.get("epoch").map(text_of).unwrap_or_default(),
-                from_ts: fields.get("from_ts").and_then(Value::as_i64),
-            })
+    each_object(items, "an epoch entry is not an object", |fields| {
+        Ok(ProducerEpoch {
+            epoch: fields.get("epoch").map(text_of).unwrap_or_default(),
+            from_ts: fields.get("from_ts").and_then(Value::as_i64),
         })
-        .collect()
+    })
 }
 
 #[cfg(test)]

@@ -334,21 +334,18 @@ fn wal_coverage(s: &Snapshot<'_>) -> Result<(Vec<Problem>, i64)> {
 }
 
 fn unparsable_maps(s: &Snapshot<'_>) -> Result<Vec<Problem>> {
-    let what = "cannot read sources";
-    let mut stmt = s
-        .conn
-        .prepare("SELECT id, labels, metadata FROM sources")
-        .ctx(s.file, what)?;
-    let rows = stmt
-        .query_map([], |r| {
+    let rows = s.collect(
+        "cannot read sources",
+        "SELECT id, labels, metadata FROM sources",
+        [],
+        |r| {
             Ok((
                 r.get::<_, i64>(0)?,
                 r.get::<_, String>(1)?,
                 r.get::<_, String>(2)?,
             ))
-        })
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-        .ctx(s.file, what)?;
+        },
+    )?;
     let mut out = Vec::new();
     for (id, labels, metadata) in rows {
         for (column, text) in [("labels", labels), ("metadata", metadata)] {
@@ -378,17 +375,12 @@ fn non_canonical_uuids(s: &Snapshot<'_>) -> Result<Vec<Problem>> {
     if !s.shape.uuid {
         return Ok(Vec::new());
     }
-    let what = "cannot read the sources' uuids";
-    let mut stmt = s
-        .conn
-        .prepare("SELECT id, uuid FROM sources WHERE uuid IS NOT NULL ORDER BY id")
-        .ctx(s.file, what)?;
-    let rows = stmt
-        .query_map([], |r| {
-            Ok((r.get::<_, i64>(0)?, r.get::<_, rusqlite::types::Value>(1)?))
-        })
-        .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-        .ctx(s.file, what)?;
+    let rows = s.collect(
+        "cannot read the sources' uuids",
+        "SELECT id, uuid FROM sources WHERE uuid IS NOT NULL ORDER BY id",
+        [],
+        |r| Ok((r.get::<_, i64>(0)?, r.get::<_, rusqlite::types::Value>(1)?)),
+    )?;
     Ok(rows
         .into_iter()
         .filter_map(|(id, value)| {
@@ -434,17 +426,12 @@ impl Counts {
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )
             .ctx(s.file, what)?;
-        let mut streams: Vec<(i64, String)> = {
-            let mut stmt = s
-                .conn
-                .prepare("SELECT DISTINCT source_id, stream FROM segments")
-                .ctx(s.file, what)?;
-            let found = stmt
-                .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))
-                .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-                .ctx(s.file, what)?;
-            found
-        };
+        let mut streams: Vec<(i64, String)> = s.collect(
+            what,
+            "SELECT DISTINCT source_id, stream FROM segments",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )?;
         streams.extend(s.wal_streams()?);
         streams.sort_unstable();
         streams.dedup();

@@ -9,7 +9,7 @@ use crate::error::{Error, Result, SqlContext};
 impl Snapshot<'_> {
     /// Runs `sql` and maps every row it answers; `what` names the
     /// question in the error.
-    pub(super) fn collect<T>(
+    pub(crate) fn collect<T>(
         &self,
         what: &str,
         sql: &str,

@@ -98,26 +98,16 @@ impl StreamDescription {
 
     /// Oldest and newest timestamps, sealed and live together.
     pub fn span(&self) -> Option<(i64, i64)> {
-        let sealed = self
-            .segments
-            .iter()
-            .map(|s| (s.first_ts, s.last_ts))
-            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)));
+        let sealed = self.segments.iter().map(|s| (s.first_ts, s.last_ts));
         let live = self.live_span.map(|[a, b]| (a, b));
-        match (sealed, live) {
-            (Some(s), Some(l)) => Some((s.0.min(l.0), s.1.max(l.1))),
-            (s, l) => s.or(l),
-        }
+        widest(sealed.chain(live))
     }
 }
 
 impl SourceDescription {
     /// Oldest and newest timestamps across the source's streams.
     pub fn span(&self) -> Option<(i64, i64)> {
-        self.streams
-            .iter()
-            .filter_map(StreamDescription::span)
-            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+        widest(self.streams.iter().filter_map(StreamDescription::span))
     }
 
     /// Bytes of sealed payload across the source's streams (saturating).
@@ -131,11 +121,14 @@ impl SourceDescription {
 impl Description {
     /// Oldest and newest timestamps in the archive.
     pub fn span(&self) -> Option<(i64, i64)> {
-        self.sources
-            .iter()
-            .filter_map(SourceDescription::span)
-            .reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
+        widest(self.sources.iter().filter_map(SourceDescription::span))
     }
+}
+
+/// The span that holds every span of `spans`; `None` when there is none.
+/// One fold for a stream, a source and the archive, so the three agree.
+fn widest(spans: impl Iterator<Item = (i64, i64)>) -> Option<(i64, i64)> {
+    spans.reduce(|a, b| (a.0.min(b.0), a.1.max(b.1)))
 }
 
 /// Answers every catalog question at once: sources, streams (the union
