@@ -116,12 +116,19 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_stale_staging_file_and_its_sidecars_are_discarded() {
+    /// A folder with a staging file for `r.dendro` holding `bytes`: the
+    /// folder, the final name and the staging file's.
+    fn staged(bytes: &[u8]) -> (tempfile::TempDir, PathBuf, PathBuf) {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("r.dendro");
         let staging = staging_path(&out);
-        std::fs::write(&staging, b"half").unwrap();
+        std::fs::write(&staging, bytes).unwrap();
+        (dir, out, staging)
+    }
+
+    #[test]
+    fn a_stale_staging_file_and_its_sidecars_are_discarded() {
+        let (dir, out, staging) = staged(b"half");
         std::fs::write(sidecar_path(&staging, "-journal"), b"j").unwrap();
         discard_stale(&out).unwrap();
         assert!(std::fs::read_dir(dir.path()).unwrap().next().is_none());
@@ -130,10 +137,7 @@ mod tests {
 
     #[test]
     fn a_staging_file_a_writer_holds_is_refused_not_removed() {
-        let dir = tempfile::tempdir().unwrap();
-        let out = dir.path().join("r.dendro");
-        let staging = staging_path(&out);
-        std::fs::write(&staging, b"busy").unwrap();
+        let (_dir, out, staging) = staged(b"busy");
         let _held = lock_for_writing(&staging, "held").unwrap();
         let err = discard_stale(&out).unwrap_err();
         assert!(matches!(err, Error::InUse { .. }), "{err}");

@@ -295,36 +295,29 @@ mod tests {
         }
     }
 
+    /// A site over the page folder `dir` offering `archives`, in order.
+    fn site_offering(dir: &tempfile::TempDir, archives: &[&str]) -> Site {
+        let archives = archives.iter().map(PathBuf::from).collect();
+        Site::new(dir.path().to_path_buf(), archives)
+    }
+
     #[test]
     fn the_examples_sample_is_the_first_archive_offered() {
         let dir = www();
-        let site = Site::new(
-            dir.path().to_path_buf(),
-            vec![
-                PathBuf::from("/data/demo.dendro"),
-                PathBuf::from("/data/b.dendro"),
-            ],
-        );
+        let site = site_offering(&dir, &["/data/demo.dendro", "/data/b.dendro"]);
         assert_eq!(
             site.resolve("/examples/sample.dendro"),
             Some(Target::Archive(PathBuf::from("/data/demo.dendro")))
         );
         // With no archive offered it is a plain file below the root (404 when absent).
-        let bare = Site::new(dir.path().to_path_buf(), vec![]);
+        let bare = site_offering(&dir, &[]);
         assert_eq!(bare.resolve("/examples/sample.dendro"), None);
     }
 
     #[test]
     fn archives_with_one_name_get_distinct_urls_escaped_for_the_page() {
         let dir = www();
-        let site = Site::new(
-            dir.path().to_path_buf(),
-            vec![
-                PathBuf::from("/a/x y.dendro"),
-                PathBuf::from("/b/x y.dendro"),
-                PathBuf::from("/c/100%&.dendro"),
-            ],
-        );
+        let site = site_offering(&dir, &["/a/x y.dendro", "/b/x y.dendro", "/c/100%&.dendro"]);
         assert_eq!(
             site.open_urls(),
             [
