@@ -2,6 +2,7 @@
 //! payloads, immutable once inserted, with their row counts and spans.
 
 use rusqlite::{params, OptionalExtension, Row};
+use serde::Serialize;
 
 use super::{Payload, Snapshot};
 use crate::error::{Error, Result, SqlContext};
@@ -24,12 +25,16 @@ pub struct Segment {
     pub caller_index: Option<Vec<u8>>,
 }
 
-/// One row of `segments`, without its payload.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One row of `segments`, without its payload. Serialized, it is a
+/// segment as `dendro describe --json` lists it under its stream: the
+/// owner and the stream name are the stream's, so they are left out.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct SegmentRecord {
     /// The owning source.
+    #[serde(skip)]
     pub source_id: i64,
     /// The stream name.
+    #[serde(skip)]
     pub stream: String,
     /// Order within the stream; gaps are allowed.
     pub seq: i64,

@@ -59,22 +59,10 @@ pub struct StreamDescription {
     pub caller_rows: i64,
 }
 
-/// One sealed segment, from the catalog.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct SegmentDescription {
-    /// Order in the stream.
-    pub seq: i64,
-    /// Row count.
-    pub rows: i64,
-    /// First row's timestamp.
-    pub first_ts: i64,
-    /// Last row's timestamp.
-    pub last_ts: i64,
-    /// Payload length.
-    pub bytes: i64,
-    /// Whether a caller index is stored.
-    pub caller_index: bool,
-}
+/// One sealed segment, from the catalog: its `segments` row, which
+/// serializes without the owner and stream its [`StreamDescription`]
+/// already names.
+pub type SegmentDescription = SegmentRecord;
 
 impl StreamDescription {
     fn empty(name: &str) -> StreamDescription {
@@ -144,19 +132,17 @@ pub fn describe_sources(s: &Snapshot<'_>) -> Result<Vec<SourceDescription>> {
 /// snapshot's image; see [`Listing`]).
 pub fn describe_listed(s: &Snapshot<'_>, listing: &Listing) -> Result<Vec<SourceDescription>> {
     let mut streams: BTreeMap<(i64, String), StreamDescription> = BTreeMap::new();
-    for seg in listing.all() {
-        let stream = streams
-            .entry((seg.source_id, seg.stream.clone()))
-            .or_insert_with(|| StreamDescription::empty(&seg.stream));
-        stream.sealed_rows = stream.sealed_rows.saturating_add(seg.rows);
-        stream.segments.push(SegmentDescription {
-            seq: seg.seq,
-            rows: seg.rows,
-            first_ts: seg.first_ts,
-            last_ts: seg.last_ts,
-            bytes: seg.bytes,
-            caller_index: seg.caller_index,
-        });
+    // The listing runs in (source, stream, seq) order: each run of one
+    // stream is that stream's segments, already in seq order.
+    for run in listing
+        .all()
+        .chunk_by(|a, b| a.source_id == b.source_id && a.stream == b.stream)
+    {
+        let first = &run[0];
+        let mut stream = StreamDescription::empty(&first.stream);
+        stream.sealed_rows = run.iter().fold(0i64, |n, s| n.saturating_add(s.rows));
+        stream.segments = run.to_vec();
+        streams.insert((first.source_id, first.stream.clone()), stream);
     }
     describe_streams(s, streams)
 }
