@@ -16,6 +16,7 @@ use arrow_array::types::{
     UInt64Type, UInt8Type,
 };
 use arrow_array::{Array, ArrowPrimitiveType, PrimitiveArray};
+use arrow_buffer::{ArrowNativeType, NullBuffer};
 use arrow_schema::{DataType, Schema, TimeUnit};
 use std::ops::Range;
 
@@ -137,6 +138,39 @@ pub fn numbers(array: &dyn Array) -> Option<Vec<f64>> {
     })
 }
 
+/// Rows of a primitive column, as the folds below read them: the plain
+/// values when no row of the column is null (a fold may take the slice
+/// whole, which is faster), else the values with the mask over them.
+enum Valid<'a, N> {
+    All(&'a [N]),
+    Masked(&'a [N], &'a NullBuffer, Range<usize>),
+}
+
+impl<'a, N: ArrowNativeType> Valid<'a, N> {
+    fn of<T: ArrowPrimitiveType<Native = N>>(array: &'a dyn Array, rows: Range<usize>) -> Self {
+        let array: &PrimitiveArray<T> = array.as_primitive::<T>();
+        let values = &array.values()[rows.clone()];
+        match array.nulls().filter(|n| n.null_count() > 0) {
+            None => Valid::All(values),
+            Some(nulls) => Valid::Masked(values, nulls, rows),
+        }
+    }
+
+    /// Hands every non-null value to `take`, in row order.
+    fn each(self, mut take: impl FnMut(N)) {
+        match self {
+            Valid::All(values) => values.iter().for_each(|&v| take(v)),
+            Valid::Masked(values, nulls, rows) => {
+                for (i, &v) in rows.zip(values) {
+                    if nulls.is_valid(i) {
+                        take(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
 /// Folds an integer column's rows into `acc`: min and max in the column's
 /// own type, widened once at the end (widening keeps order, so this equals
 /// folding every widened value).
@@ -150,8 +184,6 @@ where
     T: ArrowPrimitiveType,
     T::Native: Ord,
 {
-    let array: &PrimitiveArray<T> = array.as_primitive::<T>();
-    let values = &array.values()[rows.clone()];
     let mut out: Option<(T::Native, T::Native)> = None;
     let mut take = |v: T::Native| {
         out = Some(match out {
@@ -159,20 +191,14 @@ where
             Some((lo, hi)) => (lo.min(v), hi.max(v)),
         });
     };
-    match array.nulls().filter(|n| n.null_count() > 0) {
-        None => {
+    match Valid::of::<T>(array, rows) {
+        Valid::All(values) => {
             if let (Some(&lo), Some(&hi)) = (values.iter().min(), values.iter().max()) {
                 take(lo);
                 take(hi);
             }
         }
-        Some(nulls) => {
-            for (i, &v) in rows.clone().zip(values) {
-                if nulls.is_valid(i) {
-                    take(v);
-                }
-            }
-        }
+        masked => masked.each(take),
     }
     match out {
         Some((lo, hi)) => (acc.0.min(to_f64(lo)), acc.1.max(to_f64(hi))),
@@ -181,38 +207,19 @@ where
 }
 
 /// Folds a float column's finite, non-null rows into `acc`.
-fn fold_floats<T>(
-    array: &dyn Array,
-    rows: Range<usize>,
+fn fold_floats<N: ArrowNativeType>(
+    rows: Valid<'_, N>,
     acc: (f64, f64),
-    to_f64: impl Fn(T::Native) -> f64,
-) -> (f64, f64)
-where
-    T: ArrowPrimitiveType,
-{
-    let array: &PrimitiveArray<T> = array.as_primitive::<T>();
-    let values = &array.values()[rows.clone()];
+    to_f64: impl Fn(N) -> f64,
+) -> (f64, f64) {
     let (mut lo, mut hi) = acc;
-    match array.nulls().filter(|n| n.null_count() > 0) {
-        None => {
-            for &v in values {
-                let v = to_f64(v);
-                if v.is_finite() {
-                    lo = lo.min(v);
-                    hi = hi.max(v);
-                }
-            }
+    rows.each(|v| {
+        let v = to_f64(v);
+        if v.is_finite() {
+            lo = lo.min(v);
+            hi = hi.max(v);
         }
-        Some(nulls) => {
-            for (i, &v) in rows.zip(values) {
-                let v = to_f64(v);
-                if nulls.is_valid(i) && v.is_finite() {
-                    lo = lo.min(v);
-                    hi = hi.max(v);
-                }
-            }
-        }
-    }
+    });
     (lo, hi)
 }
 
@@ -230,9 +237,9 @@ pub fn fold_extremes(array: &dyn Array, rows: Range<usize>, acc: (f64, f64)) -> 
         DataType::UInt16 => fold_ints::<UInt16Type>(array, rows, acc, f64::from),
         DataType::UInt32 => fold_ints::<UInt32Type>(array, rows, acc, f64::from),
         DataType::UInt64 => fold_ints::<UInt64Type>(array, rows, acc, |v| v as f64),
-        DataType::Float16 => fold_floats::<Float16Type>(array, rows, acc, f64::from),
-        DataType::Float32 => fold_floats::<Float32Type>(array, rows, acc, f64::from),
-        DataType::Float64 => fold_floats::<Float64Type>(array, rows, acc, |v| v),
+        DataType::Float16 => fold_floats(Valid::of::<Float16Type>(array, rows), acc, f64::from),
+        DataType::Float32 => fold_floats(Valid::of::<Float32Type>(array, rows), acc, f64::from),
+        DataType::Float64 => fold_floats(Valid::of::<Float64Type>(array, rows), acc, |v| v),
         DataType::Boolean => {
             let array = array.as_boolean();
             let (mut lo, mut hi) = acc;
