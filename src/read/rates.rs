@@ -180,9 +180,19 @@ mod tests {
 
     const S: i64 = 1_000_000_000;
 
+    /// Rates over the `bytes` counter alone.
+    fn bytes_counter() -> Rates {
+        Rates::new(&["bytes".to_string()])
+    }
+
+    /// The rates of one batch of `bytes` readings, the gauge left at zero.
+    fn rates_of_one_batch(ts: &[i64], counter: &[Option<i64>]) -> Vec<Option<f64>> {
+        rates(&bytes_counter().apply(&batch(ts, counter, &vec![0; ts.len()])))
+    }
+
     #[test]
     fn a_counter_becomes_its_increase_per_second_and_carries_across_batches() {
-        let mut r = Rates::new(&["bytes".to_string()]);
+        let mut r = bytes_counter();
         let a = r.apply(&batch(
             &[0, S, 3 * S],
             &[Some(100), Some(300), Some(700)],
@@ -204,13 +214,8 @@ mod tests {
 
     #[test]
     fn a_fall_is_a_reset_never_a_negative_rate() {
-        let mut r = Rates::new(&["bytes".to_string()]);
-        let a = r.apply(&batch(
-            &[0, S, 2 * S],
-            &[Some(1000), Some(30), Some(90)],
-            &[0; 3],
-        ));
-        assert_eq!(rates(&a), [None, Some(30.0), Some(60.0)]);
+        let a = rates_of_one_batch(&[0, S, 2 * S], &[Some(1000), Some(30), Some(90)]);
+        assert_eq!(a, [None, Some(30.0), Some(60.0)]);
     }
 
     /// The envelope fuzz target found it: two timestamps further apart
@@ -218,21 +223,15 @@ mod tests {
     /// overflow is checked, a wrong sign where it is not).
     #[test]
     fn timestamps_at_the_ends_of_i64_give_a_tiny_positive_rate() {
-        let mut r = Rates::new(&["bytes".to_string()]);
-        let a = r.apply(&batch(
-            &[i64::MIN + 1, i64::MAX],
-            &[Some(0), Some(1_000_000)],
-            &[0; 2],
-        ));
-        let rate = rates(&a)[1].expect("a rate");
+        let a = rates_of_one_batch(&[i64::MIN + 1, i64::MAX], &[Some(0), Some(1_000_000)]);
+        let rate = a[1].expect("a rate");
         assert!(rate > 0.0 && rate < 1e-4, "{rate}");
     }
 
     #[test]
     fn nulls_have_no_rate_and_are_stepped_over() {
-        let mut r = Rates::new(&["bytes".to_string()]);
-        let a = r.apply(&batch(&[0, S, 2 * S], &[Some(10), None, Some(50)], &[0; 3]));
-        assert_eq!(rates(&a), [None, None, Some(20.0)]);
+        let a = rates_of_one_batch(&[0, S, 2 * S], &[Some(10), None, Some(50)]);
+        assert_eq!(a, [None, None, Some(20.0)]);
     }
 
     #[test]
