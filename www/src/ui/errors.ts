@@ -89,74 +89,49 @@ export function explain(e: unknown, name: string, fileBytes?: number): Explained
     };
   }
   const message = e.message;
+  // A known kind keeps its name and the engine's message: only the words differ.
+  const says = (title: string, hint: string): Explained => ({ kind: e.kind, title, hint, message });
   switch (e.kind) {
     case "NotAnArchive":
-      return {
-        kind: e.kind,
-        title: `${name} is not a dendro archive`,
-        hint: looksLike(e, fileBytes) || "dendro reads only archives it wrote.",
-        message,
-      };
+      return says(`${name} is not a dendro archive`, looksLike(e, fileBytes) || "dendro reads only archives it wrote.");
     case "UnsupportedSchema": {
       const v = e.version;
       const reads = e.supported_version;
-      return {
-        kind: e.kind,
-        title: v === undefined ? "Unsupported archive schema version" : `Unsupported archive schema version ${v}`,
-        hint: `It is a dendro archive of ${v === undefined ? "a schema version" : `an unsupported schema version ${v}`}${
+      return says(
+        v === undefined ? "Unsupported archive schema version" : `Unsupported archive schema version ${v}`,
+        `It is a dendro archive of ${v === undefined ? "a schema version" : `an unsupported schema version ${v}`}${
           reads === undefined ? "" : `; this viewer reads version ${reads}`
         }. Open it with the release of dendro that wrote it.`,
-        message,
-      };
+      );
     }
     case "Corrupt":
-      return {
-        kind: e.kind,
-        title: `${name} is damaged`,
-        hint:
-          "Some of its bytes do not read back as SQLite or Parquet. A file copied while its writer was running, or cut short in transfer, looks like this; copy it again after the writer has closed it.",
-        message,
-      };
+      return says(
+        `${name} is damaged`,
+        "Some of its bytes do not read back as SQLite or Parquet. A file copied while its writer was running, or cut short in transfer, looks like this; copy it again after the writer has closed it.",
+      );
     case "TooLarge":
-      return {
-        kind: e.kind,
-        title: `${name} is too large to open in this browser tab`,
-        hint: "Open a smaller archive, or export a time range of this one with the dendro command-line tool.",
-        message,
-      };
+      return says(
+        `${name} is too large to open in this browser tab`,
+        "Open a smaller archive, or export a time range of this one with the dendro command-line tool.",
+      );
     case "NotFound":
-      return { kind: e.kind, title: "Not found in this archive", hint: "", message };
+      return says("Not found in this archive", "");
     case "Segment":
-      return {
-        kind: e.kind,
-        title: "One segment could not be decoded",
-        hint: "The rest of the archive is still readable.",
-        message,
-      };
+      return says("One segment could not be decoded", "The rest of the archive is still readable.");
     case "Cancelled":
-      return { kind: e.kind, title: "Cancelled", hint: "A newer request replaced this one.", message };
+      return says("Cancelled", "A newer request replaced this one.");
     case "Changed":
-      return {
-        kind: e.kind,
-        title: `${name} changed while it was being read`,
-        hint:
-          "The viewer reads this archive in place, a part at a time, and the file (or the server's copy) was replaced or modified after it was opened. Nothing read after the change is shown. Open it again to see the new version.",
-        message,
-      };
+      return says(
+        `${name} changed while it was being read`,
+        "The viewer reads this archive in place, a part at a time, and the file (or the server's copy) was replaced or modified after it was opened. Nothing read after the change is shown. Open it again to see the new version.",
+      );
     case "Unreadable":
-      return {
-        kind: e.kind,
-        title: `Part of ${name} could not be read`,
-        hint: "The viewer reads this archive in place, a part at a time: the file was moved or deleted, or the server stopped answering range requests. Open it again.",
-        message,
-      };
+      return says(
+        `Part of ${name} could not be read`,
+        "The viewer reads this archive in place, a part at a time: the file was moved or deleted, or the server stopped answering range requests. Open it again.",
+      );
     case "Crashed":
-      return {
-        kind: e.kind,
-        title: "The decoding worker stopped unexpectedly",
-        hint: "It has been restarted. Open the file again to continue.",
-        message,
-      };
+      return says("The decoding worker stopped unexpectedly", "It has been restarted. Open the file again to continue.");
     default:
       return {
         kind: "Internal",

@@ -74,24 +74,15 @@ export function parts(ns: bigint, tz: TimeZoneMode): Parts {
   const secs = floorDiv(ns, NS_PER_S);
   const frac = Number(floorMod(ns, NS_PER_S));
   const d = new Date(clampMs(Number(secs) * 1000));
-  if (tz === "utc") {
-    return {
-      year: d.getUTCFullYear(),
-      month: d.getUTCMonth() + 1,
-      day: d.getUTCDate(),
-      hour: d.getUTCHours(),
-      minute: d.getUTCMinutes(),
-      second: d.getUTCSeconds(),
-      frac,
-    };
-  }
+  // The same fields either way; only which clock reads them differs.
+  const utc = tz === "utc";
   return {
-    year: d.getFullYear(),
-    month: d.getMonth() + 1,
-    day: d.getDate(),
-    hour: d.getHours(),
-    minute: d.getMinutes(),
-    second: d.getSeconds(),
+    year: utc ? d.getUTCFullYear() : d.getFullYear(),
+    month: (utc ? d.getUTCMonth() : d.getMonth()) + 1,
+    day: utc ? d.getUTCDate() : d.getDate(),
+    hour: utc ? d.getUTCHours() : d.getHours(),
+    minute: utc ? d.getUTCMinutes() : d.getMinutes(),
+    second: utc ? d.getUTCSeconds() : d.getSeconds(),
     frac,
   };
 }
