@@ -9,6 +9,7 @@ pub mod cache;
 pub mod columns;
 pub mod envelope;
 pub mod packed;
+pub mod prefetch;
 pub mod rates;
 pub mod stats;
 
