@@ -242,7 +242,10 @@ impl<S: ByteSource> Prefetch<S> {
     }
 
     /// The ranges of the next round, or [`Need::Done`]. Once done, done
-    /// for good; a plan also ends after a bounded number of rounds.
+    /// for good; a plan also ends after a bounded number of rounds. (Named
+    /// as the push decoders it follows name it; not an iterator, since a
+    /// round must be filled before the next is asked for.)
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Need> {
         let cap = match self.plan {
             Plan::Window(_) => WINDOW_ROUNDS,
