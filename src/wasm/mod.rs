@@ -42,7 +42,6 @@ use crate::container::Archive;
 use crate::error::Error;
 use crate::read::cache::{identity_of, Batches, DecodeKey, ReaderCache, SegmentKey};
 use crate::read::envelope::Stats;
-use crate::read::prefetch::WindowAsk;
 
 thread_local! {
     /// Decoded segments and footer summaries of every open archive.
@@ -105,30 +104,6 @@ fn normalized(columns: Option<Vec<String>>) -> Option<Vec<String>> {
         c.sort();
         c.dedup();
         c
-    })
-}
-
-/// The window a range call names (`readRange`, `previewRange`,
-/// `beginRange`, `prefetchWindow`), from its JS arguments: a whole source
-/// id, and the columns and counters normalized, so equal requests share a
-/// cache entry. Owned, so a plan made of it outlives the call.
-fn range_ask(
-    file: &str,
-    (source, stream): (f64, &str),
-    (from, to): (i64, i64),
-    columns: Option<Vec<String>>,
-    max_points: Option<u32>,
-    rates: Option<Vec<String>>,
-) -> JsResult<WindowAsk> {
-    Ok(WindowAsk {
-        source_id: whole("source", file, source)?,
-        stream: stream.to_string(),
-        from,
-        to,
-        columns: normalized(columns),
-        max_points: max_points.map(|n| n as usize),
-        rates: normalized(rates).filter(|r| !r.is_empty()),
-        preview: false,
     })
 }
 

@@ -12,7 +12,7 @@ use std::rc::Rc;
 use wasm_bindgen::prelude::*;
 
 use super::vfs::JsSource;
-use super::{fail, flat, range_ask, stats_key, JsArchive, JsResult, CACHE};
+use super::{fail, flat, stats_key, JsArchive, JsResult, CACHE};
 use crate::catalog::SegmentRecord;
 use crate::read::prefetch::{Need, Prefetch};
 
@@ -122,15 +122,7 @@ impl JsArchive {
         let Some(file) = &self.lazy else {
             return Ok(JsPrefetch::of(None));
         };
-        let names = self.archive.file();
-        let mut ask = range_ask(
-            names,
-            (source, stream),
-            (from, to),
-            columns,
-            max_points,
-            rates,
-        )?;
+        let mut ask = self.window(source, stream, (from, to), columns, max_points, rates)?;
         ask.preview = preview == Some(true);
         let listing = self.listing()?;
         let cache_id = self.cache_id;

@@ -9,13 +9,14 @@ use js_sys::Uint8Array;
 use wasm_bindgen::prelude::*;
 
 use super::{
-    cached, cached_stats, convert, describe_segment, engine::unpack_js, fail, js, noting,
-    range_ask, range_key, JsArchive, JsResult, CACHE,
+    cached, cached_stats, convert, describe_segment, engine::unpack_js, fail, js, normalized,
+    noting, range_key, whole, JsArchive, JsResult, CACHE,
 };
 use crate::catalog::SegmentRecord;
 use crate::container::Archive;
 use crate::error::Error;
 use crate::read::envelope::{decode_for_range, RangeReader, RangeRequest, VIEWER_SEGMENT_BUDGET};
+use crate::read::prefetch::WindowAsk;
 
 #[wasm_bindgen(js_class = Archive)]
 impl JsArchive {
@@ -38,15 +39,7 @@ impl JsArchive {
         max_points: Option<u32>,
         rates: Option<Vec<String>>,
     ) -> JsResult<JsValue> {
-        let file = self.archive.file();
-        let ask = range_ask(
-            file,
-            (source, stream),
-            (from, to),
-            columns,
-            max_points,
-            rates,
-        )?;
+        let ask = self.window(source, stream, (from, to), columns, max_points, rates)?;
         let request = ask.request();
         let envelope = self
             .range_reader(&request)?
@@ -88,15 +81,7 @@ impl JsArchive {
         max_points: Option<u32>,
         rates: Option<Vec<String>>,
     ) -> JsResult<JsValue> {
-        let file = self.archive.file();
-        let ask = range_ask(
-            file,
-            (source, stream),
-            (from, to),
-            columns,
-            max_points,
-            rates,
-        )?;
+        let ask = self.window(source, stream, (from, to), columns, max_points, rates)?;
         let request = ask.request();
         let stats = |record: &SegmentRecord| cached_stats(self.cache_id, &self.archive, record);
         let preview = self.range_reader(&request)?.preview(stats).map_err(fail)?;
@@ -120,15 +105,7 @@ impl JsArchive {
         max_points: Option<u32>,
         rates: Option<Vec<String>>,
     ) -> JsResult<RangeJob> {
-        let file = self.archive.file();
-        let ask = range_ask(
-            file,
-            (source, stream),
-            (from, to),
-            columns,
-            max_points,
-            rates,
-        )?;
+        let ask = self.window(source, stream, (from, to), columns, max_points, rates)?;
         let request = ask.request();
         let reader = self.range_reader(&request)?;
         Ok(RangeJob {
@@ -143,6 +120,32 @@ impl JsArchive {
 }
 
 impl JsArchive {
+    /// The window a range call names (`readRange`, `previewRange`,
+    /// `beginRange`, `prefetchWindow`), from its JS arguments: a whole
+    /// source id, and the columns and counters normalized, so equal
+    /// requests share a cache entry. Owned, so a plan made of it outlives
+    /// the call.
+    pub(super) fn window(
+        &self,
+        source: f64,
+        stream: &str,
+        (from, to): (i64, i64),
+        columns: Option<Vec<String>>,
+        max_points: Option<u32>,
+        rates: Option<Vec<String>>,
+    ) -> JsResult<WindowAsk> {
+        Ok(WindowAsk {
+            source_id: whole("source", self.archive.file(), source)?,
+            stream: stream.to_string(),
+            from,
+            to,
+            columns: normalized(columns),
+            max_points: max_points.map(|n| n as usize),
+            rates: normalized(rates).filter(|r| !r.is_empty()),
+            preview: false,
+        })
+    }
+
     /// The reader of a window, its segments taken from this image's
     /// listing and their footer summaries from the shared cache.
     fn range_reader(&self, request: &RangeRequest<'_>) -> JsResult<RangeReader> {

@@ -3,7 +3,8 @@
 //! [`LazyFile`]s over a JavaScript byte source (a dropped `File` read with
 //! `FileReaderSync`, a URL read with synchronous `Range` requests; both in
 //! `www/src/engine/sources.ts`). The cache and read-ahead are not here but
-//! in [`crate::container::lazy`], which is tested natively.
+//! in [`crate::container::lazy`], and the read-ahead plans in
+//! [`crate::read::prefetch`], both tested natively.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -27,9 +28,9 @@ use crate::error::{Error, Result};
 /// The name SQLite knows this VFS by.
 const VFS_NAME: &str = "dendro-lazy";
 
-/// A lazily read file shared by the VFS handle and the archive's owner
-/// (which reads its traffic counters).
-pub(crate) type SharedFile = Rc<RefCell<LazyFile<JsSource>>>;
+/// A lazily read file shared by the VFS handle, the archive's owner
+/// (which reads its traffic counters) and its read-ahead plans.
+pub(crate) type SharedFile = crate::read::prefetch::SharedFile<JsSource>;
 
 thread_local! {
     /// Files waiting for SQLite's open, by the path given in its URI.

@@ -148,15 +148,21 @@ fn put(archive: &mut ArchiveMut, segments: impl IntoIterator<Item = (&'static st
     tx.commit().unwrap();
 }
 
+/// A new archive at `path` with source 1.
+fn create(path: &Path) -> ArchiveMut {
+    let mut archive = ArchiveMut::create(path).unwrap();
+    let tx = archive.transaction().unwrap();
+    tx.insert_source(&Labels::new(), &Labels::new(), 0).unwrap();
+    tx.commit().unwrap();
+    archive
+}
+
 /// A catalog too large for the head: three streams of 200 segments each,
 /// payloads of a few kB that spill into overflow pages between the
 /// table's leaves, so its leaves lie scattered through the file.
 fn write_catalog(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("catalog.dendro");
-    let mut archive = ArchiveMut::create(&path).unwrap();
-    let tx = archive.transaction().unwrap();
-    tx.insert_source(&Labels::new(), &Labels::new(), 0).unwrap();
-    tx.commit().unwrap();
+    let mut archive = create(&path);
     for (k, stream) in ["cpu", "disk", "net"].into_iter().enumerate() {
         put(
             &mut archive,
@@ -293,10 +299,7 @@ fn an_outline_plan_brings_the_small_trees_then_each_streams_first_row() {
 fn write_fragmented(dir: &Path) -> std::path::PathBuf {
     let path = dir.join("fragmented.dendro");
     {
-        let mut archive = ArchiveMut::create(&path).unwrap();
-        let tx = archive.transaction().unwrap();
-        tx.insert_source(&Labels::new(), &Labels::new(), 0).unwrap();
-        tx.commit().unwrap();
+        let mut archive = create(&path);
         put(
             &mut archive,
             (0..40).map(|seq| ("m", seq, parquet_segment(seq, 3_500))),
@@ -312,6 +315,12 @@ fn write_fragmented(dir: &Path) -> std::path::PathBuf {
         (100..106).map(|seq| ("m", seq, parquet_segment(seq, 25_000))),
     );
     path
+}
+
+/// The archive's listing, read by SQLite from the file itself.
+fn listing_of(path: &Path) -> Listing {
+    let archive = Archive::open(path).unwrap();
+    archive.read_snapshot(Listing::read).unwrap()
 }
 
 /// A window plan with nothing summarized yet.
@@ -354,10 +363,7 @@ fn source_reads_for_footers(s: &Served, records: &[SegmentRecord]) -> u64 {
 fn a_window_plan_over_fragmented_chains_leaves_the_footers_nothing_to_fetch() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_fragmented(dir.path());
-    let listing = Archive::open(&path)
-        .unwrap()
-        .read_snapshot(Listing::read)
-        .unwrap();
+    let listing = listing_of(&path);
     let all = listing.stream(1, "m").to_vec();
     assert_eq!(all.len(), 26);
     // Without a plan, each footer costs reads of its own.
@@ -382,10 +388,7 @@ fn a_window_plan_over_fragmented_chains_leaves_the_footers_nothing_to_fetch() {
 fn a_window_plan_asks_only_for_the_segments_the_window_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_fragmented(dir.path());
-    let listing = Archive::open(&path)
-        .unwrap()
-        .read_snapshot(Listing::read)
-        .unwrap();
+    let listing = listing_of(&path);
     let (inside, outside): (Vec<_>, Vec<_>) = listing
         .stream(1, "m")
         .iter()

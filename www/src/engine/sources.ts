@@ -54,10 +54,7 @@ export interface Plan {
 }
 
 /** What a round of a plan asked for, or fetched. */
-export interface Round {
-  ranges: number;
-  bytes: number;
-}
+export type Round = { ranges: number; bytes: number };
 
 /**
  * Brings the pages the engine is about to read into its cache before it

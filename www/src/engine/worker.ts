@@ -26,7 +26,7 @@ import { Archive, Prefetch, decodingNow, warmUpArchive, setCacheBytes, setInPlac
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import type { PackedDescription } from "./packing";
 import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, probeFollow, probeUrl } from "./sources";
-import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
+import { type DecoderHello, type DecoderReply, type DecoderRequest, type Packed, transferables } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
@@ -88,19 +88,6 @@ function asEngineError(e: unknown): EngineError {
     return engineError("Internal", `${e.name}: ${e.message}`);
   }
   return engineError("Internal", String(e));
-}
-
-/** Every ArrayBuffer under typed arrays in `value`, to transfer. */
-function transferables(value: unknown, out: Set<ArrayBuffer> = new Set()): ArrayBuffer[] {
-  if (ArrayBuffer.isView(value)) {
-    if (value.buffer instanceof ArrayBuffer) out.add(value.buffer);
-  } else if (Array.isArray(value)) {
-    // Arrays of strings or numbers hold no buffers; skip the walk.
-    if (value.length > 0 && typeof value[0] === "object") for (const v of value) transferables(v, out);
-  } else if (typeof value === "object" && value !== null) {
-    for (const v of Object.values(value)) transferables(v, out);
-  }
-  return [...out];
 }
 
 function archive(handle: number): Archive {
