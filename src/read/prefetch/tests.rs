@@ -7,7 +7,7 @@
 //! file), and segment footers read as the range reader reads them. After a
 //! plan's rounds, none of it may reach the source.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::path::Path;
 use std::rc::{Rc, Weak};
 use std::sync::Arc;
@@ -18,36 +18,17 @@ use arrow_schema::{DataType, Field, Schema};
 use super::*;
 use crate::container::serve_payloads;
 use crate::container::ArchiveMut;
-use crate::pager::{InPlace, LazyConfig, SourceFailure};
+use crate::pager::mock::Image;
+use crate::pager::{InPlace, LazyConfig};
 use crate::segment::Segment;
 use crate::Labels;
-
-/// A file image as a byte source that counts the reads asked of it.
-struct Image {
-    bytes: Rc<Vec<u8>>,
-    reads: Rc<Cell<u64>>,
-}
-
-impl ByteSource for Image {
-    fn len(&self) -> u64 {
-        self.bytes.len() as u64
-    }
-
-    fn read_exact_at(&mut self, offset: u64, buf: &mut [u8]) -> Result<(), SourceFailure> {
-        let at = offset as usize;
-        buf.copy_from_slice(&self.bytes[at..at + buf.len()]);
-        self.reads.set(self.reads.get() + 1);
-        Ok(())
-    }
-}
 
 /// An archive read in place, as the browser's engine opens one: the head
 /// read first, payloads served by range through the same lazy file.
 struct Served {
     archive: Rc<Archive>,
     file: SharedFile<Image>,
-    image: Rc<Vec<u8>>,
-    reads: Rc<Cell<u64>>,
+    image: Image,
     path: std::path::PathBuf,
 }
 
@@ -64,13 +45,8 @@ const NO_READ_AHEAD: LazyConfig = LazyConfig {
 };
 
 fn serve(path: &Path) -> Served {
-    let image = Rc::new(std::fs::read(path).unwrap());
-    let reads = Rc::new(Cell::new(0));
-    let source = Image {
-        bytes: Rc::clone(&image),
-        reads: Rc::clone(&reads),
-    };
-    let file = Rc::new(RefCell::new(LazyFile::new(source, NO_READ_AHEAD)));
+    let image = Image::new(std::fs::read(path).unwrap());
+    let file = Rc::new(RefCell::new(image.lazy(NO_READ_AHEAD)));
     file.borrow_mut().read_head(HEAD_BYTES).unwrap();
     let archive = Rc::new(Archive::open(path).unwrap());
     let weak: Weak<dyn InPlace> = Rc::downgrade(&file) as _;
@@ -79,7 +55,6 @@ fn serve(path: &Path) -> Served {
         archive,
         file,
         image,
-        reads,
         path: path.to_path_buf(),
     }
 }
@@ -93,7 +68,7 @@ fn drive(plan: &mut Prefetch<Image>, s: &Served, most: u32) -> u32 {
         assert!(rounds <= most, "round {rounds} still asks for {ranges:?}");
         assert!(!ranges.is_empty(), "a round names something");
         for (offset, len) in ranges {
-            let bytes = &s.image[offset as usize..(offset + len) as usize];
+            let bytes = &s.image.bytes()[offset as usize..(offset + len) as usize];
             plan.fill(offset, bytes);
         }
     }
@@ -206,20 +181,20 @@ fn tree_pages(path: &Path, trees: &[&str]) -> Vec<u64> {
 /// Reads `pages` (1-based) through the lazy file as SQLite's VFS would,
 /// answering how many reads reached the source.
 fn source_reads_for(s: &Served, pages: &[u64]) -> u64 {
-    let before = s.reads.get();
+    let before = s.image.reads();
     let page = crate::container::PAGE_SIZE as u64;
     let mut buf = vec![0u8; page as usize];
     for &p in pages {
         s.file.borrow_mut().read(&mut buf, (p - 1) * page).unwrap();
     }
-    s.reads.get() - before
+    s.image.reads() - before
 }
 
 /// Reads the first bytes of each of `seqs`' payloads by range, which
 /// finds each row by walking the `segments` table through the lazy file;
 /// answers how many reads reached the source.
 fn source_reads_for_rows(s: &Served, rows: &[(&str, i64)]) -> u64 {
-    let before = s.reads.get();
+    let before = s.image.reads();
     s.archive
         .read_snapshot(|snap| {
             for &(stream, seq) in rows {
@@ -231,7 +206,7 @@ fn source_reads_for_rows(s: &Served, rows: &[(&str, i64)]) -> u64 {
             Ok(())
         })
         .unwrap();
-    s.reads.get() - before
+    s.image.reads() - before
 }
 
 #[test]
@@ -244,11 +219,11 @@ fn a_catalog_plan_leaves_listing_nothing_to_fetch() {
     assert!(source_reads_for(&cold, &tree_pages(&path, &trees)) > 100);
 
     let s = serve(&path);
-    let before = s.reads.get();
+    let before = s.image.reads();
     let mut plan = Prefetch::catalog(Rc::clone(&s.archive), Rc::clone(&s.file));
     let rounds = drive(&mut plan, &s, 4);
     assert!(rounds >= 1, "the leaves lie past the head");
-    assert_eq!(s.reads.get(), before, "planning reads nothing itself");
+    assert_eq!(s.image.reads(), before, "planning reads nothing itself");
     assert_eq!(source_reads_for(&s, &tree_pages(&s.path, &trees)), 0);
     // The listing made from those pages is the archive's.
     let listing = s.archive.read_snapshot(Listing::read).unwrap();
@@ -352,12 +327,12 @@ fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Im
 /// The footers of `records` read as the range reader reads them, each
 /// with a summary; answers how many reads reached the source.
 fn source_reads_for_footers(s: &Served, records: &[SegmentRecord]) -> u64 {
-    let before = s.reads.get();
+    let before = s.image.reads();
     for record in records {
         let stats = crate::read::stats::segment_stats(&s.archive, record).unwrap();
         assert!(stats.is_some(), "segment {} has a summary", record.seq);
     }
-    s.reads.get() - before
+    s.image.reads() - before
 }
 
 #[test]
@@ -409,15 +384,10 @@ fn an_archive_without_the_trees_plans_nothing() {
     // so at once rather than guessing.
     let dir = tempfile::tempdir().unwrap();
     let path = write_catalog(dir.path());
-    let image = Rc::new(std::fs::read(&path).unwrap());
-    let reads = Rc::new(Cell::new(0));
-    let source = Image {
-        bytes: Rc::clone(&image),
-        reads: Rc::clone(&reads),
-    };
-    let file = Rc::new(RefCell::new(LazyFile::new(source, NO_READ_AHEAD)));
+    let image = Image::new(std::fs::read(&path).unwrap());
+    let file = Rc::new(RefCell::new(image.lazy(NO_READ_AHEAD)));
     let archive = Rc::new(Archive::open(&path).unwrap());
     let mut plan = Prefetch::catalog(archive, file);
     assert_eq!(plan.next().unwrap(), Need::Done);
-    assert_eq!(reads.get(), 0);
+    assert_eq!(image.reads(), 0);
 }
