@@ -11,6 +11,7 @@ pub mod columns;
 mod describe;
 pub mod envelope;
 pub mod packed;
+pub mod prefetch;
 pub mod range;
 pub mod rates;
 pub mod stats;

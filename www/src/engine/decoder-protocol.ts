@@ -1,5 +1,6 @@
 // Messages between the engine worker and its decoder worker (decoder.ts).
-// Segment bytes go in and decoded rows come out, both transferred.
+// Segment bytes go in and decoded rows come out, both transferred; both
+// workers find what to transfer with `transferables`.
 
 /** What the engine worker asks its decoder. */
 export type DecoderRequest =
@@ -29,3 +30,16 @@ export type DecoderReply =
    * of the segments it was decoding.
    */
   | { id: number; ok: false; cause: string; trapped?: boolean; at?: number };
+
+/** Every ArrayBuffer under typed arrays in `value`, to transfer with the message that holds it. */
+export function transferables(value: unknown, out: Set<ArrayBuffer> = new Set()): ArrayBuffer[] {
+  if (ArrayBuffer.isView(value)) {
+    if (value.buffer instanceof ArrayBuffer) out.add(value.buffer);
+  } else if (Array.isArray(value)) {
+    // Arrays of strings or numbers hold no buffers; skip the walk.
+    if (value.length > 0 && typeof value[0] === "object") for (const v of value) transferables(v, out);
+  } else if (typeof value === "object" && value !== null) {
+    for (const v of Object.values(value)) transferables(v, out);
+  }
+  return [...out];
+}

@@ -9,7 +9,7 @@
 
 import init, * as module from "../../pkg/dendro.js";
 import { decodeBatch, decodePacked } from "../../pkg/dendro.js";
-import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
+import { type DecoderHello, type DecoderReply, type DecoderRequest, type Packed, transferables } from "./decoder-protocol";
 
 interface DecoderScope {
   postMessage(message: DecoderReply | DecoderHello, transfer: Transferable[]): void;
@@ -29,17 +29,6 @@ void ready.then((failed) => scope.postMessage(failed ? { hello: true, ok: false,
 
 /** Set after a trap: the instance must not be called again. */
 let trapped: string | null = null;
-
-function buffersOf(value: unknown, out: Set<ArrayBuffer> = new Set()): ArrayBuffer[] {
-  if (ArrayBuffer.isView(value)) {
-    if (value.buffer instanceof ArrayBuffer) out.add(value.buffer);
-  } else if (Array.isArray(value)) {
-    if (value.length > 0 && typeof value[0] === "object") for (const v of value) buffersOf(v, out);
-  } else if (typeof value === "object" && value !== null) {
-    for (const v of Object.values(value)) buffersOf(v, out);
-  }
-  return [...out];
-}
 
 /** Which segment of a "packed" request is being decoded, for a trap's report. */
 let at = 0;
@@ -75,7 +64,7 @@ scope.onmessage = (e: MessageEvent<DecoderRequest>) => {
     try {
       at = 0;
       const value = decode(req);
-      scope.postMessage({ id: req.id, ok: true, value }, buffersOf(value));
+      scope.postMessage({ id: req.id, ok: true, value }, transferables(value));
     } catch (err) {
       if (err instanceof WebAssembly.RuntimeError) {
         trapped = err.message;

@@ -40,61 +40,81 @@ async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) 
   return out;
 }
 
-/** The engine's side of a prefetch: where fetched bytes go (Archive.prefetchFill). */
-export interface Prefetching {
-  prefetchFill(offset: number, bytes: Uint8Array): void;
+/**
+ * A read-ahead plan of the engine (the `Prefetch` an Archive's
+ * prefetchCatalog, prefetchOutline or prefetchWindow starts; see
+ * src/read/prefetch.rs): `next` gives the ranges of a round as
+ * `[offset, length, ...]`, or undefined once done; `fill` takes each range
+ * fetched; `free` lets the engine drop it.
+ */
+export interface Plan {
+  next(): ArrayLike<number> | undefined;
+  fill(offset: number, bytes: Uint8Array): void;
+  free(): void;
 }
+
+/** What a round of a plan asked for, or fetched. */
+export type Round = { ranges: number; bytes: number };
 
 /**
  * Brings the pages the engine is about to read into its cache before it
- * asks for them: `plan` says which (Archive.prefetchPlan for the catalog's
- * listing, outlinePlan for an outline), a round per level of the b-trees
- * it walks (see src/container/lazy/walk.rs), each round fetched in one
- * batch, until it says nothing more. A failure here is not reported: the
- * prefetch only saves time, and the engine's own read of the same bytes
- * reports it in its words.
+ * asks for them, the one loop every kind of plan runs: a round per level
+ * of the b-trees it walks (see src/container/lazy/walk.rs), each round
+ * fetched in one batch, until the plan says it is done (it bounds its own
+ * rounds). `planned` hears each round's plan as it is made (the last one
+ * empty), `fetched` each round once its bytes are in. A failure here is
+ * not reported: the prefetch only saves time, and the engine's own read
+ * of the same bytes reports it in its words; an error the plan throws
+ * (an argument the read would refuse too) is the caller's.
  */
 export async function fetchPlanned(
-  archive: Prefetching,
+  plan: Plan,
   source: BatchSource,
-  plan: () => ArrayLike<number>,
-  onRound?: (round: { ranges: number; bytes: number }) => void,
+  hooks: { planned?: (round: Round) => void; fetched?: (round: Round) => void } = {},
 ): Promise<{ rounds: number; ranges: number; bytes: number }> {
   const done = { rounds: 0, ranges: 0, bytes: 0 };
-  for (let round = 0; round < 16; round++) {
-    const next = plan();
-    if (next.length === 0) break;
-    const parts = await fillPlan(archive, source, next);
-    if (parts === null) break;
-    const bytes = parts.reduce((n, p) => n + p.byteLength, 0);
-    done.rounds++;
-    done.ranges += parts.length;
-    done.bytes += bytes;
-    onRound?.({ ranges: parts.length, bytes });
+  try {
+    for (;;) {
+      const next = plan.next();
+      hooks.planned?.({ ranges: (next?.length ?? 0) / 2, bytes: planBytes(next ?? []) });
+      if (next === undefined || next.length === 0) break;
+      const parts = await fillPlan(plan, source, next);
+      if (parts === null) break;
+      const bytes = parts.reduce((n, p) => n + p.byteLength, 0);
+      done.rounds++;
+      done.ranges += parts.length;
+      done.bytes += bytes;
+      hooks.fetched?.({ ranges: parts.length, bytes });
+    }
+  } finally {
+    plan.free();
   }
   return done;
 }
 
+/** The bytes a plan of `[offset, length, ...]` asks for. */
+function planBytes(plan: ArrayLike<number>): number {
+  let bytes = 0;
+  for (let i = 1; i < plan.length; i += 2) bytes += plan[i]!;
+  return bytes;
+}
+
 /**
  * Reads a plan of (offset, length) pairs, flattened as the engine hands
- * them out, in one batch, and gives each part to the engine's block
- * cache. Null when the batch could not be read: a prefetch only saves
- * time, and SQLite's own read then reports the failure in its words.
+ * them out, in one batch, and gives each part to the plan. Null when the
+ * batch could not be read: a prefetch only saves time, and SQLite's own
+ * read then reports the failure in its words.
  */
-export async function fillPlan(
-  archive: Prefetching,
-  source: BatchSource,
-  plan: ArrayLike<number>,
-): Promise<Uint8Array[] | null> {
-  const ranges: Range[] = [];
-  for (let i = 0; i + 1 < plan.length; i += 2) ranges.push([plan[i]!, plan[i + 1]!]);
+async function fillPlan(plan: Plan, source: BatchSource, ranges: ArrayLike<number>): Promise<Uint8Array[] | null> {
+  const pairs: Range[] = [];
+  for (let i = 0; i + 1 < ranges.length; i += 2) pairs.push([ranges[i]!, ranges[i + 1]!]);
   let parts: Uint8Array[];
   try {
-    parts = await source.readMany(ranges);
+    parts = await source.readMany(pairs);
   } catch {
     return null;
   }
-  ranges.forEach(([offset], i) => archive.prefetchFill(offset, parts[i]!));
+  pairs.forEach(([offset], i) => plan.fill(offset, parts[i]!));
   return parts;
 }
 

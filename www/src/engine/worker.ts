@@ -22,11 +22,11 @@
 // queued behind it start: those are answered "Cancelled" without running.
 
 import init, * as module from "../../pkg/dendro.js";
-import { Archive, decodingNow, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
+import { Archive, Prefetch, decodingNow, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import type { PackedDescription } from "./packing";
-import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, fillPlan, probeFollow, probeUrl } from "./sources";
-import type { DecoderHello, DecoderReply, DecoderRequest, Packed } from "./decoder-protocol";
+import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, probeFollow, probeUrl } from "./sources";
+import { type DecoderHello, type DecoderReply, type DecoderRequest, type Packed, transferables } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
 import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
@@ -88,19 +88,6 @@ function asEngineError(e: unknown): EngineError {
     return engineError("Internal", `${e.name}: ${e.message}`);
   }
   return engineError("Internal", String(e));
-}
-
-/** Every ArrayBuffer under typed arrays in `value`, to transfer. */
-function transferables(value: unknown, out: Set<ArrayBuffer> = new Set()): ArrayBuffer[] {
-  if (ArrayBuffer.isView(value)) {
-    if (value.buffer instanceof ArrayBuffer) out.add(value.buffer);
-  } else if (Array.isArray(value)) {
-    // Arrays of strings or numbers hold no buffers; skip the walk.
-    if (value.length > 0 && typeof value[0] === "object") for (const v of value) transferables(v, out);
-  } else if (typeof value === "object" && value !== null) {
-    for (const v of Object.values(value)) transferables(v, out);
-  }
-  return [...out];
 }
 
 function archive(handle: number): Archive {
@@ -196,7 +183,7 @@ const unlisted = new Set<number>();
 async function readyCatalog(a: Archive, handle: number): Promise<void> {
   const source = inPlace.get(handle);
   if (!source || !unlisted.delete(handle)) return;
-  await fetchPlanned(a, source, () => a.prefetchPlan(), (round) => mark("prefetch", round));
+  await fetchPlanned(a.prefetchCatalog(), source, { fetched: (round) => mark("prefetch", round) });
 }
 
 /**
@@ -208,7 +195,7 @@ async function readyCatalog(a: Archive, handle: number): Promise<void> {
 async function outlineOf(a: Archive, handle: number, minSegments: number): Promise<Calls["outline"]["result"]> {
   const source = inPlace.get(handle);
   if (!source || noOutline) return null;
-  await fetchPlanned(a, source, () => a.outlinePlan(minSegments), (round) => mark("outline prefetch", round));
+  await fetchPlanned(a.prefetchOutline(minSegments), source, { fetched: (round) => mark("outline prefetch", round) });
   const outline = a.describeOutline(minSegments) as Calls["outline"]["result"];
   mark("outlined", { fetches: (a.lazyStats() as { fetches?: number } | null)?.fetches ?? 0 });
   return outline;
@@ -236,20 +223,17 @@ const noRanges = (self as { __dendroNoRanges?: boolean }).__dendroNoRanges === t
  * (the last pages of those segments, and the pointer-map pages proving
  * them) are fetched in a few batches, so that each costs no read of its
  * own: first the table's pages leading to those segments' rows, where they
- * are not cached, then the footers (see footerPlan in src/wasm/mod.rs). A
- * failure here is not reported: the read itself reports it in its words.
+ * are not cached, then the footers (see Prefetch::window in
+ * src/read/prefetch.rs). A failure to fetch is not reported: the read
+ * itself reports it in its words.
  */
 async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["readRange"]["args"]): Promise<void> {
   const [src, stream, from, to, columns, maxPoints, rates, preview] = args;
-  // A round per level of the table's b-tree, then one for the footers; the
-  // bound only guards against a plan that does not shrink.
-  for (let round = 0; round < FOOTER_ROUNDS; round++) {
-    const plan = a.footerPlan(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined, preview === true);
-    markRead("footer plan", a, { ranges: plan.length / 2, bytes: planBytes(plan) });
-    if (plan.length === 0) return;
-    if ((await fillPlan(a, source, plan)) === null) return;
-    markRead("footers fetched", a);
-  }
+  const plan = a.prefetchWindow(src, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined, preview === true);
+  await fetchPlanned(plan, source, {
+    planned: (round) => markRead("footer plan", a, { ranges: round.ranges, bytes: round.bytes }),
+    fetched: () => markRead("footers fetched", a),
+  });
 }
 
 /**
@@ -266,16 +250,6 @@ async function prefetchWindow(a: Archive, handle: number, args: Calls["prefetch"
   // many points it asks for does not change which).
   await prefetchFooters(a, source, [src, stream, from, to, null, 1, null, true]);
   return null;
-}
-
-/** The most rounds a footer prefetch takes (a round per level of the catalog's b-tree, then a few to follow fragmented chains to their footers). */
-const FOOTER_ROUNDS = 12;
-
-/** The bytes a plan of `[offset, length, ...]` asks for. */
-function planBytes(plan: ArrayLike<number>): number {
-  let bytes = 0;
-  for (let i = 1; i < plan.length; i += 2) bytes += plan[i]!;
-  return bytes;
 }
 
 /** A trace mark with the in-place reader's reads so far (fetches, of them primed, bytes, cache misses). */
@@ -657,13 +631,19 @@ function warmUp(): void {
     const bytes = warmUpArchive();
     const source = { size: bytes.byteLength, read: (offset: number, length: number) => bytes.slice(offset, offset + length) };
     const a = Archive.openLazy(source, "the warm-up archive", false, OPEN_HEAD_BYTES);
-    const fill = (plan: Float64Array | number[]) => {
-      for (let i = 0; i + 1 < plan.length; i += 2) a.prefetchFill(plan[i]!, bytes.subarray(plan[i]!, plan[i]! + plan[i + 1]!));
+    const drain = (plan: Prefetch) => {
+      try {
+        for (let next = plan.next(); next !== undefined; next = plan.next()) {
+          for (let i = 0; i + 1 < next.length; i += 2) plan.fill(next[i]!, bytes.subarray(next[i]!, next[i]! + next[i + 1]!));
+        }
+      } finally {
+        plan.free();
+      }
     };
     try {
-      for (let plan = a.outlinePlan(0); plan.length > 0; plan = a.outlinePlan(0)) fill(plan);
+      drain(a.prefetchOutline(0));
       a.describeOutline(0);
-      for (let plan = a.prefetchPlan(); plan.length > 0; plan = a.prefetchPlan()) fill(plan);
+      drain(a.prefetchCatalog());
       a.describePacked();
     } finally {
       a.free();
