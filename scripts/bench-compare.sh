@@ -8,10 +8,11 @@
 #   scripts/bench-compare.sh [--quick] [--rounds N] [--benches "writer read replicate"]
 #                            [--browser | --no-browser] OLD_REV NEW_REV
 #
-# --quick     each bench in its small mode (about a minute each): writer
-#             `--quick` with DENDRO_BENCH_ONLY=reference, read `--quick
-#             --core`, replicate `--quick`; the browser bench 3 runs on a
-#             10 MB demo archive instead of 5 on 100 MB
+# --quick     each bench in a small mode, under a minute each here: writer
+#             the reference workload only (DENDRO_BENCH_ONLY=reference,
+#             its 3 runs), read `--quick --core --reps 7` (8 MB), replicate
+#             `--quick --reps 3` (10 MB, 8 s of lag); the browser bench 3
+#             runs on a 10 MB demo archive instead of 5 on 100 MB
 # --rounds N  old then new, N times (default 3)
 # --browser   also the viewer's first plot (scripts/bench-first-plot.mjs or
 #             bench/browser/first-plot.mjs, whichever the revision has),
@@ -23,7 +24,13 @@
 # target dir beside it, seeded with a copy of this checkout's
 # target/release (and the first revision's, for the second) so that only
 # the crate itself compiles. Outputs stay in .../compare/runs/. Build with
-# CARGO_BUILD_JOBS set as the machine allows (it is passed through).
+# CARGO_BUILD_JOBS set as the machine allows (it is passed through). The
+# checkouts stay for the next run; `git worktree remove --force DIR` (or
+# `git worktree prune` after deleting .../compare) drops them.
+#
+# On a loaded machine the quick figures of one revision against itself
+# moved by up to 40% (docs/measurements/2026-12-07-wasm-size.md): read a
+# ratio against that floor, or run without --quick and with more rounds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$(pwd)
@@ -41,7 +48,7 @@ while [ $# -gt 0 ]; do
     --benches) benches=$2; shift ;;
     --browser) browser=1 ;;
     --no-browser) browser=0 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,/^set -euo/p' "$repo/scripts/$(basename "$0")" | sed '$d'; exit 0 ;;
     -*) echo "bench-compare: unknown option $1" >&2; exit 2 ;;
     *) revs+=("$1") ;;
   esac
@@ -117,13 +124,18 @@ fi
 run() {
   local dir=$1 bench=$2 out=$3 args=() envs=()
   case "$bench" in
-    writer) [ "$quick" = 1 ] && { args=(--quick); envs=(DENDRO_BENCH_ONLY=reference); } ;;
-    read) [ "$quick" = 1 ] && args=(--quick --core) ;;
-    replicate) [ "$quick" = 1 ] && args=(--quick) ;;
+    writer) [ "$quick" = 1 ] && envs=(DENDRO_BENCH_ONLY=reference) ;;
+    read) [ "$quick" = 1 ] && args=(--quick --core --reps 7) ;;
+    replicate) [ "$quick" = 1 ] && args=(--quick --reps 3) ;;
   esac
   if [ "$bench" = first-plot ]; then
-    local script=bench/browser/first-plot.mjs
-    [ -f "$dir/src/$script" ] || script=scripts/bench-first-plot.mjs
+    # Wherever the revision keeps it (it moved to bench/browser/ in issue 30).
+    local script
+    for script in bench/browser/first-plot.mjs bench/browser/bench-first-plot.mjs \
+      scripts/bench-first-plot.mjs ""; do
+      [ -z "$script" ] || [ -f "$dir/src/$script" ] && break
+    done
+    [ -n "$script" ] || { echo "no first-plot bench in $dir/src" >"$out.err"; return 1; }
     (cd "$dir/src" && node "$script" --runs "$([ "$quick" = 1 ] && echo 3 || echo 5)" \
       --archive "$archive" --stream cpu) >"$out" 2>"$out.err"
   else
@@ -183,6 +195,7 @@ def figures(bench, text):
     return out
 
 print(f"# {old_rev} (old) vs {new_rev} (new): median over {rounds} alternating round(s)")
+print("# rates (per s) are better higher, times (s, ms) better lower")
 for bench in benches:
     per = {"old": {}, "new": {}}
     for side in per:
