@@ -268,6 +268,12 @@ mod tests {
         dir
     }
 
+    /// The site of the files `www` wrote, offering these archives.
+    fn offering(dir: &tempfile::TempDir, archives: &[&str]) -> Site {
+        let archives = archives.iter().map(PathBuf::from).collect();
+        Site::new(dir.path().to_path_buf(), archives)
+    }
+
     #[test]
     fn only_files_below_the_root_or_offered_archives_resolve() {
         let dir = www();
@@ -295,29 +301,23 @@ mod tests {
         }
     }
 
-    /// A site over the page folder `dir` offering `archives`, in order.
-    fn site_offering(dir: &tempfile::TempDir, archives: &[&str]) -> Site {
-        let archives = archives.iter().map(PathBuf::from).collect();
-        Site::new(dir.path().to_path_buf(), archives)
-    }
-
     #[test]
     fn the_examples_sample_is_the_first_archive_offered() {
         let dir = www();
-        let site = site_offering(&dir, &["/data/demo.dendro", "/data/b.dendro"]);
+        let site = offering(&dir, &["/data/demo.dendro", "/data/b.dendro"]);
         assert_eq!(
             site.resolve("/examples/sample.dendro"),
             Some(Target::Archive(PathBuf::from("/data/demo.dendro")))
         );
         // With no archive offered it is a plain file below the root (404 when absent).
-        let bare = site_offering(&dir, &[]);
+        let bare = offering(&dir, &[]);
         assert_eq!(bare.resolve("/examples/sample.dendro"), None);
     }
 
     #[test]
     fn archives_with_one_name_get_distinct_urls_escaped_for_the_page() {
         let dir = www();
-        let site = site_offering(&dir, &["/a/x y.dendro", "/b/x y.dendro", "/c/100%&.dendro"]);
+        let site = offering(&dir, &["/a/x y.dendro", "/b/x y.dendro", "/c/100%&.dendro"]);
         assert_eq!(
             site.open_urls(),
             [
