@@ -7,6 +7,7 @@
 //! stream file) is `stream.rs`; the numbers both obey are `format::wire`,
 //! re-exported here under their old names.
 
+use crate::catalog::NewSource;
 use crate::error::WireProblem;
 pub use crate::format::wire::{
     frame_fits, row_wire_len, segment_frame_len, KIND_CLOCK_OFFSET, KIND_DIGEST, KIND_HANDSHAKE,
@@ -49,16 +50,10 @@ pub enum Frame {
     Handshake {
         /// The ordinal later frames name the source by.
         source: u32,
-        /// The source's identity; absent for a source older than the column.
-        uuid: Option<String>,
-        /// Its labels.
-        labels: Labels,
-        /// Its metadata, verbatim.
-        metadata: Labels,
-        /// Its anchor.
-        clock_anchor_wall_ns: i64,
-        /// Whether it was finalized.
-        complete: bool,
+        /// Its `sources` row but the file-local id (which each file
+        /// numbers itself); the uuid is absent for a source older than
+        /// the column.
+        row: NewSource,
     },
     /// Kind 2: one entry of the caller's time-keyed store (`caller_rows`).
     Index {
@@ -149,9 +144,13 @@ impl Frame {
         };
         let payload = match self {
             Frame::Handshake {
-                uuid,
-                labels,
-                metadata,
+                row:
+                    NewSource {
+                        uuid,
+                        labels,
+                        metadata,
+                        ..
+                    },
                 ..
             } => {
                 4 + 1
@@ -191,11 +190,14 @@ impl Frame {
         match self {
             Frame::Handshake {
                 source,
-                uuid,
-                labels,
-                metadata,
-                clock_anchor_wall_ns,
-                complete,
+                row:
+                    NewSource {
+                        uuid,
+                        labels,
+                        metadata,
+                        clock_anchor_wall_ns,
+                        complete,
+                    },
             } => {
                 w.u32(*source);
                 w.opt_bytes(uuid.as_deref().map(str::as_bytes));
@@ -283,14 +285,16 @@ impl Frame {
         let frame = match kind {
             KIND_HANDSHAKE => Frame::Handshake {
                 source: r.u32()?,
-                uuid: r
-                    .opt_bytes()?
-                    .map(|b| utf8(b, "the source's uuid"))
-                    .transpose()?,
-                labels: r.map("labels")?,
-                metadata: r.map("metadata")?,
-                clock_anchor_wall_ns: r.i64()?,
-                complete: r.bool()?,
+                row: NewSource {
+                    uuid: r
+                        .opt_bytes()?
+                        .map(|b| utf8(b, "the source's uuid"))
+                        .transpose()?,
+                    labels: r.map("labels")?,
+                    metadata: r.map("metadata")?,
+                    clock_anchor_wall_ns: r.i64()?,
+                    complete: r.bool()?,
+                },
             },
             KIND_INDEX => Frame::Index {
                 source: r.u32()?,

@@ -16,7 +16,7 @@
 use std::collections::{BTreeMap, HashMap, HashSet};
 
 use super::codec::{Frame, IndexKind, IndexState, WireRow};
-use crate::catalog::{Labels, SegmentRecord, Snapshot, SourceRecord};
+use crate::catalog::{Labels, NewSource, SegmentRecord, Snapshot, SourceRecord};
 use crate::container::Archive;
 use crate::error::Result;
 use crate::format::wire::{
@@ -260,11 +260,13 @@ impl Shipped {
         if first || said != self.said {
             let handshake = Frame::Handshake {
                 source: self.ordinal,
-                uuid: record.source.uuid.clone(),
-                labels: said.labels.clone(),
-                metadata: said.metadata.clone(),
-                clock_anchor_wall_ns: record.source.clock_anchor_wall_ns,
-                complete: said.complete,
+                row: NewSource {
+                    uuid: record.source.uuid.clone(),
+                    labels: said.labels.clone(),
+                    metadata: said.metadata.clone(),
+                    clock_anchor_wall_ns: record.source.clock_anchor_wall_ns,
+                    complete: said.complete,
+                },
             };
             check_size(snap, &handshake, || {
                 format!("source {}: its labels and metadata", record.id)

@@ -212,23 +212,7 @@ impl Subscriber {
             self.promote()?;
         }
         match frame {
-            Frame::Handshake {
-                source,
-                uuid,
-                labels,
-                metadata,
-                clock_anchor_wall_ns,
-                complete,
-            } => self.handshake(
-                source,
-                NewSource {
-                    uuid,
-                    labels,
-                    metadata,
-                    complete,
-                    clock_anchor_wall_ns,
-                },
-            )?,
+            Frame::Handshake { source, row } => self.handshake(source, row)?,
             Frame::Index {
                 source,
                 stream,

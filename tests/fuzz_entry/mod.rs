@@ -995,11 +995,13 @@ pub fn sample_frames() -> Vec<u8> {
     let frames = [
         Frame::Handshake {
             source: 0,
-            uuid: Some("00000000-0000-4000-8000-000000000001".into()),
-            labels: [("host".to_string(), "a".to_string())].into(),
-            metadata: Labels::new(),
-            clock_anchor_wall_ns: -1,
-            complete: false,
+            row: dendro::catalog::NewSource {
+                uuid: Some("00000000-0000-4000-8000-000000000001".into()),
+                labels: [("host".to_string(), "a".to_string())].into(),
+                metadata: Labels::new(),
+                clock_anchor_wall_ns: -1,
+                complete: false,
+            },
         },
         Frame::Index {
             source: 0,

@@ -26,11 +26,13 @@ pub fn one_of_each() -> Vec<Frame> {
     vec![
         Frame::Handshake {
             source: 3,
-            uuid: Some("4d8dd7da-ed6f-4b1c-9040-fcebac272209".into()),
-            labels: labels.clone(),
-            metadata: labels,
-            clock_anchor_wall_ns: -5,
-            complete: true,
+            row: dendro::catalog::NewSource {
+                uuid: Some("4d8dd7da-ed6f-4b1c-9040-fcebac272209".into()),
+                labels: labels.clone(),
+                metadata: labels,
+                clock_anchor_wall_ns: -5,
+                complete: true,
+            },
         },
         Frame::Index {
             source: 3,
@@ -290,11 +292,13 @@ impl Rng {
         match self.below(5) {
             0 => Frame::Handshake {
                 source,
-                uuid: self.opt().map(|b| String::from_utf8_lossy(&b).into_owned()),
-                labels: self.map(),
-                metadata: self.map(),
-                clock_anchor_wall_ns: self.next() as i64,
-                complete: self.below(2) == 1,
+                row: dendro::catalog::NewSource {
+                    uuid: self.opt().map(|b| String::from_utf8_lossy(&b).into_owned()),
+                    labels: self.map(),
+                    metadata: self.map(),
+                    clock_anchor_wall_ns: self.next() as i64,
+                    complete: self.below(2) == 1,
+                },
             },
             1 => Frame::Index {
                 source,

@@ -361,11 +361,14 @@ fn a_second_handshake_writes_labels_metadata_and_a_resume_to_the_replica_file() 
     for frame in frames {
         if let Frame::Handshake {
             source,
-            uuid,
-            labels,
-            metadata,
-            clock_anchor_wall_ns,
-            complete,
+            row:
+                dendro::catalog::NewSource {
+                    uuid,
+                    labels,
+                    metadata,
+                    clock_anchor_wall_ns,
+                    complete,
+                },
         } = &frame
         {
             assert!(complete);
@@ -375,11 +378,13 @@ fn a_second_handshake_writes_labels_metadata_and_a_resume_to_the_replica_file() 
             metadata.insert("site".into(), "lab-3".into());
             restated = Some(Frame::Handshake {
                 source: *source,
-                uuid: uuid.clone(),
-                labels,
-                metadata,
-                clock_anchor_wall_ns: *clock_anchor_wall_ns,
-                complete: false,
+                row: dendro::catalog::NewSource {
+                    uuid: uuid.clone(),
+                    labels,
+                    metadata,
+                    clock_anchor_wall_ns: *clock_anchor_wall_ns,
+                    complete: false,
+                },
             });
         }
         sub.apply(frame).unwrap();

@@ -191,11 +191,13 @@ fn a_row_below_the_newest_that_the_replica_lacks_is_applied_not_counted_held() {
     let mut sub = Subscriber::open(&replica, fixture_encoder()).unwrap();
     sub.apply(Frame::Handshake {
         source: 0,
-        uuid: Some("0b7c4d6e-2f1a-4c3b-9d8e-7f6a5b4c3d2e".into()),
-        labels: Labels::new(),
-        metadata: Labels::new(),
-        clock_anchor_wall_ns: 0,
-        complete: false,
+        row: dendro::catalog::NewSource {
+            uuid: Some("0b7c4d6e-2f1a-4c3b-9d8e-7f6a5b4c3d2e".into()),
+            labels: Labels::new(),
+            metadata: Labels::new(),
+            clock_anchor_wall_ns: 0,
+            complete: false,
+        },
     })
     .unwrap();
     let rows = |seq: u64, ts: &[i64]| Frame::Rows {

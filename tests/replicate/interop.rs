@@ -47,11 +47,14 @@ fn the_originals_stream_decodes_frame_by_frame_as_its_manifest_lists() {
         assert_eq!(entry["source"].as_u64().unwrap(), frame.source() as u64);
         match &frame {
             Frame::Handshake {
-                uuid,
-                labels,
-                metadata,
-                clock_anchor_wall_ns,
-                complete,
+                row:
+                    dendro::catalog::NewSource {
+                        uuid,
+                        labels,
+                        metadata,
+                        clock_anchor_wall_ns,
+                        complete,
+                    },
                 ..
             } => {
                 assert_eq!(entry["uuid"].as_str(), uuid.as_deref());

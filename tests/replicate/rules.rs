@@ -14,11 +14,13 @@ const UUID: &str = "4d8dd7da-ed6f-4b1c-9040-fcebac272209";
 fn handshake(encoder: &str) -> Frame {
     Frame::Handshake {
         source: 7,
-        uuid: Some(UUID.into()),
-        labels: [("host".to_string(), "a".to_string())].into(),
-        metadata: [("encoder".to_string(), encoder.to_string())].into(),
-        clock_anchor_wall_ns: 0,
-        complete: false,
+        row: dendro::catalog::NewSource {
+            uuid: Some(UUID.into()),
+            labels: [("host".to_string(), "a".to_string())].into(),
+            metadata: [("encoder".to_string(), encoder.to_string())].into(),
+            clock_anchor_wall_ns: 0,
+            complete: false,
+        },
     }
 }
 
@@ -123,9 +125,9 @@ fn a_handshake_may_not_hand_a_used_ordinal_to_another_source() {
     let (_dir, _out, mut sub) = subscriber();
     sub.apply(handshake(FIXTURE_ENCODER_VERSION)).unwrap();
     let mut other = handshake(FIXTURE_ENCODER_VERSION);
-    if let Frame::Handshake { uuid, labels, .. } = &mut other {
-        *uuid = Some("370f3fe8-dc36-4d4d-8c58-3157f79cb7a3".into());
-        *labels = Labels::new();
+    if let Frame::Handshake { row, .. } = &mut other {
+        row.uuid = Some("370f3fe8-dc36-4d4d-8c58-3157f79cb7a3".into());
+        row.labels = Labels::new();
     }
     assert!(matches!(sub.apply(other), Err(Error::Replication { .. })));
 }

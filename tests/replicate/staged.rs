@@ -175,11 +175,13 @@ fn a_source_without_a_uuid_is_one_source_across_the_move_into_place() {
     subscriber
         .apply(Frame::Handshake {
             source: 0,
-            uuid: None,
-            labels: [("host".into(), "old".into())].into(),
-            metadata: Default::default(),
-            clock_anchor_wall_ns: 1,
-            complete: false,
+            row: dendro::catalog::NewSource {
+                uuid: None,
+                labels: [("host".into(), "old".into())].into(),
+                metadata: Default::default(),
+                clock_anchor_wall_ns: 1,
+                complete: false,
+            },
         })
         .unwrap();
     assert!(subscriber.staging());
