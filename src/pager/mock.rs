@@ -230,7 +230,7 @@ pub fn interior_page(kids: &[u32], page_bytes: usize) -> Vec<u8> {
 }
 
 #[cfg(all(test, feature = "write"))]
-pub(crate) use archive::{payload_of, serve, write_archive, write_fragmented, Served};
+pub(crate) use archive::{payload_of, serve, serve_with, write_archive, write_fragmented, Served};
 
 // A test module (`cfg(test)` outside, so tools that skip test modules
 // skip it) that exists only where the writer is built (`cfg` inside).
@@ -336,7 +336,7 @@ mod archive {
     /// registered as the file it reads in place.
     pub(crate) struct Served {
         /// The archive, SQLite reading its file on disk.
-        pub(crate) archive: Archive,
+        pub(crate) archive: Rc<Archive>,
         /// The lazy file its payloads are read by range through.
         pub(crate) file: Rc<RefCell<LazyFile<Image>>>,
         /// The image under the lazy file: its counters and switch.
@@ -347,9 +347,18 @@ mod archive {
     /// file it reads in place (natively SQLite reads the file on disk itself,
     /// so only reads by range reach the image).
     pub(crate) fn serve(path: &Path, image: Vec<u8>) -> Served {
-        let archive = Archive::open(path).unwrap();
+        serve_with(path, image, LazyConfig::LOCAL_FILE, 0)
+    }
+
+    /// [`serve`] with the lazy file's `config`, its first `head` bytes
+    /// read at once as the browser's engine reads them at open.
+    pub(crate) fn serve_with(path: &Path, image: Vec<u8>, config: LazyConfig, head: u64) -> Served {
+        let archive = Rc::new(Archive::open(path).unwrap());
         let image = Image::new(image);
-        let file = Rc::new(RefCell::new(image.lazy(LazyConfig::LOCAL_FILE)));
+        let file = Rc::new(RefCell::new(image.lazy(config)));
+        if head > 0 {
+            file.borrow_mut().read_head(head).unwrap();
+        }
         let weak: Weak<dyn InPlace> = Rc::downgrade(&file) as _;
         assert!(serve_payloads(&archive, weak));
         Served {

@@ -9,17 +9,16 @@
 
 use std::cell::RefCell;
 use std::path::Path;
-use std::rc::{Rc, Weak};
+use std::rc::Rc;
 use std::sync::Arc;
 
 use arrow_array::{Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 
 use super::*;
-use crate::container::serve_payloads;
 use crate::container::ArchiveMut;
 use crate::pager::mock::Image;
-use crate::pager::{InPlace, LazyConfig};
+use crate::pager::LazyConfig;
 use crate::segment::Segment;
 use crate::Labels;
 
@@ -45,16 +44,16 @@ const NO_READ_AHEAD: LazyConfig = LazyConfig {
 };
 
 fn serve(path: &Path) -> Served {
-    let image = Image::new(std::fs::read(path).unwrap());
-    let file = Rc::new(RefCell::new(image.lazy(NO_READ_AHEAD)));
-    file.borrow_mut().read_head(HEAD_BYTES).unwrap();
-    let archive = Rc::new(Archive::open(path).unwrap());
-    let weak: Weak<dyn InPlace> = Rc::downgrade(&file) as _;
-    assert!(serve_payloads(&archive, weak));
+    let served = crate::pager::mock::serve_with(
+        path,
+        std::fs::read(path).unwrap(),
+        NO_READ_AHEAD,
+        HEAD_BYTES,
+    );
     Served {
-        archive,
-        file,
-        image,
+        archive: served.archive,
+        file: served.file,
+        image: served.image,
         path: path.to_path_buf(),
     }
 }
