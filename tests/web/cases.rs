@@ -226,10 +226,10 @@ fn describe_in_js_is_the_describe_json_shape_with_bigint_timestamps() {
                 .map(|(n, &c)| (n.clone(), Value::from(c)))
                 .collect();
             source["caller_row_counts"] = Value::Object(counts);
-            source["reserved"] = reserved_json(&ours.metadata);
+            source["reserved"] = reserved_json(&ours.source.metadata);
             // The engine also says whether it reads the source's live tails.
             source["live_readable"] =
-                Value::from(dendro::typed::reader_for(&ours.metadata).is_some());
+                Value::from(dendro::typed::reader_for(&ours.source.metadata).is_some());
         }
         assert_eq!(to_json(&js), expected, "{}", f.file);
         assert_eq!(
