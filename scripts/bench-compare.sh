@@ -131,7 +131,7 @@ run() {
   if [ "$bench" = first-plot ]; then
     # Wherever the revision keeps it (it moved to bench/browser/ in issue 30).
     local script
-    for script in bench/browser/first-plot.mjs bench/browser/bench-first-plot.mjs \
+    for script in benches/browser/first-plot.mjs bench/browser/first-plot.mjs \
       scripts/bench-first-plot.mjs ""; do
       [ -z "$script" ] || [ -f "$dir/src/$script" ] && break
     done

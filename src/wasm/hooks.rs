@@ -29,7 +29,7 @@ pub fn decode_for_bench(bytes: &[u8]) -> JsResult<f64> {
 
 /// Unpacks what `decodePacked` returned, as `RangeJob.supply` does,
 /// counting the rows: with `__decodeForBench` and `decodePacked`, what
-/// decoding in a second instance adds (`scripts/bench-wasm.mjs`). Feature
+/// decoding in a second instance adds (`benches/browser/engine.mjs`). Feature
 /// `test-hooks`.
 #[wasm_bindgen(js_name = __unpackForBench)]
 pub fn unpack_for_bench(packed: js_sys::Array) -> JsResult<f64> {

@@ -31,7 +31,7 @@ import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMe
 import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
 
 /**
- * Set only by scripts/bench-lazy.mjs (`self.__dendroTrace = true`, prepended
+ * Set only by benches/browser/in-place.mjs (`self.__dendroTrace = true`, prepended
  * to this script): when each step of an open happened, as absolute times
  * (`performance.timeOrigin + performance.now()`, comparable with the page's),
  * read back through DevTools as `self.__dendroTraceLog`. The page never sets it.
@@ -129,7 +129,7 @@ const PROBE_BYTES = 16 << 10;
 const OPEN_HEAD_BYTES = 64 << 10;
 
 /**
- * Set only by scripts/bench-lazy.mjs (`--open-as-before`), to measure the
+ * Set only by benches/browser/in-place.mjs (`--open-as-before`), to measure the
  * open as it was before the head read and the warm-up: no head read, the
  * 16 KiB probe, no warm-up, the decoder started at the open. The page
  * never sets it.
@@ -146,7 +146,7 @@ function keep(a: Archive): number {
 }
 
 /**
- * Set only by scripts/bench-lazy.mjs, which prepends it to this script to
+ * Set only by benches/browser/in-place.mjs, which prepends it to this script to
  * measure the in-place reader as it was before the catalog prefetch and
  * the walk hints (its "before" figures). The page never sets it.
  */
@@ -202,7 +202,7 @@ async function outlineOf(a: Archive, handle: number, minSegments: number): Promi
 }
 
 /**
- * Set only by scripts/bench-lazy.mjs (`--no-outline`), to measure the open
+ * Set only by benches/browser/in-place.mjs (`--no-outline`), to measure the open
  * as it was before outlines: none is given, so the page waits for the
  * full listing. The page never sets it.
  */
@@ -212,7 +212,7 @@ const noOutline = (self as { __dendroNoOutline?: boolean }).__dendroNoOutline ==
 const inPlace = new Map<number, BatchSource>();
 
 /**
- * Set only by scripts/bench-lazy.mjs (`--no-ranges`), to measure payloads
+ * Set only by benches/browser/in-place.mjs (`--no-ranges`), to measure payloads
  * read through SQLite as before they were read by range and their footers
  * fetched ahead. The page never sets it.
  */
