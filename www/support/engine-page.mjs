@@ -94,6 +94,7 @@ export async function launch() {
       "--disable-component-update",
       "--no-first-run",
       "--disable-sync",
+      "--disable-quic",
     ],
   });
 }

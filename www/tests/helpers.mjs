@@ -5,7 +5,6 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile, readdir } from "node:fs/promises";
 import { basename, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { chromium } from "playwright-core";
 import { startServer } from "../support/index.mjs";
 
 export const WWW = dirname(dirname(fileURLToPath(import.meta.url)));
@@ -84,22 +83,8 @@ export async function refusalFixtures() {
   return (await loadManifests()).filter((m) => m.stem.startsWith("i_"));
 }
 
-export async function launch() {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-      "--disable-sync",
-      "--disable-quic",
-    ],
-  });
-}
+// One way to start the browser, shared with the benches.
+export { launch } from "../support/index.mjs";
 
 export async function serve(extraMounts = {}) {
   return startServer({
