@@ -6,6 +6,8 @@
 //! alternate them.
 //!
 //! `cargo bench --bench decode_nullable -- [REPS]`
+mod common;
+
 use std::sync::Arc;
 
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch, StringArray};
@@ -48,16 +50,6 @@ fn batch(n: usize, null_every: usize) -> RecordBatch {
     RecordBatch::try_new(schema, cols).unwrap()
 }
 
-/// This thread's CPU time.
-fn cpu() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
-}
-
 fn main() {
     // `cargo bench` passes `--bench`; REPS is what follows it.
     let reps: usize = std::env::args()
@@ -80,7 +72,7 @@ fn main() {
         let total: usize = segs.iter().map(|s| s.len()).sum();
         let mut times = Vec::new();
         for _ in 0..reps {
-            let t = cpu();
+            let t = common::thread_cpu_s();
             let mut rows = 0;
             for s in &segs {
                 for b in dendro::segment::decode_segment(s.clone(), None).unwrap() {
@@ -88,7 +80,7 @@ fn main() {
                 }
             }
             std::hint::black_box(rows);
-            times.push(cpu() - t);
+            times.push(common::thread_cpu_s() - t);
         }
         times.sort_by(f64::total_cmp);
         let m = times[reps / 2];

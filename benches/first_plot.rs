@@ -8,36 +8,24 @@
 //!
 //! `cargo bench --bench first_plot -- ARCHIVE [STREAM] [PLOTS] [REPS]`
 
+mod common;
+
 use dendro::read::range::{preview_range, read_range_bounded, RangeRequest, Stats};
 use dendro::read::stats::{segment_stats, summarize};
 use dendro::read::{describe, segment_bytes};
 use dendro::Archive;
 use parquet::file::metadata::ParquetMetaDataReader;
 
-fn cpu() -> f64 {
-    let mut t = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut t) };
-    t.tv_sec as f64 + t.tv_nsec as f64 / 1e9
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// Runs `f` `reps` times and answers the median CPU time in ms.
 fn time<T>(reps: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     let mut times = Vec::new();
     let mut last = None;
     for _ in 0..reps {
-        let t = cpu();
+        let t = common::thread_cpu_s();
         last = Some(f());
-        times.push((cpu() - t) * 1e3);
+        times.push((common::thread_cpu_s() - t) * 1e3);
     }
-    (median(times), last.unwrap())
+    (common::median(times), last.unwrap())
 }
 
 fn main() {
