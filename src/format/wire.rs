@@ -42,9 +42,23 @@ pub const KIND_ROWS: u8 = 3;
 pub const KIND_SEGMENT: u8 = 4;
 /// `ClockOffset`.
 pub const KIND_CLOCK_OFFSET: u8 = 5;
+/// `SourceUpdate` (`WIRE.md` §4.7): a source's new labels and metadata in
+/// the middle of a connection. The original's 0.6.1 added it; older peers
+/// skip it by its length.
+pub const KIND_SOURCE_UPDATE: u8 = 6;
 /// `Digest` (`WIRE.md` §4.6): an integrity extension of stream files, of a
 /// kind older readers skip. Never a `Frame`: the codec's `FrameReader` checks it.
-pub const KIND_DIGEST: u8 = 6;
+/// Our own extensions take kinds from the top of the byte down, away from
+/// the original's numbering, which counts up from 1.
+pub const KIND_DIGEST: u8 = 0xF6;
+/// The kind `Digest` frames had before the original gave 6 to
+/// `SourceUpdate`. A stream file we wrote then still reads: a kind-6 frame
+/// whose payload is a digest's (2 or 26 bytes, sizes no `SourceUpdate`
+/// can have: its fixed part alone is 20 bytes and each map entry adds at
+/// least 8) is read as one.
+pub const KIND_DIGEST_BEFORE_SOURCE_UPDATE: u8 = 6;
+/// The two payload sizes of a `Digest` frame: announcement and trailer.
+pub const DIGEST_PAYLOAD_SIZES: [usize; 2] = [2, 26];
 
 /// What a `Rows` frame's row takes on the wire.
 pub fn row_wire_len(stream: &str, row_bytes: usize) -> u64 {

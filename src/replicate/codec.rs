@@ -1,5 +1,5 @@
 //! The replication wire's frames (`WIRE.md` §2–§4): the
-//! `u32 len | u8 kind | payload` framing, the primitives, and the five
+//! `u32 len | u8 kind | payload` framing, the primitives, and the six
 //! frames. Encoding is deterministic (maps go out in key order), so equal
 //! frames are equal bytes, and decoding refuses anything it would have to
 //! guess about: a non-0/1 bool, a map out of key order, bytes left over in
@@ -11,8 +11,8 @@ use crate::catalog::NewSource;
 use crate::error::WireProblem;
 pub use crate::format::wire::{
     frame_fits, row_wire_len, segment_frame_len, KIND_CLOCK_OFFSET, KIND_DIGEST, KIND_HANDSHAKE,
-    KIND_INDEX, KIND_ROWS, KIND_SEGMENT, MAGIC, MAX_FRAME_BYTES, MAX_ROW_BYTES, MAX_SEGMENT_BYTES,
-    PREAMBLE_BYTES, PROTOCOL_VERSION, ROWS_FRAME_OVERHEAD, ROWS_FRAME_TARGET,
+    KIND_INDEX, KIND_ROWS, KIND_SEGMENT, KIND_SOURCE_UPDATE, MAGIC, MAX_FRAME_BYTES, MAX_ROW_BYTES,
+    MAX_SEGMENT_BYTES, PREAMBLE_BYTES, PROTOCOL_VERSION, ROWS_FRAME_OVERHEAD, ROWS_FRAME_TARGET,
 };
 use crate::format::Labels;
 use crate::segment::Segment;
@@ -102,6 +102,21 @@ pub enum Frame {
         /// Wall clock minus `ts`.
         offset_ns: i64,
     },
+    /// Kind 6: what a source's row now says (`sources.labels` and
+    /// `sources.metadata`), sent when either changes after the handshake.
+    /// The receiver replaces both maps, keeping its own `encoder` and
+    /// `writer_sessions` keys.
+    SourceUpdate {
+        /// The source ordinal.
+        source: u32,
+        /// The source's newest row timestamp the sender had shipped when
+        /// it saw the change, on the source's timeline.
+        ts: i64,
+        /// The labels, whole.
+        labels: Labels,
+        /// The metadata, whole.
+        metadata: Labels,
+    },
 }
 
 impl Frame {
@@ -113,6 +128,7 @@ impl Frame {
             Frame::Rows { .. } => KIND_ROWS,
             Frame::Segment { .. } => KIND_SEGMENT,
             Frame::ClockOffset { .. } => KIND_CLOCK_OFFSET,
+            Frame::SourceUpdate { .. } => KIND_SOURCE_UPDATE,
         }
     }
 
@@ -128,7 +144,8 @@ impl Frame {
             | Frame::Index { source, .. }
             | Frame::Rows { source, .. }
             | Frame::Segment { source, .. }
-            | Frame::ClockOffset { source, .. } => *source,
+            | Frame::ClockOffset { source, .. }
+            | Frame::SourceUpdate { source, .. } => *source,
         }
     }
 
@@ -177,6 +194,9 @@ impl Frame {
                 return segment_frame_len(stream, segment.bytes.len(), index);
             }
             Frame::ClockOffset { .. } => 4 + 8 + 8,
+            Frame::SourceUpdate {
+                labels, metadata, ..
+            } => 4 + 8 + map(labels) + map(metadata),
         };
         4 + 1 + payload
     }
@@ -263,6 +283,17 @@ impl Frame {
                 w.i64(*ts);
                 w.i64(*offset_ns);
             }
+            Frame::SourceUpdate {
+                source,
+                ts,
+                labels,
+                metadata,
+            } => {
+                w.u32(*source);
+                w.i64(*ts);
+                w.map(labels);
+                w.map(metadata);
+            }
         }
         let len = len_u32(out.len() - start - 4);
         out[start..start + 4].copy_from_slice(&len.to_le_bytes());
@@ -347,6 +378,12 @@ impl Frame {
                 ts: r.i64()?,
                 offset_ns: r.i64()?,
             },
+            KIND_SOURCE_UPDATE => Frame::SourceUpdate {
+                source: r.u32()?,
+                ts: r.i64()?,
+                labels: r.map("labels")?,
+                metadata: r.map("metadata")?,
+            },
             _ => return Ok(None),
         };
         if r.left() > 0 {
@@ -364,6 +401,7 @@ pub fn kind_name(kind: u8) -> &'static str {
         KIND_ROWS => "Rows",
         KIND_SEGMENT => "Segment",
         KIND_CLOCK_OFFSET => "ClockOffset",
+        KIND_SOURCE_UPDATE => "SourceUpdate",
         KIND_DIGEST => "Digest",
         _ => "unknown",
     }

@@ -1,7 +1,7 @@
 //! Replication (`WIRE.md`): shipping a live archive to another host as a
 //! stream of frames.
 //!
-//! - [`codec`]: the five frames' bytes and their primitives; the numbers
+//! - [`codec`]: the six frames' bytes and their primitives; the numbers
 //!   they obey (magic, kinds, limits) are the ground floor's
 //!   (`format::wire`). Reader build.
 //! - [`stream`]: a whole stream read by a [`FrameReader`] over any byte

@@ -257,7 +257,22 @@ impl Shipped {
             complete: record.source.complete,
         };
         let first = !self.full_sent;
-        if first || said != self.said {
+        if !first && said != self.said && said.complete == self.said.complete {
+            // Only the labels or the metadata changed (the writer patched
+            // them mid-stream): a `SourceUpdate`, as the original's 0.6.1
+            // sends, stamped with the newest row timestamp shipped so far.
+            let update = Frame::SourceUpdate {
+                source: self.ordinal,
+                ts: self.newest.values().copied().max().unwrap_or(0),
+                labels: said.labels.clone(),
+                metadata: said.metadata.clone(),
+            };
+            check_size(snap, &update, || {
+                format!("source {}: its labels and metadata", record.id)
+            })?;
+            send(update)?;
+            self.said = said;
+        } else if first || said != self.said {
             let handshake = Frame::Handshake {
                 source: self.ordinal,
                 row: NewSource {

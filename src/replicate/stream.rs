@@ -10,8 +10,8 @@ use std::io::Read;
 use super::codec::{Cursor, Frame};
 use crate::error::{Error, Result, WireProblem};
 use crate::format::wire::{
-    KIND_CLOCK_OFFSET, KIND_DIGEST, KIND_HANDSHAKE, MAGIC, MAX_FRAME_BYTES, PREAMBLE_BYTES,
-    PROTOCOL_VERSION,
+    DIGEST_PAYLOAD_SIZES, KIND_CLOCK_OFFSET, KIND_DIGEST, KIND_DIGEST_BEFORE_SOURCE_UPDATE,
+    KIND_HANDSHAKE, MAGIC, MAX_FRAME_BYTES, PREAMBLE_BYTES, PROTOCOL_VERSION,
 };
 
 /// How much of a frame's body is set aside before its bytes arrive; the
@@ -261,7 +261,11 @@ impl<R: std::io::Read> FrameReader<R> {
                     "a frame follows the stream's digest, which ends it".into(),
                 )));
             }
-            let digest_kind = body[0] == KIND_DIGEST;
+            // A digest-sized kind-6 frame is a digest of a stream file we
+            // wrote before kind 6 became `SourceUpdate` (`format::wire`).
+            let digest_kind = body[0] == KIND_DIGEST
+                || (body[0] == KIND_DIGEST_BEFORE_SOURCE_UPDATE
+                    && DIGEST_PAYLOAD_SIZES.contains(&(body.len() - 1)));
             if digest_kind {
                 match self.digest_frame(&body[1..], first) {
                     Ok(true) => continue,

@@ -37,6 +37,7 @@ use super::codec::{Frame, IndexKind, IndexState, WireRow};
 use crate::catalog::{CallerRow, ClockOffset, NewSource, WalRow};
 use crate::container::{staging, Archive};
 use crate::error::{Error, Result};
+use crate::format::{keys, Labels};
 use crate::segment::{Segment, SegmentEncoder};
 use crate::write::{Adopted, SourceWriter, Writer, WriterOptions};
 
@@ -72,6 +73,9 @@ pub struct Applied {
     /// Handshakes that changed what a replica's source row says (labels,
     /// metadata, `complete`), written to it as they arrived.
     pub restated: u64,
+    /// `SourceUpdate` frames that changed a replica's labels or metadata,
+    /// written to its source row as they arrived.
+    pub source_updates: u64,
     /// Held segments replaced by one of their origin's that covers them
     /// (the origin merged them).
     pub segments_replaced: u64,
@@ -252,6 +256,12 @@ impl Subscriber {
                 }
                 self.applied.clock_offsets += 1;
             }
+            Frame::SourceUpdate {
+                source,
+                labels,
+                metadata,
+                ..
+            } => self.source_update(source, labels, metadata)?,
         }
         self.applied.frames += 1;
         Ok(())
@@ -393,6 +403,36 @@ impl Subscriber {
             full_seen: false,
         });
         self.applied.sources += 1;
+        Ok(())
+    }
+
+    /// Kind 6: the origin's source now says `labels` and `metadata`. Both
+    /// maps are replaced, except the two keys that are the replica's own
+    /// business: `encoder` (checked against ours at the handshake, so a
+    /// frame cannot swap it) and `writer_sessions` (the origin's list with
+    /// the replica's own sessions after it, as a handshake restates it).
+    /// Written durably at once, like a changed handshake.
+    fn source_update(&mut self, ordinal: u32, labels: Labels, mut metadata: Labels) -> Result<()> {
+        let (writer, replica) = self.replica(ordinal)?;
+        for key in [keys::ENCODER, keys::WRITER_SESSIONS] {
+            match replica.source.metadata.get(key) {
+                Some(kept) => metadata.insert(key.to_string(), kept.clone()),
+                None => metadata.remove(key),
+            };
+        }
+        let mut source = replica.source.clone();
+        source.labels = labels;
+        source.metadata = metadata;
+        if same_said(&replica.source, &source) {
+            return Ok(());
+        }
+        let reopened = replica.writer.is_none();
+        replica.source = source.clone();
+        let handle = replica.handle(writer)?;
+        if !reopened {
+            handle.restate_replica(source)?;
+        }
+        self.applied.source_updates += 1;
         Ok(())
     }
 

@@ -69,6 +69,12 @@ pub fn one_of_each() -> Vec<Frame> {
             ts: 5,
             offset_ns: -6,
         },
+        Frame::SourceUpdate {
+            source: 3,
+            ts: -7,
+            labels: [("host".into(), "h2".into())].into(),
+            metadata: Labels::new(),
+        },
     ]
 }
 
@@ -289,7 +295,7 @@ impl Rng {
     }
     fn frame(&mut self) -> Frame {
         let source = self.next() as u32;
-        match self.below(5) {
+        match self.below(6) {
             0 => Frame::Handshake {
                 source,
                 row: dendro::catalog::NewSource {
@@ -336,6 +342,12 @@ impl Rng {
                     caller_index: self.opt(),
                 },
             },
+            4 => Frame::SourceUpdate {
+                source,
+                ts: self.next() as i64,
+                labels: self.map(),
+                metadata: self.map(),
+            },
             _ => Frame::ClockOffset {
                 source,
                 ts: self.next() as i64,
@@ -354,4 +366,79 @@ fn arbitrary_frames_round_trip_and_equal_frames_are_equal_bytes() {
     assert_eq!(decoded, frames);
     assert_eq!(stream_of(&decoded), bytes, "encoding is deterministic");
     assert!(frames.iter().any(|f| f.kind() == KIND_SEGMENT));
+}
+
+/// Kind 6 is `SourceUpdate` as the original's 0.6.1 lays it out:
+/// `u32 source, i64 ts, map labels, map metadata`, each map a count then
+/// key-ordered (key, value) strings. The bytes are spelled out here, not
+/// produced by the codec, so a change of layout fails this test.
+#[test]
+fn a_source_update_is_kind_six_with_the_originals_field_layout() {
+    let frame = Frame::SourceUpdate {
+        source: 2,
+        ts: -1,
+        labels: [("b".into(), "2".into()), ("a".into(), "1".into())].into(),
+        metadata: [("k".into(), "v".into())].into(),
+    };
+    let mut want = Vec::new();
+    let payload_len = 4 + 8 + (4 + 2 * (4 + 1 + 4 + 1)) + (4 + 4 + 1 + 4 + 1);
+    want.extend((1 + payload_len as u32).to_le_bytes());
+    want.push(6);
+    want.extend(2u32.to_le_bytes());
+    want.extend((-1i64).to_le_bytes());
+    want.extend(2u32.to_le_bytes());
+    for (k, v) in [("a", "1"), ("b", "2")] {
+        want.extend(1u32.to_le_bytes());
+        want.extend(k.as_bytes());
+        want.extend(1u32.to_le_bytes());
+        want.extend(v.as_bytes());
+    }
+    want.extend(1u32.to_le_bytes());
+    want.extend(1u32.to_le_bytes());
+    want.extend(b"k");
+    want.extend(1u32.to_le_bytes());
+    want.extend(b"v");
+    assert_eq!(frame.encode(), want);
+    assert_eq!(frame.encoded_len(), want.len() as u64);
+    assert_eq!(frame.kind_name(), "SourceUpdate");
+    assert_eq!(
+        crate::support::decode_all(&stream_of(std::slice::from_ref(&frame))),
+        vec![frame]
+    );
+}
+
+/// The smallest `SourceUpdate` (both maps empty) is 20 payload bytes and
+/// every map entry adds at least 8, so a kind-6 frame of a digest's size
+/// (2 or 26 payload bytes) can only be a digest of a stream file we wrote
+/// before kind 6 was the original's. Such a file still checks.
+#[test]
+fn a_stream_file_whose_digest_frames_are_kind_six_still_checks() {
+    use dendro::replicate::{StreamDigest, Verification};
+    let frames = one_of_each();
+    let mut bytes = preamble().to_vec();
+    let mut announce = StreamDigest::announce_frame();
+    assert_eq!(announce[4], dendro::replicate::codec::KIND_DIGEST);
+    announce[4] = 6;
+    bytes.extend(&announce);
+    for f in &frames {
+        f.encode_into(&mut bytes);
+    }
+    let mut digest = StreamDigest::default();
+    digest.update(&bytes);
+    let mut trailer = digest.trailer_frame();
+    trailer[4] = 6;
+    bytes.extend(&trailer);
+    let mut reader = FrameReader::new(&bytes[..], "old.bin").unwrap();
+    let mut got = Vec::new();
+    while let Some(f) = reader.next_frame().unwrap() {
+        got.push(f);
+    }
+    assert_eq!(got, frames);
+    assert_eq!(reader.verification(), Verification::Verified);
+    // A flipped byte in such a file is still caught.
+    let mut damaged = bytes.clone();
+    let at = damaged.len() - 40;
+    damaged[at] ^= 1;
+    let mut reader = FrameReader::new(&damaged[..], "old.bin").unwrap();
+    assert!(reader.check_to_end().is_err());
 }

@@ -342,7 +342,7 @@ fn metadata_changed_at_the_origin_reaches_a_connected_replica_without_reconnect(
     }
     stop.store(true, Ordering::Relaxed);
     let applied = subscriber.join().unwrap();
-    assert!(applied.restated >= 1, "{applied:?}");
+    assert!(applied.source_updates >= 1, "{applied:?}");
     finalized(source, 15);
     writer.join().unwrap();
 }

@@ -97,6 +97,9 @@ fn the_originals_stream_decodes_frame_by_frame_as_its_manifest_lists() {
                 assert_eq!(entry["last_ts"], rows.last().unwrap().ts);
             }
             Frame::Index { .. } => panic!("the original's stream has no index entries"),
+            Frame::SourceUpdate { .. } => {
+                panic!("the original's 0.3.4 stream has no source updates")
+            }
         }
     }
     assert_eq!(reader.next_frame().unwrap(), None);

@@ -19,5 +19,6 @@ mod placement_cost;
 mod round_trip;
 mod rules;
 mod slow_peers;
+mod source_update;
 mod staged;
 mod wire_doc;
