@@ -27,6 +27,8 @@ mod listing;
 mod outline;
 mod payload;
 mod query;
+#[cfg(feature = "write")]
+mod revisions;
 mod segments;
 mod sources;
 mod streams;
@@ -40,6 +42,9 @@ pub use labels::Labels;
 pub use listing::Listing;
 pub use outline::SealedOutline;
 pub use payload::Payload;
+#[cfg(feature = "write")]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
+pub use revisions::{NewRevision, RESERVED_KIND_PREFIX};
 pub use segments::{Segment, SegmentRecord};
 pub use sources::{is_canonical_uuid, NewSource, SourceRecord};
 pub use wal::{live_floor, Span, WalRow, LIVE_WAL_RANGE, PLANNED_STATEMENTS};

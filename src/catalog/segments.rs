@@ -317,7 +317,9 @@ impl Snapshot<'_> {
 /// A sealed segment's one insert.
 #[cfg(feature = "write")]
 impl crate::container::Transaction<'_> {
-    /// insert at the same `(source, stream, seq)` is an error.
+    /// insert at the same `(source, stream, seq)` is an error. The caller's
+    /// index goes where the file keeps them: the `caller_index` column
+    /// (schema 4) or a `segment_indexes` row (schema 5), none when absent.
     pub fn insert_segment(
         &self,
         source_id: i64,
@@ -325,22 +327,51 @@ impl crate::container::Transaction<'_> {
         seq: i64,
         segment: &Segment,
     ) -> Result<()> {
-        self.sql()
-            .execute(
+        let context = || format!("cannot insert segment {seq} of {stream:?}");
+        let table =
+            crate::container::stores_index_table(self.sql()).ctx(self.file(), &context())?;
+        let (sql, column_index) = match table {
+            true => (
+                "INSERT INTO segments(source_id, stream, seq, rows, first_ts, last_ts, bytes)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                None,
+            ),
+            false => (
                 "INSERT INTO segments(source_id, stream, seq, rows, first_ts, last_ts, bytes, caller_index)
                  VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                params![
-                    source_id,
-                    stream,
-                    seq,
-                    segment.rows,
-                    segment.first_ts,
-                    segment.last_ts,
-                    segment.bytes,
-                    segment.caller_index
-                ],
-            )
-            .ctx(self.file(), &format!("cannot insert segment {seq} of {stream:?}"))?;
+                Some(&segment.caller_index),
+            ),
+        };
+        let mut stmt = self
+            .sql()
+            .prepare_cached(sql)
+            .ctx(self.file(), &context())?;
+        let base = params![
+            source_id,
+            stream,
+            seq,
+            segment.rows,
+            segment.first_ts,
+            segment.last_ts,
+            segment.bytes,
+        ];
+        match column_index {
+            Some(index) => {
+                let mut all = base.to_vec();
+                all.push(index);
+                stmt.execute(&*all)
+            }
+            None => stmt.execute(base),
+        }
+        .ctx(self.file(), &context())?;
+        if let (true, Some(index)) = (table, &segment.caller_index) {
+            self.sql()
+                .prepare_cached(
+                    "INSERT INTO segment_indexes(source_id, stream, seq, bytes) VALUES (?1, ?2, ?3, ?4)",
+                )
+                .and_then(|mut s| s.execute(params![source_id, stream, seq, index]))
+                .ctx(self.file(), &format!("cannot insert the caller index of segment {seq} of {stream:?}"))?;
+        }
         Ok(())
     }
 }

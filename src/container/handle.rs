@@ -347,9 +347,18 @@ impl ArchiveMut {
     /// Creates a new archive at `path`, which must not exist or be empty.
     /// On return the main file alone is a valid, empty archive.
     pub fn create(path: impl AsRef<Path>) -> Result<ArchiveMut> {
+        ArchiveMut::create_with_schema(path, super::CreateSchema::V4)
+    }
+
+    /// [`ArchiveMut::create`] laying down the chosen schema (4 unless
+    /// asked: every release of the original reads it).
+    pub fn create_with_schema(
+        path: impl AsRef<Path>,
+        schema: super::CreateSchema,
+    ) -> Result<ArchiveMut> {
         let path = path.as_ref();
         let file = path.display().to_string();
-        create_file(path)?;
+        create_file(path, schema)?;
         ArchiveMut::take(path, file)
     }
 
@@ -491,7 +500,7 @@ pub(crate) fn open_writable(path: &Path, file: &str) -> Result<(Connection, Writ
 /// Lays down a new archive: geometry, stamps, catalog, then a checkpoint so
 /// the main file alone holds all of it.
 #[cfg(feature = "write")]
-pub(crate) fn create_file(path: &Path) -> Result<()> {
+pub(crate) fn create_file(path: &Path, schema: super::CreateSchema) -> Result<()> {
     let file = path.display().to_string();
     if std::fs::metadata(path)
         .map(|m| m.len() > 0)
@@ -536,7 +545,8 @@ pub(crate) fn create_file(path: &Path) -> Result<()> {
         _ => Error::sqlite(&file, "cannot create", e),
     })?;
     // page_size and auto_vacuum take effect only before the first table.
-    conn.execute_batch(&super::schema::layout_sql(
+    conn.execute_batch(&super::schema::layout_sql_for(
+        schema,
         "PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;",
     ))
     .ctx(&file, "cannot lay down the catalog")?;

@@ -14,6 +14,7 @@ mod paths;
 pub(crate) mod place;
 pub mod pragmas;
 mod schema;
+mod schema5;
 mod sniff;
 #[cfg(feature = "write")]
 pub(crate) mod staging;
@@ -36,6 +37,9 @@ pub use place::{observe_steps, Step, StepObserver};
 #[cfg(any(target_arch = "wasm32", test))]
 pub(crate) use schema::warm_up_archive;
 pub use schema::{CatalogShape, CATALOG_TABLES, SCHEMA_SQL};
+#[cfg(feature = "write")]
+pub(crate) use schema5::stores_index_table;
+pub use schema5::{CreateSchema, SCHEMA5_SQL};
 #[cfg(not(target_arch = "wasm32"))]
 pub use sniff::sniff;
 pub use sniff::{sniff_bytes, FileKind, HEADER_BYTES, SQLITE_MAGIC};

@@ -52,14 +52,20 @@ CREATE TABLE caller_rows(
 CREATE INDEX caller_rows_by_time ON caller_rows(source_id, stream, ts);
 ";
 
-/// The statements that lay an empty archive down on a fresh connection:
-/// geometry (page size and auto-vacuum, which take effect only before the
-/// first table), then `settings` (a writer's journal and sync pragmas, or
-/// nothing), then the stamps and the catalog in one transaction. The writer
-/// creates archives with it; the browser engine lays an empty one down in
-/// memory to warm itself up with (`src/wasm/mod.rs`).
-#[cfg(any(feature = "write", target_arch = "wasm32", test))]
+/// [`layout_sql_for`] schema 4: how the browser engine lays an empty
+/// archive down in memory to warm itself up with (`src/wasm/mod.rs`).
+#[cfg(any(target_arch = "wasm32", test))]
 pub(crate) fn layout_sql(settings: &str) -> String {
+    layout_sql_for(super::CreateSchema::V4, settings)
+}
+
+/// The statements that lay an empty archive of `schema` down on a fresh
+/// connection: geometry (page size and auto-vacuum, which take effect only
+/// before the first table), then `settings` (a writer's journal and sync
+/// pragmas, or nothing), then the stamps and the catalog in one
+/// transaction. Every archive we create is made with it.
+#[cfg(any(feature = "write", target_arch = "wasm32", test))]
+pub(crate) fn layout_sql_for(schema: super::CreateSchema, settings: &str) -> String {
     format!(
         "PRAGMA page_size = {page};
          PRAGMA auto_vacuum = INCREMENTAL;
@@ -71,8 +77,8 @@ pub(crate) fn layout_sql(settings: &str) -> String {
          COMMIT;",
         page = super::PAGE_SIZE,
         app = super::APPLICATION_ID as i32,
-        version = super::SCHEMA_VERSION,
-        schema = SCHEMA_SQL,
+        version = schema.version(),
+        schema = schema.sql(),
     )
 }
 

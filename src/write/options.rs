@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use super::policy::SealPolicy;
+use crate::container::CreateSchema;
 
 /// The longest a plain copy of the main file may lag the writer: the writer
 /// checkpoints at least this often, even when nothing else happens, because
@@ -29,6 +30,10 @@ pub struct WriterOptions {
     /// How long SQLite itself waits on a lock before the writer's own
     /// retries take over.
     pub busy_timeout: Duration,
+    /// The schema a created archive is laid down with (4 by default, which
+    /// every release of the original reads). Opening an existing archive
+    /// ignores it: a file is written in the schema it has.
+    pub schema: CreateSchema,
 }
 
 impl Default for WriterOptions {
@@ -39,6 +44,7 @@ impl Default for WriterOptions {
             prune_batch_rows: 16_384,
             prune_every: 4,
             busy_timeout: Duration::from_millis(20),
+            schema: CreateSchema::V4,
         }
     }
 }

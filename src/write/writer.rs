@@ -99,7 +99,7 @@ impl Writer {
         options: WriterOptions,
         journal: Journal,
     ) -> Result<Writer> {
-        create_file(path)?;
+        create_file(path, options.schema)?;
         Writer::start(path, encoder, options, journal).inspect_err(|_| {
             // A file this call made and could not start writing is of no use
             // to anyone, and leaving it would make the retry fail as "exists".
