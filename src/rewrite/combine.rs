@@ -7,6 +7,7 @@ use std::path::Path;
 
 use super::copy::{copy_many, CopyReport};
 use super::spec::CopySpec;
+use crate::container::CreateSchema;
 use crate::error::{Error, Result};
 
 /// Combines `inputs` into a new archive at `output` (replacing one only
@@ -18,6 +19,17 @@ pub fn combine<P: AsRef<Path>>(
     inputs: &[P],
     replace: bool,
 ) -> Result<CopyReport> {
+    combine_as(output, inputs, replace, None)
+}
+
+/// [`combine`] writing the output in `schema` (`None`: 5 when an input is
+/// 5, else 4; see [`CopySpec::schema`]).
+pub fn combine_as<P: AsRef<Path>>(
+    output: impl AsRef<Path>,
+    inputs: &[P],
+    replace: bool,
+    schema: Option<CreateSchema>,
+) -> Result<CopyReport> {
     let output = output.as_ref();
     if inputs.is_empty() {
         return Err(Error::Invalid {
@@ -28,6 +40,7 @@ pub fn combine<P: AsRef<Path>>(
     let paths: Vec<&Path> = inputs.iter().map(AsRef::as_ref).collect();
     let spec = CopySpec {
         replace,
+        schema,
         ..CopySpec::default()
     };
     copy_many(&paths, output, &spec)

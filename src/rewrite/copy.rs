@@ -19,11 +19,13 @@ use std::path::Path;
 
 use serde::Serialize;
 
+use super::documents::{self, DocumentFork};
 use super::inputs::{Input, Pinned};
 use super::output::{close_archive, Batches, Staged};
 use super::plan::{plan, Plan, PlannedSource};
 use super::spec::CopySpec;
 use crate::catalog::{CallerRow, NewSource, WalRow};
+use crate::container::CreateSchema;
 use crate::error::Result;
 use crate::segment::Segment;
 use crate::write::{reencode, Reencode};
@@ -52,6 +54,15 @@ pub struct CopyReport {
     pub clock_offsets: usize,
     /// Segment payload bytes written.
     pub segment_bytes: u64,
+    /// The output's schema version (4 or 5).
+    pub schema_version: u32,
+    /// Document revisions written (schema 5).
+    pub documents: usize,
+    /// Document revisions found in two inputs (same uuid) and written once.
+    pub documents_held_twice: usize,
+    /// Documents two inputs changed apart: revisions superseding the same
+    /// one, all kept, the newest current.
+    pub document_forks: Vec<DocumentFork>,
 }
 
 /// Copies what `spec` selects from `input` into a new archive at `output`.
@@ -114,8 +125,34 @@ pub(crate) fn copy_many(inputs: &[&Path], output: &Path, spec: &CopySpec) -> Res
         .collect::<Result<Vec<_>>>()?;
     let pinned = opened.iter().map(Input::pin).collect::<Result<Vec<_>>>()?;
     let plan = plan(&pinned, spec)?;
-    let archive = staged.create_archive()?;
-    let report = write_plan(&pinned, &plan, spec, &archive)?;
+    let mut held = Vec::new();
+    let mut schema = CreateSchema::V4;
+    for (i, input) in pinned.iter().enumerate() {
+        schema = schema.max(input.schema()?);
+        held.extend(input.revisions(i)?);
+    }
+    let files: Vec<&str> = pinned.iter().map(Pinned::file).collect();
+    let merged = documents::merge(held, &files)?;
+    if spec.schema == Some(CreateSchema::V4) && !merged.order.is_empty() {
+        return Err(crate::Error::Invalid {
+            file: staged.file(),
+            message: format!(
+                "schema 4 cannot hold documents and the input holds {} document revisions;                  write schema 5 to keep them",
+                merged.order.len()
+            ),
+        });
+    }
+    let schema = spec.schema.unwrap_or(schema);
+    let archive = staged.create_archive(schema)?;
+    let mut report = write_plan(&pinned, &plan, spec, &archive)?;
+    if !merged.order.is_empty() {
+        let mut batches = Batches::new(&archive);
+        report.documents = documents::write(&merged, batches.tx()?)?;
+        batches.commit()?;
+    }
+    report.schema_version = schema.version();
+    report.documents_held_twice = merged.held_twice;
+    report.document_forks = merged.forks;
     close_archive(archive)?;
     staged.finish()?;
     Ok(report)

@@ -19,6 +19,7 @@
 mod combine;
 mod compact;
 mod copy;
+mod documents;
 mod export;
 mod inputs;
 mod merge;
@@ -26,11 +27,12 @@ mod output;
 mod plan;
 mod spec;
 
-pub use combine::combine;
+pub use combine::{combine, combine_as};
 pub use compact::{
     compact, CompactEvent, CompactReport, CompactSpec, Target, DEFAULT_TARGET_BYTES,
 };
 pub use copy::{copy, project, vacuum_into, CopyReport};
+pub use documents::DocumentFork;
 pub use export::{export, hive_escape, ExportReport, EXPORT_FORMAT};
 pub use merge::{same_series, union_fields};
 pub use spec::{CopySpec, SourceSelector};

@@ -97,9 +97,9 @@ impl Staged {
         self.target.display().to_string()
     }
 
-    /// Creates an empty archive at the temporary path.
-    pub fn create_archive(&self) -> Result<ArchiveMut> {
-        ArchiveMut::create(&self.temp)
+    /// Creates an empty archive of `schema` at the temporary path.
+    pub fn create_archive(&self, schema: crate::container::CreateSchema) -> Result<ArchiveMut> {
+        ArchiveMut::create_with_schema(&self.temp, schema)
     }
 
     /// Moves the result to its final name (replacing what is there) and

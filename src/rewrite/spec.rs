@@ -4,6 +4,7 @@
 //! that; it sits apart from both so that neither imports the other for it.
 
 use crate::catalog::SourceRecord;
+use crate::container::CreateSchema;
 
 /// Names a source to copy.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -82,6 +83,10 @@ pub struct CopySpec {
     pub columns: Option<Vec<String>>,
     /// Replace the output if it exists.
     pub replace: bool,
+    /// The output's schema. `None`: schema 5 when an input is schema 5,
+    /// else 4. Schema 4 asked for with an input holding documents is
+    /// refused, since 4 cannot hold them.
+    pub schema: Option<CreateSchema>,
 }
 
 impl CopySpec {

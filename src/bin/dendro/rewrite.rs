@@ -6,6 +6,7 @@ use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::Args;
+use dendro::container::CreateSchema;
 use dendro::rewrite::{
     self, CompactEvent, CompactSpec, CopyReport, CopySpec, SourceSelector, Target,
 };
@@ -40,6 +41,11 @@ pub struct CopyArgs {
     /// Replace the output if it exists.
     #[arg(long)]
     force: bool,
+    /// The output's schema: 4 (read by every release of the original) or
+    /// 5 (its 0.6 releases: caller indexes in their own table, documents).
+    /// Default: 5 when an input is 5, else 4.
+    #[arg(long, value_name = "4|5", value_parser = parse_schema)]
+    schema: Option<CreateSchema>,
 }
 
 /// `dendro combine`.
@@ -53,6 +59,20 @@ pub struct CombineArgs {
     /// Replace the output if it exists.
     #[arg(long)]
     force: bool,
+    /// The output's schema: 4 (read by every release of the original) or
+    /// 5 (its 0.6 releases: caller indexes in their own table, documents).
+    /// Default: 5 when an input is 5, else 4.
+    #[arg(long, value_name = "4|5", value_parser = parse_schema)]
+    schema: Option<CreateSchema>,
+}
+
+/// `--schema`: 4 or 5, the versions this build creates.
+fn parse_schema(text: &str) -> Result<CreateSchema, String> {
+    text.trim()
+        .parse::<u32>()
+        .ok()
+        .and_then(CreateSchema::from_version)
+        .ok_or_else(|| format!("{text:?} is not a schema this build creates: 4 or 5"))
 }
 
 /// `dendro compact`.
@@ -142,6 +162,7 @@ pub fn run_copy(args: CopyArgs) -> Result<(), Failure> {
         trim: args.trim,
         columns: None,
         replace: args.force,
+        schema: args.schema,
     };
     let report = rewrite::copy(&args.input, &args.output, &spec)?;
     print_copy(&args.output, &report);
@@ -149,7 +170,7 @@ pub fn run_copy(args: CopyArgs) -> Result<(), Failure> {
 }
 
 pub fn run_combine(args: CombineArgs) -> Result<(), Failure> {
-    let report = rewrite::combine(&args.output, &args.inputs, args.force)?;
+    let report = rewrite::combine_as(&args.output, &args.inputs, args.force, args.schema)?;
     print_copy(&args.output, &report);
     Ok(())
 }
@@ -279,6 +300,24 @@ fn print_copy(output: &std::path::Path, report: &CopyReport) {
         eprintln!(
             "dendro: {} caller index(es) dropped with the re-encoded segments",
             report.caller_indexes_dropped
+        );
+    }
+    if report.schema_version >= 5 {
+        println!(
+            "{}: schema {}, {} document revision(s) ({} held by two inputs, written once)",
+            output.display(),
+            report.schema_version,
+            report.documents,
+            report.documents_held_twice
+        );
+    }
+    for fork in &report.document_forks {
+        eprintln!(
+            "dendro: document {:?}/{:?} forked: revisions {} all supersede {}; the newest is current",
+            fork.kind,
+            fork.name,
+            fork.revisions.join(", "),
+            fork.superseded
         );
     }
 }
