@@ -27,8 +27,14 @@ const COLUMNS: usize = 240;
 const RUNS: usize = 3;
 
 /// Rows are 240 little-endian i64 values and 5 flag bytes; a segment is
-/// `ts` plus 241 Int64 columns.
+/// `ts` plus 241 Int64 columns. With `DENDRO_BENCH_INDEX=1` each segment
+/// also carries a 64-byte caller index (so schema 4 and 5, which store it
+/// in different places, can be compared: `DENDRO_BENCH_SCHEMA=5`).
 struct BenchEncoder;
+
+fn bench_index() -> bool {
+    std::env::var("DENDRO_BENCH_INDEX").is_ok_and(|v| v == "1")
+}
 
 impl SegmentEncoder for BenchEncoder {
     fn encode(&self, _stream: &str, rows: &[WalRow]) -> Result<Option<Segment>, String> {
@@ -61,7 +67,7 @@ impl SegmentEncoder for BenchEncoder {
             rows: rows.len() as i64,
             first_ts: first.ts,
             last_ts: rows[rows.len() - 1].ts,
-            caller_index: None,
+            caller_index: bench_index().then(|| vec![7u8; 64]),
         }))
     }
 
@@ -618,6 +624,14 @@ fn main() {
     let quick = args.iter().any(|a| a == "--quick");
     let runs = if quick { 1 } else { RUNS };
     let mut options = WriterOptions::default();
+    if let Some(schema) = std::env::var("DENDRO_BENCH_SCHEMA")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .and_then(dendro::container::CreateSchema::from_version)
+    {
+        options.schema = schema;
+        println!("archives created in schema {}", schema.version());
+    }
     if let Some(rows) = std::env::var("DENDRO_BENCH_PRUNE")
         .ok()
         .and_then(|v| v.parse().ok())

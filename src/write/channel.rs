@@ -115,6 +115,14 @@ pub(super) enum Msg {
     Checkpoint {
         reply: Reply<CheckpointReport>,
     },
+    /// A document revision appended (schema 5): `Some((schema, body))`
+    /// puts, `None` deletes. Answers the revision's id.
+    Document {
+        kind: String,
+        name: String,
+        content: Option<(String, String)>,
+        reply: Reply<i64>,
+    },
     /// The encoder thread finished a job; nothing to do but look.
     Wake,
     Shutdown,

@@ -537,6 +537,23 @@ impl WriterThread {
                 self.drain_seals()?;
                 let _ = reply.send(Ok(()));
             }
+            Msg::Document {
+                kind,
+                name,
+                content,
+                reply,
+            } => {
+                let done = with_retries(file, "appending a document revision", || {
+                    let tx = Transaction::begin(conn, file)?;
+                    let id = match &content {
+                        Some((schema, body)) => tx.put_document(&kind, &name, schema, body)?,
+                        None => tx.delete_document(&kind, &name)?,
+                    };
+                    tx.commit()?;
+                    Ok(id)
+                });
+                let _ = reply.send(done);
+            }
             Msg::Checkpoint { reply } => {
                 let report = checkpoint::passive(conn, file);
                 self.last_checkpoint = Instant::now();

@@ -285,6 +285,32 @@ impl Writer {
         request(self.sender()?, &self.shared, |reply| Msg::Sync { reply })
     }
 
+    /// Puts a document (schema 5): appends a revision of `(kind, name)`
+    /// with `schema` and the JSON `body`, superseding the current one, in
+    /// its own durable transaction; answers its id. Refused on a schema-4
+    /// archive (which is never migrated in place: copy it into a schema-5
+    /// one), for a kind starting `dendro.`, and for a body that is not JSON.
+    pub fn put_document(&self, kind: &str, name: &str, schema: &str, body: &str) -> Result<i64> {
+        request(self.sender()?, &self.shared, |reply| Msg::Document {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            content: Some((schema.to_string(), body.to_string())),
+            reply,
+        })
+    }
+
+    /// Deletes a document (schema 5): appends a revision with no schema
+    /// and no body. Refused as [`Writer::put_document`] is, and when the
+    /// document has no current revision.
+    pub fn delete_document(&self, kind: &str, name: &str) -> Result<i64> {
+        request(self.sender()?, &self.shared, |reply| Msg::Document {
+            kind: kind.to_string(),
+            name: name.to_string(),
+            content: None,
+            reply,
+        })
+    }
+
     /// Checkpoints now (passively), on the writer thread.
     pub fn checkpoint(&self) -> Result<CheckpointReport> {
         request(self.sender()?, &self.shared, |reply| Msg::Checkpoint {
