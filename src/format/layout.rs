@@ -55,6 +55,17 @@ pub enum IndexPlace {
     Absent,
 }
 
+impl IndexPlace {
+    /// The name the JSON shapes use (`dendro describe --json`, the engine).
+    pub fn name(self) -> &'static str {
+        match self {
+            IndexPlace::Table => "table",
+            IndexPlace::Column => "column",
+            IndexPlace::Absent => "absent",
+        }
+    }
+}
+
 /// The tables and column of a file that tell its layout, as its catalog
 /// lists them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
