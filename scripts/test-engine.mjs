@@ -180,11 +180,11 @@ await test("refusals reject with an Error carrying the kind and the file name", 
     ["i_foreign_app.sqlite", "NotAnArchive", { detail: "foreign_app", application_id: 0x12345678 }],
     ["i_not_archive.sqlite", "NotAnArchive", { detail: "unstamped" }],
     ["i_truncated_header.dendro", "NotAnArchive", { detail: "too_short" }],
-    ["i_wrong_version.dendro", "UnsupportedSchema", { version: 99, supported_version: 4 }],
+    ["i_wrong_version.dendro", "UnsupportedSchema", { version: 99, supported_versions: [4, 5] }],
     ["i_truncated_half.dendro", "Corrupt", {}],
     ["i_empty_file.dendro", "NotAnArchive", { detail: "empty" }],
   ];
-  const extras = ["detail", "application_id", "version", "supported_version"];
+  const extras = ["detail", "application_id", "version", "supported_versions"];
   for (const [file, kind, extra] of cases) {
     const buf = await (await fetch(`/fixtures/${file}`)).arrayBuffer();
     try {
@@ -194,7 +194,7 @@ await test("refusals reject with an Error carrying the kind and the file name", 
       check(e instanceof Error && e.kind === kind, `${file}: ${e.kind} ${e.message}`);
       check(e.message.includes(file), `${file}: message names the file`);
       for (const key of extras) {
-        check(e[key] === extra[key], `${file}: ${key} is ${JSON.stringify(e[key])}, expected ${JSON.stringify(extra[key])}`);
+        check(JSON.stringify(e[key]) === JSON.stringify(extra[key]), `${file}: ${key} is ${JSON.stringify(e[key])}, expected ${JSON.stringify(extra[key])}`);
       }
     }
   }

@@ -34,6 +34,10 @@ pub enum NotArchive {
     /// The catalog tables are there, but a column, key or index the reading
     /// rules rely on is not (what, in words).
     IncompleteCatalog(String),
+    /// The tables are those of another schema version than the header
+    /// states (a schema-5 file patched to claim 4, say): read by either
+    /// rule it would be misread.
+    SchemaMismatch(crate::format::layout::Mismatch),
 }
 
 impl fmt::Display for NotArchive {
@@ -61,6 +65,7 @@ impl fmt::Display for NotArchive {
             NotArchive::IncompleteCatalog(what) => {
                 write!(f, "its catalog lacks what reading it relies on: {what}")
             }
+            NotArchive::SchemaMismatch(mismatch) => write!(f, "{mismatch}"),
         }
     }
 }
@@ -68,7 +73,7 @@ impl fmt::Display for NotArchive {
 impl NotArchive {
     /// Every value [`NotArchive::detail`] can take, with what it means, in
     /// the order the engine's contract lists them.
-    pub const DETAILS: [(&'static str, &'static str); 7] = [
+    pub const DETAILS: [(&'static str, &'static str); 8] = [
         ("empty", "zero bytes"),
         ("too_short", "shorter than a SQLite header"),
         ("not_sqlite", "no SQLite magic"),
@@ -85,6 +90,10 @@ impl NotArchive {
             "incomplete_catalog",
             "its tables lack a column, key or index reading relies on",
         ),
+        (
+            "schema_mismatch",
+            "its tables are not those of the schema version its header states",
+        ),
     ];
 
     /// A stable machine-readable name for what the file is instead, as the
@@ -100,6 +109,7 @@ impl NotArchive {
             NotArchive::ForeignApplication(_) => "foreign_app",
             NotArchive::NoCatalog => "no_catalog",
             NotArchive::IncompleteCatalog(_) => "incomplete_catalog",
+            NotArchive::SchemaMismatch(_) => "schema_mismatch",
         }
     }
 }
@@ -348,8 +358,8 @@ pub enum Error {
     },
     /// A dendro archive of a schema version this build does not read.
     #[error(
-        "{file}: unsupported archive schema version {version}: this build reads and writes v{}",
-        crate::format::SCHEMA_VERSION
+        "{file}: unsupported archive schema version {version}: this build reads schema versions {}",
+        crate::format::layout::readable_versions_in_words()
     )]
     UnsupportedSchema {
         /// The file.
@@ -702,6 +712,10 @@ mod tests {
             NotArchive::ForeignApplication(7),
             NotArchive::NoCatalog,
             NotArchive::IncompleteCatalog(String::new()),
+            NotArchive::SchemaMismatch(crate::format::layout::Mismatch {
+                version: 4,
+                found: String::new(),
+            }),
         ];
         let listed: Vec<&str> = NotArchive::DETAILS.iter().map(|(d, _)| *d).collect();
         let given: Vec<&str> = all.iter().map(NotArchive::detail).collect();

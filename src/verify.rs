@@ -19,7 +19,9 @@ use crate::segment::PARQUET_MAGIC;
 pub enum ProblemKind {
     /// SQLite's own integrity check failed, or the file could not be read.
     Integrity,
-    /// A row refers to a source that does not exist.
+    /// A row refers to something that does not exist: a source, or (schema
+    /// 5) the segment of a `segment_indexes` row or the revision a
+    /// document's `supersedes` names.
     DanglingReference,
     /// A segment contradicts itself (span, row count, or not Parquet).
     Segment,
@@ -116,6 +118,7 @@ impl Archive {
             };
             record(integrity(s));
             record(dangling_references(s));
+            record(dangling_schema_5_references(s));
             record(contradicting_segments(s));
             record(wal_coverage(s).map(|(found, n)| {
                 covered = n;
@@ -185,6 +188,47 @@ fn dangling_references(s: &Snapshot<'_>) -> Result<Vec<Problem>> {
                 ),
             });
         }
+    }
+    Ok(out)
+}
+
+/// How many dangling schema-5 references verify names one by one, per
+/// kind; past it, one more problem says how many were left unnamed (a
+/// hostile file can hold millions).
+const NAMED_REFERENCES: usize = 100;
+
+/// Schema 5's own references: a `segment_indexes` row whose segment is
+/// gone (the cascade should have removed it), and a `supersedes` naming
+/// no revision. Each is named by its key. None in a schema-4 file.
+fn dangling_schema_5_references(s: &Snapshot<'_>) -> Result<Vec<Problem>> {
+    let dangling = |message: String| Problem {
+        kind: ProblemKind::DanglingReference,
+        message,
+    };
+    let mut out = Vec::new();
+    let orphans = s.orphan_segment_indexes()?;
+    for (source, stream, seq) in orphans.iter().take(NAMED_REFERENCES) {
+        out.push(dangling(format!(
+            "the caller index of source {source}, stream {stream:?}, seq {seq} (a segment_indexes row) belongs to no segment"
+        )));
+    }
+    if orphans.len() > NAMED_REFERENCES {
+        out.push(dangling(format!(
+            "{} more segment_indexes row(s) belong to no segment",
+            orphans.len() - NAMED_REFERENCES
+        )));
+    }
+    let pointing_nowhere = s.dangling_supersedes()?;
+    for (id, supersedes) in pointing_nowhere.iter().take(NAMED_REFERENCES) {
+        out.push(dangling(format!(
+            "document revision {id} supersedes revision {supersedes}, which the documents table does not hold"
+        )));
+    }
+    if pointing_nowhere.len() > NAMED_REFERENCES {
+        out.push(dangling(format!(
+            "{} more document revision(s) supersede a revision the table does not hold",
+            pointing_nowhere.len() - NAMED_REFERENCES
+        )));
     }
     Ok(out)
 }

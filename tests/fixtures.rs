@@ -16,7 +16,7 @@ fn each_sound_fixture(
     mut check: impl FnMut(&std::path::Path, &Archive, &serde_json::Value),
 ) -> usize {
     let mut checked = 0;
-    for (path, manifest) in common::fixtures() {
+    for (path, manifest) in common::read_fixtures() {
         if expected_refusal(&manifest).is_some() {
             continue;
         }
@@ -85,7 +85,7 @@ fn every_refused_fixture_is_refused_with_the_manifests_kind() {
 
 #[test]
 fn fixtures_open_from_bytes_as_they_do_from_files() {
-    for (path, manifest) in common::fixtures() {
+    for (path, manifest) in common::read_fixtures() {
         let bytes = std::fs::read(&path).unwrap();
         let name = manifest["file"].as_str().unwrap();
         match (
@@ -125,7 +125,7 @@ fn the_manifest_comparison_notices_a_wrong_value_and_a_missing_key() {
 #[test]
 fn a_whole_archive_read_hands_out_each_segment_exactly_as_stored() {
     let mut segments = 0;
-    for (path, manifest) in common::fixtures() {
+    for (path, manifest) in common::read_fixtures() {
         if expected_refusal(&manifest).is_some() {
             continue;
         }

@@ -240,7 +240,18 @@ fn describe_json_has_the_stable_shape() {
     let archive = Archive::open(&path).unwrap();
     let json = serde_json::to_value(read::describe(&archive).unwrap()).unwrap();
     let keys = |v: &serde_json::Value| v.as_object().unwrap().keys().cloned().collect::<Vec<_>>();
-    assert_eq!(keys(&json), ["file_bytes", "schema_version", "sources"]);
+    assert_eq!(
+        keys(&json),
+        [
+            "caller_indexes",
+            "documents",
+            "file_bytes",
+            "schema_version",
+            "sources"
+        ]
+    );
+    assert_eq!(json["caller_indexes"], "column");
+    assert_eq!(json["documents"], serde_json::json!([]));
     let source = &json["sources"][0];
     assert_eq!(
         keys(source),
@@ -290,7 +301,13 @@ fn describe_json_has_the_stable_shape() {
     };
     in_order(
         serde_json::to_string(&d).unwrap(),
-        &["file_bytes", "schema_version", "sources"],
+        &[
+            "file_bytes",
+            "schema_version",
+            "sources",
+            "caller_indexes",
+            "documents",
+        ],
     );
     let mut bare = d.sources[0].clone();
     bare.streams.clear();

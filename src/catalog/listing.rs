@@ -34,9 +34,12 @@ impl Listing {
         let rows = snapshot.collect("cannot list segments", &sql, [], |r| {
             Ok((segment_record(r)?, r.get::<_, i64>(8)?))
         })?;
+        let (mut records, rowids): (Vec<SegmentRecord>, Vec<i64>) = rows.into_iter().unzip();
+        snapshot.flag_indexed(&mut records)?;
         Ok(Listing::sorted(
-            rows.into_iter()
-                .map(|(s, rowid)| (s, Some(rowid)))
+            records
+                .into_iter()
+                .zip(rowids.into_iter().map(Some))
                 .collect(),
         ))
     }

@@ -1,5 +1,8 @@
-//! The catalog (format §3): the five tables of an archive's file, one file
-//! each, named after its table. Each holds the table's row type, its reads
+//! The catalog (format §3): the tables of an archive's file, one file
+//! each, named after its table: the five of schema 4, and the two schema 5
+//! adds (`segment_indexes`, `documents`). What a file is (its version and
+//! where its caller indexes live) is decided once, when it is opened
+//! ([`Layout`], asked as [`Snapshot::layout`]); every read follows it. Each holds the table's row type, its reads
 //! and its inserts:
 //!
 //! - reads are methods of [`Snapshot`], the read transaction, so that a set
@@ -22,6 +25,7 @@
 
 mod caller_rows;
 mod clock_offsets;
+mod documents;
 mod labels;
 mod listing;
 mod outline;
@@ -29,6 +33,7 @@ mod payload;
 mod query;
 #[cfg(feature = "write")]
 mod revisions;
+mod segment_indexes;
 mod segments;
 mod sources;
 mod streams;
@@ -38,15 +43,17 @@ mod wal;
 
 pub use caller_rows::CallerRow;
 pub use clock_offsets::ClockOffset;
+pub use documents::{DocumentCounts, DocumentEntry, DocumentRevision, RESERVED_KIND_PREFIX};
 pub use labels::Labels;
 pub use listing::Listing;
 pub use outline::SealedOutline;
 pub use payload::Payload;
 #[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
-pub use revisions::{NewRevision, RESERVED_KIND_PREFIX};
+pub use revisions::NewRevision;
 pub use segments::{Segment, SegmentRecord};
 pub use sources::{is_canonical_uuid, NewSource, SourceRecord};
 pub use wal::{live_floor, Span, WalRow, LIVE_WAL_RANGE, PLANNED_STATEMENTS};
 
-pub use crate::container::Snapshot;
+pub use crate::container::{CatalogShape, Snapshot};
+pub use crate::format::{IndexPlace, Layout, READABLE_SCHEMA_VERSIONS};

@@ -5,11 +5,8 @@
 
 use rusqlite::{params, OptionalExtension};
 
+use super::documents::RESERVED_KIND_PREFIX;
 use crate::error::{Error, Result, SqlContext};
-
-/// The prefix of the kinds dendro keeps for itself; a caller's put or
-/// delete of one is refused.
-pub const RESERVED_KIND_PREFIX: &str = "dendro.";
 
 /// One revision as it is appended: everything but the file-local id.
 #[derive(Debug, Clone, PartialEq, Eq)]

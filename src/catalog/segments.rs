@@ -50,14 +50,16 @@ pub struct SegmentRecord {
     pub caller_index: bool,
 }
 
-/// The columns [`segment_record`] reads, for a catalog with or without the
-/// (later, nullable) `caller_index` column.
-pub(super) fn segment_columns(shape: crate::container::CatalogShape) -> &'static str {
-    if shape.caller_index {
-        "source_id, stream, seq, rows, first_ts, last_ts, length(bytes), caller_index IS NOT NULL"
-    } else {
-        "source_id, stream, seq, rows, first_ts, last_ts, length(bytes), 0"
-    }
+/// The columns [`segment_record`] reads. Whether a segment has a caller
+/// index is the last: read with the row where the file keeps indexes in
+/// `segments.caller_index` (schema 4), false until
+/// [`Snapshot::flag_indexed`] fills it in where they are in
+/// `segment_indexes` (schema 5), and false in a file older than either.
+pub(super) fn segment_columns(shape: crate::container::CatalogShape) -> String {
+    format!(
+        "source_id, stream, seq, rows, first_ts, last_ts, length(bytes), {}",
+        super::segment_indexes::flag_column(shape.layout.indexes)
+    )
 }
 
 pub(super) fn segment_record(r: &Row<'_>) -> rusqlite::Result<SegmentRecord> {
@@ -86,7 +88,9 @@ impl Snapshot<'_> {
             "SELECT {} FROM segments {rest}",
             segment_columns(self.shape)
         );
-        self.collect(what, &sql, params, segment_record)
+        let mut records = self.collect(what, &sql, params, segment_record)?;
+        self.flag_indexed(&mut records)?;
+        Ok(records)
     }
 
     /// Every segment of every stream, without payloads, ordered by source,
@@ -170,6 +174,7 @@ impl Snapshot<'_> {
             overlapping.push(record);
         }
         overlapping.sort_by_key(|s| s.seq);
+        self.flag_indexed(&mut overlapping)?;
         Ok(overlapping)
     }
 
@@ -203,6 +208,9 @@ impl Snapshot<'_> {
             params![source_id, stream],
             |r| Ok((segment_record(r)?, r.get::<_, i64>(8)?)),
         )?;
+        let (mut records, rowids): (Vec<SegmentRecord>, Vec<i64>) = located.into_iter().unzip();
+        self.flag_indexed(&mut records)?;
+        let located: Vec<(SegmentRecord, i64)> = records.into_iter().zip(rowids).collect();
         let total = located.iter().try_fold(0usize, |sum, (record, _)| {
             usize::try_from(record.bytes)
                 .ok()
@@ -292,25 +300,6 @@ impl Snapshot<'_> {
             file: self.file,
             in_place,
         })
-    }
-
-    /// The caller's index stored with every segment of a stream, by seq,
-    /// without reading a payload.
-    pub fn caller_indexes(
-        &self,
-        source_id: i64,
-        stream: &str,
-    ) -> Result<Vec<(i64, Option<Vec<u8>>)>> {
-        self.collect(
-            "cannot read caller indexes",
-            if self.shape.caller_index {
-                "SELECT seq, caller_index FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq"
-            } else {
-                "SELECT seq, NULL FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq"
-            },
-            params![source_id, stream],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
     }
 }
 

@@ -150,6 +150,12 @@ impl Archive {
         Archive::from_reader(name, bytes, bytes.len())
     }
 
+    /// What the file is: its schema version, where its caller indexes live
+    /// and whether it holds documents ([`crate::format::Layout`]).
+    pub fn layout(&self) -> crate::format::Layout {
+        self.shape.layout
+    }
+
     /// The name errors use for this archive: its path, or the name given to
     /// [`Archive::from_bytes`].
     pub fn file(&self) -> &str {
@@ -254,14 +260,15 @@ impl Archive {
 
     /// Confirms, through SQLite this time, that the stamp is dendro's and
     /// the catalog is present with the columns and indexes reading relies
-    /// on, noting which optional columns it has. Reading page 1 also
-    /// surfaces a damaged file.
+    /// on, noting which optional columns it has and which layout (schema 4
+    /// or 5) its tables and version agree on. Reading page 1 also surfaces
+    /// a damaged file.
     fn check_opened(&mut self) -> Result<()> {
         let file = &self.file;
-        super::sniff::stamp_of(&self.conn)
+        let version = super::sniff::stamp_of(&self.conn)
             .map_err(|e| classify_open_error(file, e))?
             .require_readable(file)?;
-        self.shape = check_catalog(&self.conn)
+        self.shape = check_catalog(&self.conn, version)
             .map_err(|e| classify_open_error(file, e))?
             .map_err(|missing| Error::NotAnArchive {
                 file: file.clone(),
@@ -301,19 +308,34 @@ pub struct Snapshot<'a> {
 
 impl<'a> Snapshot<'a> {
     /// Queries on the writer's own connection, inside whatever transaction
-    /// it has open. The writer opened the file requiring the current shape.
+    /// it has open. A writer opens only the two shapes it continues
+    /// (`open_streaming`): schema 4 with every column, or schema 5, which
+    /// one table tells apart. Should that lookup fail, the query asked next
+    /// fails on the same connection and reports it.
     #[cfg(feature = "write")]
     pub(crate) fn on_writer(conn: &'a Connection, file: &'a str) -> Snapshot<'a> {
-        Snapshot {
-            conn,
-            file,
-            shape: CatalogShape::CURRENT,
-        }
+        let shape = match super::stores_index_table(conn) {
+            Ok(true) => CatalogShape::SCHEMA_5,
+            Ok(false) | Err(_) => CatalogShape::CURRENT,
+        };
+        Snapshot { conn, file, shape }
     }
 
     /// The file this snapshot reads.
     pub fn file(&self) -> &str {
         self.file
+    }
+
+    /// What the file is: its schema version (4 or 5), where its caller
+    /// indexes live and whether it holds documents, as decided when it was
+    /// opened ([`crate::format::Layout::decide`]).
+    pub fn layout(&self) -> crate::format::Layout {
+        self.shape.layout
+    }
+
+    /// Which optional catalog parts the file has (its layout included).
+    pub fn shape(&self) -> CatalogShape {
+        self.shape
     }
 
     /// The schema version in the file's header, as SQLite reads it.
@@ -411,7 +433,11 @@ pub(crate) fn open_streaming(path: &Path) -> Result<(Connection, WriterLock)> {
     super::sniff::require_readable_file(path, &file)?;
     let (conn, lock) = open_writable(path, &file)?;
     let archive = Archive::checked_at(conn, file, path)?;
-    if archive.shape != CatalogShape::CURRENT {
+    // A file is continued in the schema it has (never migrated in place):
+    // a schema-5 one gets its indexes in segment_indexes
+    // (`Transaction::insert_segment`), with foreign keys on so that
+    // retention's deletes cascade to them (`pragmas::apply_writer`).
+    if archive.shape != CatalogShape::CURRENT && archive.shape != CatalogShape::SCHEMA_5 {
         // The writer records uuids and caller indexes; adding the columns
         // would migrate the file in place, which dendro never does.
         return Err(Error::Invalid {

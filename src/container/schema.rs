@@ -1,5 +1,7 @@
 //! The catalog's DDL (format §3) and the check that a file carries it.
 
+use crate::format::{Layout, LayoutFacts};
+
 /// The five tables and two indexes with the columns and types the format
 /// specifies, plus the two nullable `sources` columns (`heartbeat`,
 /// `heartbeat_interval_ns`) that the original's later releases create
@@ -98,15 +100,23 @@ pub struct CatalogShape {
     /// archive from before it lacks it; readers then see every uuid as
     /// unknown).
     pub uuid: bool,
-    /// `segments.caller_index` exists (likewise added later).
-    pub caller_index: bool,
+    /// What the file is: its schema version, where its caller indexes live
+    /// (a v4 archive from before `segments.caller_index` has none), and
+    /// whether it holds documents ([`crate::format::Layout::decide`]).
+    pub layout: Layout,
 }
 
 impl CatalogShape {
-    /// The shape this build creates: every optional column present.
+    /// The shape this build creates by default: schema 4, every optional
+    /// column present.
     pub const CURRENT: CatalogShape = CatalogShape {
         uuid: true,
-        caller_index: true,
+        layout: Layout::SCHEMA_4,
+    };
+    /// A schema-5 file as the original's 0.6 releases create it.
+    pub const SCHEMA_5: CatalogShape = CatalogShape {
+        uuid: true,
+        layout: Layout::SCHEMA_5,
     };
 }
 
@@ -177,6 +187,8 @@ pub(crate) enum Missing {
     Tables,
     /// A column, key or index the rules rely on, in words.
     Part(String),
+    /// Tables of another schema version than the header states.
+    Mismatch(crate::format::layout::Mismatch),
 }
 
 impl From<Missing> for crate::error::NotArchive {
@@ -184,22 +196,26 @@ impl From<Missing> for crate::error::NotArchive {
         match missing {
             Missing::Tables => crate::error::NotArchive::NoCatalog,
             Missing::Part(what) => crate::error::NotArchive::IncompleteCatalog(what),
+            Missing::Mismatch(mismatch) => crate::error::NotArchive::SchemaMismatch(mismatch),
         }
     }
 }
 
 /// Checks the catalog's tables, columns, keys and indexes, answering which
-/// optional columns it has, or what is missing. Three statements, since
-/// this runs on every open.
+/// optional columns it has and what its layout is for `version` (the
+/// header's, one this build reads), or what is missing. Three statements,
+/// since this runs on every open.
 pub(crate) fn check_catalog(
     conn: &rusqlite::Connection,
+    version: u32,
 ) -> rusqlite::Result<Result<CatalogShape, Missing>> {
     // A table the reader reads by rowid (segment BLOBs are opened by rowid)
     // or as a plain table must be one: not a view, not virtual, not
     // WITHOUT ROWID.
     let mut tables = conn.prepare(
         "SELECT name, type, wr FROM pragma_table_list
-         WHERE schema = 'main' AND name IN ('sources', 'segments', 'wal', 'clock_offsets', 'caller_rows')",
+         WHERE schema = 'main' AND name IN
+           ('sources', 'segments', 'wal', 'clock_offsets', 'caller_rows', 'segment_indexes', 'documents')",
     )?;
     let kinds: Vec<(String, String, bool)> = tables
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?
@@ -209,7 +225,9 @@ pub(crate) fn check_catalog(
          UNION ALL SELECT 'segments', name FROM pragma_table_info('segments')
          UNION ALL SELECT 'wal', name FROM pragma_table_info('wal')
          UNION ALL SELECT 'clock_offsets', name FROM pragma_table_info('clock_offsets')
-         UNION ALL SELECT 'caller_rows', name FROM pragma_table_info('caller_rows')",
+         UNION ALL SELECT 'caller_rows', name FROM pragma_table_info('caller_rows')
+         UNION ALL SELECT 'segment_indexes', name FROM pragma_table_info('segment_indexes')
+         UNION ALL SELECT 'documents', name FROM pragma_table_info('documents')",
     )?;
     let columns: Vec<(String, String)> = columns
         .query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?
@@ -247,9 +265,35 @@ pub(crate) fn check_catalog(
             return Ok(Err(Missing::Part(format!("{} is missing", needed.why))));
         }
     }
+    let present = |table: &str| kinds.iter().any(|(name, _, _)| name == table);
+    for (table, required) in SCHEMA_5_COLUMNS {
+        match kinds.iter().find(|(name, _, _)| name == table) {
+            None => continue,
+            Some((_, kind, _)) if kind != "table" => {
+                return Ok(Err(Missing::Part(format!(
+                    "{table} is a {kind}, not a table"
+                ))))
+            }
+            Some(_) => {}
+        }
+        if let Some(missing) = required.iter().find(|c| !has(table, c)) {
+            return Ok(Err(Missing::Part(format!(
+                "the column {table}.{missing} is missing"
+            ))));
+        }
+    }
+    let facts = LayoutFacts {
+        segment_indexes_table: present("segment_indexes"),
+        caller_index_column: has("segments", "caller_index"),
+        documents_table: present("documents"),
+    };
+    let layout = match Layout::decide(version, facts) {
+        Ok(layout) => layout,
+        Err(mismatch) => return Ok(Err(Missing::Mismatch(mismatch))),
+    };
     Ok(Ok(CatalogShape {
         uuid: has("sources", "uuid"),
-        caller_index: has("segments", "caller_index"),
+        layout,
     }))
 }
 
@@ -310,6 +354,25 @@ fn index_keys(conn: &rusqlite::Connection) -> rusqlite::Result<Vec<IndexKeys>> {
     }
     Ok(out.into_iter().map(|(_, index)| index).collect())
 }
+
+/// Columns the schema-5 tables must have where they exist: what the reads
+/// of `segment_indexes` and `documents` select.
+const SCHEMA_5_COLUMNS: [(&str, &[&str]); 2] = [
+    ("segment_indexes", &["source_id", "stream", "seq", "bytes"]),
+    (
+        "documents",
+        &[
+            "id",
+            "uuid",
+            "kind",
+            "name",
+            "schema",
+            "body",
+            "created_wall_ns",
+            "supersedes",
+        ],
+    ),
+];
 
 /// The bytes of a small archive laid down in memory (a rollback-journal
 /// file, as a serialized database is): one source and three catalog rows

@@ -3,8 +3,9 @@
 //! Nothing here opens SQLite: the header stamp is the identity, so a file is
 //! classified before a single pragma could touch it.
 
-use super::{APPLICATION_ID, SCHEMA_VERSION};
+use super::APPLICATION_ID;
 use crate::error::{Error, NotArchive, Result};
+use crate::format::is_readable_version;
 
 /// The SQLite header's first sixteen bytes.
 pub const SQLITE_MAGIC: &[u8; 16] = b"SQLite format 3\0";
@@ -27,14 +28,14 @@ pub enum FileKind {
 impl FileKind {
     /// Whether this build can open the file.
     pub fn is_readable(&self) -> bool {
-        matches!(self, FileKind::Archive { version } if *version == SCHEMA_VERSION)
+        matches!(self, FileKind::Archive { version } if is_readable_version(*version))
     }
 
-    /// Turns a classification into the error an open returns, or `Ok` when the
-    /// header is one this build reads.
-    pub fn require_readable(&self, file: &str) -> Result<()> {
+    /// Turns a classification into the error an open returns, or the
+    /// schema version when the header is one this build reads.
+    pub fn require_readable(&self, file: &str) -> Result<u32> {
         match self {
-            FileKind::Archive { version } if *version == SCHEMA_VERSION => Ok(()),
+            FileKind::Archive { version } if is_readable_version(*version) => Ok(*version),
             FileKind::Archive { version } => Err(Error::UnsupportedSchema {
                 file: file.to_string(),
                 version: *version,
@@ -50,12 +51,14 @@ impl FileKind {
 impl std::fmt::Display for FileKind {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            FileKind::Archive { version } if *version == SCHEMA_VERSION => {
+            FileKind::Archive { version } if is_readable_version(*version) => {
                 write!(f, "a dendro archive, schema version {version}")
             }
             FileKind::Archive { version } => write!(
                 f,
-                "a dendro archive of schema version {version}, which this build does not read"
+                "a dendro archive of schema version {version}, which this build does not read \
+                 (it reads schema versions {})",
+                crate::format::layout::readable_versions_in_words()
             ),
             FileKind::NotAnArchive(cause) => write!(f, "not a dendro archive: {cause}"),
         }
@@ -118,7 +121,7 @@ pub fn sniff(path: impl AsRef<std::path::Path>) -> Result<FileKind> {
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) fn require_readable_file(path: &std::path::Path, file: &str) -> Result<()> {
     let refusal = match sniff(path)?.require_readable(file) {
-        Ok(()) => return Ok(()),
+        Ok(_) => return Ok(()),
         Err(refusal) => refusal,
     };
     let sidecar = super::paths::sidecar_path(path, "-wal");
@@ -181,7 +184,32 @@ mod tests {
             sniff_bytes(&header(0x6465_6e64, 5)),
             FileKind::Archive { version: 5 }
         );
-        assert!(!sniff_bytes(&header(0x6465_6e64, 5)).is_readable());
+        assert!(sniff_bytes(&header(0x6465_6e64, 5)).is_readable());
+    }
+
+    #[test]
+    fn versions_four_and_five_are_read_and_others_refused_naming_both() {
+        for version in [4, 5] {
+            assert!(sniff_bytes(&header(0x6465_6e64, version))
+                .require_readable("f.dendro")
+                .is_ok());
+        }
+        for version in [3, 6] {
+            let kind = sniff_bytes(&header(0x6465_6e64, version));
+            assert!(!kind.is_readable());
+            let said = kind.to_string();
+            assert!(
+                said.contains(&format!("schema version {version}")),
+                "{said}"
+            );
+            assert!(said.contains("4 and 5"), "{said}");
+            let refused = kind.require_readable("f.dendro").unwrap_err();
+            assert!(matches!(refused, Error::UnsupportedSchema { version: v, .. } if v == version));
+            let words = refused.to_string();
+            assert!(words.starts_with("f.dendro: "), "{words}");
+            assert!(words.contains(&format!("version {version}")), "{words}");
+            assert!(words.contains("4 and 5"), "{words}");
+        }
     }
 
     #[test]

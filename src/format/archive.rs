@@ -7,7 +7,9 @@ use std::collections::BTreeMap;
 
 /// `application_id` of every archive: the ASCII bytes `dend`.
 pub const APPLICATION_ID: u32 = 0x6465_6e64;
-/// The catalog schema version this build reads and writes (`user_version`).
+/// The catalog schema version this build creates by default (`user_version`):
+/// schema 4, which every release of the original reads. The versions it
+/// reads are [`super::READABLE_SCHEMA_VERSIONS`].
 pub const SCHEMA_VERSION: u32 = 4;
 /// The largest archive [`crate::Archive::from_reader`] opens: SQLite's
 /// ceiling for one allocation (`SQLITE_MAX_ALLOCATION_SIZE`), which must

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::catalog::{Listing, NewSource, SegmentRecord};
+use crate::catalog::{DocumentEntry, IndexPlace, Listing, NewSource, SegmentRecord};
 use crate::container::{Archive, Snapshot};
 use crate::error::Result;
 
@@ -20,6 +20,14 @@ pub struct Description {
     pub schema_version: u32,
     /// Sources by id.
     pub sources: Vec<SourceDescription>,
+    /// Where the file keeps its caller indexes: `"column"`
+    /// (`segments.caller_index`, schema 4), `"table"` (`segment_indexes`,
+    /// schema 5), or `"absent"` (a schema-4 file from before the column).
+    pub caller_indexes: IndexPlace,
+    /// Every document `(kind, name)` with its current revision's id and
+    /// its number of revisions, deleted ones included, in `(kind, name)`
+    /// order; no bodies. Empty for schema 4, which has no documents.
+    pub documents: Vec<DocumentEntry>,
 }
 
 /// One source and its streams.
@@ -107,6 +115,16 @@ impl SourceDescription {
 }
 
 impl Description {
+    /// How many documents have a current (not deleted) revision.
+    pub fn current_documents(&self) -> usize {
+        self.documents.iter().filter(|d| !d.deleted).count()
+    }
+
+    /// How many document revisions the file holds.
+    pub fn document_revisions(&self) -> u64 {
+        self.documents.iter().map(|d| d.revisions).sum()
+    }
+
     /// Oldest and newest timestamps in the archive.
     pub fn span(&self) -> Option<(i64, i64)> {
         widest(self.sources.iter().filter_map(SourceDescription::span))
@@ -205,17 +223,19 @@ pub fn describe(archive: &Archive) -> Result<Description> {
 /// [`describe`], from `listing` when given (the segments of this same
 /// image, listed once by a holder of an image that cannot change).
 pub fn describe_with(archive: &Archive, listing: Option<&Listing>) -> Result<Description> {
-    let (schema_version, sources) = archive.read_snapshot(|s| {
+    let (schema_version, sources, documents) = archive.read_snapshot(|s| {
         let sources = match listing {
             Some(listing) => describe_listed(s, listing)?,
             None => describe_sources(s)?,
         };
-        Ok((s.schema_version()?, sources))
+        Ok((s.schema_version()?, sources, s.document_entries()?))
     })?;
     Ok(Description {
         file_bytes: archive.file_bytes()?,
         schema_version,
         sources,
+        caller_indexes: archive.layout().indexes,
+        documents,
     })
 }
 
@@ -244,13 +264,21 @@ pub fn outline(archive: &Archive) -> Result<Outline> {
                 StreamDescription::empty(&o.stream),
             );
         }
-        Ok((s.schema_version()?, describe_streams(s, streams)?, sealed))
+        let documents = s.document_entries()?;
+        Ok((
+            s.schema_version()?,
+            (describe_streams(s, streams)?, documents),
+            sealed,
+        ))
     })?;
+    let (sources, documents) = sources;
     Ok(Outline {
         description: Description {
             file_bytes: archive.file_bytes()?,
             schema_version,
             sources,
+            caller_indexes: archive.layout().indexes,
+            documents,
         },
         sealed,
     })

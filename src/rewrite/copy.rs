@@ -128,7 +128,7 @@ pub(crate) fn copy_many(inputs: &[&Path], output: &Path, spec: &CopySpec) -> Res
     let mut held = Vec::new();
     let mut schema = CreateSchema::V4;
     for (i, input) in pinned.iter().enumerate() {
-        schema = schema.max(input.schema()?);
+        schema = schema.max(input.schema());
         held.extend(input.revisions(i)?);
     }
     let files: Vec<&str> = pinned.iter().map(Pinned::file).collect();

@@ -93,55 +93,34 @@ impl Pinned<'_> {
         self.archive.file()
     }
 
-    /// The schema the input is in, as far as what a copy must keep needs
-    /// it: 5 when it has the `documents` or `segment_indexes` table.
-    pub fn schema(&self) -> Result<CreateSchema> {
-        let five: bool = self
-            .tx
-            .query_row(
-                "SELECT EXISTS(SELECT 1 FROM sqlite_schema WHERE type = 'table'
-                   AND name IN ('documents', 'segment_indexes'))",
-                [],
-                |r| r.get(0),
-            )
-            .ctx(self.file(), "cannot read the catalog's tables")?;
-        Ok(if five {
-            CreateSchema::V5
-        } else {
-            CreateSchema::V4
-        })
+    /// The schema a copy of the input needs to keep all of it: 5 for a
+    /// schema-5 file, else 4.
+    pub fn schema(&self) -> CreateSchema {
+        match self.archive.layout().version {
+            crate::format::SCHEMA_5 => CreateSchema::V5,
+            _ => CreateSchema::V4,
+        }
     }
 
-    /// Every document revision the input holds, by id (none on schema 4).
+    /// Every document revision the input holds, by id (none on schema 4),
+    /// tagged with the input's place among a rewrite's inputs.
     pub fn revisions(&self, input: usize) -> Result<Vec<HeldRevision>> {
-        if self.schema()? == CreateSchema::V4 {
-            return Ok(Vec::new());
-        }
-        let mut stmt = self
-            .tx
-            .prepare(
-                "SELECT id, uuid, kind, name, schema, body, created_wall_ns, supersedes
-                 FROM documents ORDER BY id",
-            )
-            .ctx(self.file(), "cannot read the documents table")?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok(HeldRevision {
-                    input,
-                    id: r.get(0)?,
-                    revision: NewRevision {
-                        uuid: r.get(1)?,
-                        kind: r.get(2)?,
-                        name: r.get(3)?,
-                        schema: r.get(4)?,
-                        body: r.get(5)?,
-                        created_wall_ns: r.get(6)?,
-                        supersedes: r.get(7)?,
-                    },
-                })
+        let held = self.snapshot().document_revisions()?;
+        Ok(held
+            .into_iter()
+            .map(|r| HeldRevision {
+                input,
+                id: r.id,
+                revision: NewRevision {
+                    uuid: r.uuid,
+                    kind: r.kind,
+                    name: r.name,
+                    schema: r.schema,
+                    body: r.body,
+                    created_wall_ns: r.created_wall_ns,
+                    supersedes: r.supersedes,
+                },
             })
-            .and_then(|rows| rows.collect::<rusqlite::Result<Vec<_>>>())
-            .ctx(self.file(), "cannot read the documents table")?;
-        Ok(rows)
+            .collect())
     }
 }

@@ -407,6 +407,19 @@ impl JsArchive {
         Ok(out.into())
     }
 
+    /// Every revision of the document `(kind, name)`, oldest first, bodies
+    /// included (`DocumentRevision[]` of types.ts): what the viewer shows
+    /// when a document is opened. Empty for a document the archive does not
+    /// hold, and for every document of a schema-4 archive.
+    #[wasm_bindgen(js_name = documentHistory)]
+    pub fn document_history(&self, kind: &str, name: &str) -> JsResult<JsValue> {
+        let revisions = self
+            .archive
+            .read_snapshot(|s| s.document_history(kind, name))
+            .map_err(fail)?;
+        Ok(convert::document_history(&revisions))
+    }
+
     /// The full soundness check, as data.
     pub fn verify(&self) -> JsResult<JsValue> {
         let report = self.archive.verify().map_err(fail)?;

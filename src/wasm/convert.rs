@@ -18,6 +18,7 @@ use js_sys::{
 use wasm_bindgen::JsValue;
 
 use super::js::{big, labels, num, record, Obj};
+use crate::catalog::{DocumentEntry, DocumentRevision};
 use crate::read::columns::{display_value, time_values, ts_column, type_name};
 use crate::read::envelope::Envelope;
 use crate::read::range::Preview;
@@ -116,7 +117,41 @@ pub(crate) fn description(d: &Description) -> JsValue {
         .set("file_bytes", JsValue::from_f64(d.file_bytes as f64))
         .set("schema_version", d.schema_version)
         .set("sources", array_of(d.sources.iter(), source))
+        .set("caller_indexes", d.caller_indexes.name())
+        .set("documents", documents(&d.documents))
         .build()
+}
+
+/// `DocumentInfo[]` of types.ts: each document without its body.
+fn documents(entries: &[DocumentEntry]) -> JsValue {
+    array_of(entries.iter(), |e| {
+        Obj::new()
+            .set("kind", e.kind.as_str())
+            .set("name", e.name.as_str())
+            .set("current", num(e.current))
+            .set("revisions", JsValue::from_f64(e.revisions as f64))
+            .set("deleted", e.deleted)
+            .build()
+    })
+}
+
+/// `DocumentRevision[]` of types.ts: a document's revisions, oldest
+/// first, bodies verbatim (text for the page to show as text).
+pub(crate) fn document_history(revisions: &[DocumentRevision]) -> JsValue {
+    let text = |t: &Option<String>| t.as_deref().map_or(JsValue::NULL, JsValue::from_str);
+    array_of(revisions.iter(), |r| {
+        Obj::new()
+            .set("id", num(r.id))
+            .set("uuid", r.uuid.as_str())
+            .set("kind", r.kind.as_str())
+            .set("name", r.name.as_str())
+            .set("schema", text(&r.schema))
+            .set("body", text(&r.body))
+            .set("created_wall_ns", big(r.created_wall_ns))
+            .set("supersedes", r.supersedes.map_or(JsValue::NULL, num))
+            .set("deleted", r.is_deletion())
+            .build()
+    })
 }
 
 /// `PackedDescription` of www/src/engine/packing.ts: the description with
@@ -201,6 +236,8 @@ fn packed_with(d: &Description, extra: &dyn Fn(i64, &str) -> Option<JsValue>) ->
         .set("schema_version", d.schema_version)
         .set("sources", sources)
         .set("segments", segments)
+        .set("caller_indexes", d.caller_indexes.name())
+        .set("documents", documents(&d.documents))
         .build()
 }
 

@@ -68,7 +68,8 @@ pub(crate) fn error(kind: &str, message: &str) -> JsValue {
 /// A crate error as a JS `Error`. A refused file also carries what it is
 /// instead as data: `detail` (and `application_id` for another
 /// application's database) for `NotAnArchive`, `version` and
-/// `supported_version` for `UnsupportedSchema`.
+/// `supported_versions` (every version this build reads) for
+/// `UnsupportedSchema`.
 pub(crate) fn from_error(err: &Error) -> JsValue {
     let message = match err {
         Error::Sqlite { file, .. } if err.engine_kind() == EngineKind::TooLarge => {
@@ -89,10 +90,11 @@ pub(crate) fn from_error(err: &Error) -> JsValue {
         }
         Error::UnsupportedSchema { version, .. } => {
             set("version", JsValue::from_f64(f64::from(*version)));
-            set(
-                "supported_version",
-                JsValue::from_f64(f64::from(crate::container::SCHEMA_VERSION)),
-            );
+            let read = js_sys::Array::new();
+            for v in crate::format::READABLE_SCHEMA_VERSIONS {
+                read.push(&JsValue::from_f64(f64::from(v)));
+            }
+            set("supported_versions", read.into());
         }
         _ => {}
     }

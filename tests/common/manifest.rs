@@ -62,6 +62,12 @@ const NOT_COMPARED: &[&str] = &[
     "sources.heartbeat_interval_ns",
     "sources.streams.segments.decoded.created_by",
     "sources.streams.segments.decoded.key_value_keys",
+    // The schema-5 manifests' record of the DDL as SQLite stores it: the
+    // original's text, not something a reader reports.
+    "schema5.application_id",
+    "schema5.catalog_sql",
+    "schema5.tables",
+    "schema5.segments_columns",
 ];
 
 /// Builds the manifest-shaped view of an archive from our reader alone.
@@ -138,7 +144,9 @@ pub fn observed(archive: &Archive, file_name: &str) -> Result<Value, Error> {
             "streams": streams,
         }));
     }
+    let schema5 = schema5_view(archive, &description)?;
     Ok(json!({
+        "schema5": schema5,
         "file": file_name,
         "file_bytes": description.file_bytes,
         "sniff": {"stamped": true, "version": description.schema_version},
@@ -160,6 +168,104 @@ pub fn observed(archive: &Archive, file_name: &str) -> Result<Value, Error> {
         },
         "sources": sources,
     }))
+}
+
+/// What the schema-5 manifests record beyond the schema-4 shape: the
+/// version, the caller indexes as `segment_indexes` rows, and the
+/// documents, all as our reader reads them (in a schema-4 file: version 4,
+/// the indexes of the column, no documents).
+fn schema5_view(
+    archive: &Archive,
+    description: &dendro::read::Description,
+) -> Result<Value, Error> {
+    let layout = archive.layout();
+    archive.read_snapshot(|snap| {
+        let (mut rows, mut bytes, mut empty) = (0usize, 0usize, 0usize);
+        let mut per_stream = Vec::new();
+        for source in &description.sources {
+            for stream in &source.streams {
+                let indexes: Vec<Vec<u8>> = snap
+                    .caller_indexes(source.id, &stream.name)?
+                    .into_iter()
+                    .filter_map(|(_, ix)| ix)
+                    .collect();
+                if indexes.is_empty() {
+                    continue;
+                }
+                let stream_bytes: usize = indexes.iter().map(Vec::len).sum();
+                rows += indexes.len();
+                bytes += stream_bytes;
+                empty += indexes.iter().filter(|ix| ix.is_empty()).count();
+                per_stream.push(json!({
+                    "source_id": source.id,
+                    "stream": stream.name,
+                    "rows": indexes.len(),
+                    "bytes": stream_bytes,
+                }));
+            }
+        }
+        let orphans = snap.orphan_segment_indexes()?.len();
+        let revision = |d: &dendro::catalog::DocumentRevision| {
+            json!({
+                "id": d.id,
+                "uuid": d.uuid,
+                "kind": d.kind,
+                "name": d.name,
+                "schema": d.schema,
+                "body": d.body,
+                "created_wall_ns": d.created_wall_ns,
+                "supersedes": d.supersedes,
+                "deleted": d.is_deletion(),
+            })
+        };
+        let current: Vec<Value> = snap
+            .current_documents()?
+            .iter()
+            .map(|d| {
+                let mut v = revision(d);
+                let o = v.as_object_mut().unwrap();
+                o.remove("created_wall_ns");
+                o.remove("deleted");
+                v
+            })
+            .collect();
+        let mut kinds: Vec<String> = snap
+            .current_documents()?
+            .into_iter()
+            .map(|d| d.kind)
+            .collect();
+        kinds.dedup();
+        let mut history = Vec::new();
+        for entry in snap.document_entries()? {
+            let revisions: Vec<Value> = snap
+                .document_history(&entry.kind, &entry.name)?
+                .iter()
+                .map(revision)
+                .collect();
+            history.push(json!({"kind": entry.kind, "name": entry.name, "revisions": revisions}));
+        }
+        let counts = snap.document_counts()?;
+        Ok(json!({
+            "user_version": layout.version,
+            "segments_has_caller_index_column":
+                layout.indexes == dendro::catalog::IndexPlace::Column,
+            "segment_indexes": {
+                "rows": rows + orphans,
+                "bytes": bytes,
+                "empty": empty,
+                "orphans": orphans,
+                "per_stream": per_stream,
+            },
+            "documents": {
+                "revisions": counts.revisions,
+                "current": counts.current,
+                "kinds": kinds,
+                "current_documents": current,
+                "history": history,
+                "table": snap.document_revisions()?.iter().map(revision).collect::<Vec<_>>(),
+            },
+        }))
+    })
 }
 
 fn stream_view(

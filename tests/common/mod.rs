@@ -113,11 +113,29 @@ pub fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures")
 }
 
-/// Every fixture file (not manifests) with its parsed manifest.
+/// Every fixture file (not manifests) with its parsed manifest: the
+/// schema-4 set the original's 0.3.4 wrote.
 pub fn fixtures() -> Vec<(PathBuf, serde_json::Value)> {
+    fixtures_in(&fixtures_dir())
+}
+
+/// The schema-5 set the original's 0.6.1 wrote (`schema5/`).
+pub fn schema5_fixtures() -> Vec<(PathBuf, serde_json::Value)> {
+    fixtures_in(&fixtures_dir().join("schema5"))
+}
+
+/// Every fixture a reader must read as its manifest says: both sets.
+pub fn read_fixtures() -> Vec<(PathBuf, serde_json::Value)> {
+    let mut all = fixtures();
+    all.extend(schema5_fixtures());
+    all
+}
+
+/// The fixtures of one folder whose manifests have the refcheck shape.
+fn fixtures_in(dir: &Path) -> Vec<(PathBuf, serde_json::Value)> {
     let mut out = Vec::new();
-    let mut entries: Vec<_> = std::fs::read_dir(fixtures_dir())
-        .expect("../shared/fixtures is readable")
+    let mut entries: Vec<_> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{} is readable: {e}", dir.display()))
         .map(|e| e.unwrap().path())
         .filter(|p| p.to_string_lossy().ends_with(".manifest.json"))
         .collect();
@@ -131,7 +149,7 @@ pub fn fixtures() -> Vec<(PathBuf, serde_json::Value)> {
         if manifest["shape"] != "dendro-refcheck/1" {
             continue;
         }
-        out.push((fixtures_dir().join(file), manifest));
+        out.push((dir.join(file), manifest));
     }
     out
 }

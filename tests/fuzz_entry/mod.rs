@@ -415,8 +415,10 @@ fn new_catalog(flags: u8) -> rusqlite::Connection {
     ))
     .unwrap();
     conn.execute_batch(&schema_sql(flags)).unwrap();
+    // A version no build reads (5 is read since schema 5 arrived; a v4
+    // catalog stamped 5 is a schema mismatch, refused on another path).
     let version = if flags & 0xC0 == 0xC0 {
-        SCHEMA_VERSION + 1
+        SCHEMA_VERSION + 2
     } else {
         SCHEMA_VERSION
     };

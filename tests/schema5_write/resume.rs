@@ -95,7 +95,7 @@ fn a_resumed_schema_5_archive_reads_in_0_6_1_with_our_rows_segments_indexes_and_
     assert_eq!(cpu["caller_index_segments"], 1);
     assert_eq!(
         cpu["segments"][0]["caller_index"]["utf8"],
-        "labels:l0\nl1\nl2"
+        "labels:\nl0\nl1\nl2"
     );
     assert_eq!(described["documents"]["revisions"], 6);
     let current = described["documents"]["current_documents"]
@@ -182,7 +182,7 @@ fn a_resumed_schema_4_archive_stays_4_with_indexes_in_the_column_and_refuses_doc
         scalar(
             &path,
             "SELECT COUNT(*) FROM segments s JOIN sources o ON o.id = s.source_id
-             WHERE o.labels LIKE '%ours%' AND s.caller_index = CAST('labels:l0\nl1\nl2' AS BLOB)"
+             WHERE o.labels LIKE '%ours%' AND s.caller_index = CAST('labels:' || char(10) || 'l0' || char(10) || 'l1' || char(10) || 'l2' AS BLOB)"
         ),
         1
     );

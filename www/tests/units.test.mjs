@@ -229,8 +229,10 @@ describe("escaping and errors", () => {
     assert.equal(lying.hint, "The file is empty.");
     const none = errors.explain({ kind: "NotAnArchive", message: "f: a SQLite database of another application (id 0x12345678)" }, "f", 9);
     assert.equal(none.hint, "dendro reads only archives it wrote.", "no detail, no guessing from the words");
-    const v = errors.explain({ kind: "UnsupportedSchema", message: "w.dendro: refused", version: 99, supported_version: 4 }, "w.dendro");
+    const v = errors.explain({ kind: "UnsupportedSchema", message: "w.dendro: refused", version: 99, supported_versions: [4, 5] }, "w.dendro");
     assert.equal(v.title, "Unsupported archive schema version 99");
-    assert.match(v.hint, /an unsupported schema version 99; this viewer reads version 4/);
+    assert.match(v.hint, /an unsupported schema version 99; this viewer reads versions 4 and 5\./);
+    const one = errors.explain({ kind: "UnsupportedSchema", message: "w.dendro: refused", version: 6, supported_versions: [4] }, "w.dendro");
+    assert.match(one.hint, /schema version 6; this viewer reads version 4\./);
   });
 });

@@ -17,6 +17,7 @@ mod snapshot;
 mod terminal;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use dendro::catalog::IndexPlace;
 use dendro::container::{sniff, FileKind};
 use dendro::read::{self, Description, Tail};
 use dendro::{Archive, Error};
@@ -326,6 +327,15 @@ fn print_description(
         d.schema_version,
         d.sources.len()
     )?;
+    writeln!(
+        out,
+        "caller indexes: {}",
+        match d.caller_indexes {
+            IndexPlace::Table => "in the segment_indexes table (schema 5)",
+            IndexPlace::Column => "in the segments.caller_index column (schema 4)",
+            IndexPlace::Absent => "none (a schema-4 file from before the caller_index column)",
+        }
+    )?;
     if let Some((a, b)) = d.span() {
         writeln!(out, "span: {} .. {}", timefmt(a), timefmt(b))?;
     }
@@ -422,7 +432,42 @@ fn print_description(
         d.sources.len().saturating_sub(limits.sources),
         "source(s)",
     )?;
-    Ok(())
+    print_documents(out, d, limits)
+}
+
+/// The documents section of a description: one line a document, naming
+/// its current revision (or its deletion) and how many it has.
+fn print_documents(out: &mut impl Write, d: &Description, limits: Limits) -> std::io::Result<()> {
+    if d.schema_version < 5 {
+        return Ok(());
+    }
+    writeln!(
+        out,
+        "
+documents: {} current, {} revision(s)",
+        d.current_documents(),
+        d.document_revisions()
+    )?;
+    for doc in d.documents.iter().take(limits.streams) {
+        let state = if doc.deleted {
+            format!("deleted by revision {}", doc.current)
+        } else {
+            format!("current revision {}", doc.current)
+        };
+        writeln!(
+            out,
+            "  {} {}: {state} ({} revision(s))",
+            ellipsize(&doc.kind, 80),
+            ellipsize(&format!("{:?}", doc.name), 80),
+            doc.revisions
+        )?;
+    }
+    omitted(
+        out,
+        "  ",
+        d.documents.len().saturating_sub(limits.streams),
+        "document(s)",
+    )
 }
 
 /// Makes a string from a file safe for a terminal (`terminal::safe`), and

@@ -377,6 +377,117 @@ fn a_window_plan_asks_only_for_the_segments_the_window_reads() {
     assert!(source_reads_for_footers(&s, &outside) > 0);
 }
 
+/// [`write_catalog`] turned into a schema-5 file as the original's 0.6
+/// lays one out: `segments` without `caller_index`, every segment's index
+/// (1,500 bytes, past what an index page keeps in its cell, so each
+/// spills into an overflow page) in the `WITHOUT ROWID` table
+/// `segment_indexes`, and 300 document revisions.
+fn write_schema_5_catalog(dir: &Path) -> std::path::PathBuf {
+    let path = write_catalog(dir);
+    let conn = rusqlite::Connection::open(&path).unwrap();
+    conn.execute_batch(
+        "ALTER TABLE segments DROP COLUMN caller_index;
+         CREATE TABLE segment_indexes(
+           source_id INTEGER NOT NULL, stream TEXT NOT NULL, seq INTEGER NOT NULL,
+           bytes BLOB NOT NULL, PRIMARY KEY (source_id, stream, seq),
+           FOREIGN KEY (source_id, stream, seq)
+             REFERENCES segments(source_id, stream, seq) ON DELETE CASCADE
+         ) WITHOUT ROWID;
+         CREATE TABLE documents(
+           id INTEGER PRIMARY KEY, uuid TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,
+           name TEXT NOT NULL, schema TEXT, body TEXT, created_wall_ns INTEGER NOT NULL,
+           supersedes INTEGER REFERENCES documents(id),
+           CHECK ((schema IS NULL) = (body IS NULL)));
+         CREATE INDEX documents_by_name ON documents(kind, name, id);
+         INSERT INTO segment_indexes
+           SELECT source_id, stream, seq, randomblob(1500) FROM segments;
+         WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 300)
+           INSERT INTO documents SELECT i, 'u' || i, 'k' || (i % 7), 'n' || (i % 40),
+             's/1', json_object('i', i, 'pad', hex(randomblob(200))), i, NULL FROM n;
+         PRAGMA user_version = 5;",
+    )
+    .unwrap();
+    drop(conn);
+    path
+}
+
+#[test]
+fn a_catalog_plan_brings_a_schema_5_files_index_table_and_documents() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_schema_5_catalog(dir.path());
+    let trees = [
+        "segments",
+        "sqlite_autoindex_segments_1",
+        "sources",
+        "segment_indexes",
+        "documents",
+        "documents_by_name",
+    ];
+    let cold = serve(&path);
+    assert!(source_reads_for(&cold, &tree_pages(&path, &["segment_indexes"])) > 10);
+
+    let s = serve(&path);
+    assert_eq!(s.archive.layout(), crate::format::Layout::SCHEMA_5);
+    let mut plan = Prefetch::catalog(Rc::clone(&s.archive), Rc::clone(&s.file));
+    drive(&mut plan, &s, 5);
+    assert_eq!(source_reads_for(&s, &tree_pages(&s.path, &trees)), 0);
+    // What the listing and the description read from those pages.
+    let listing = s.archive.read_snapshot(Listing::read).unwrap();
+    assert_eq!(listing.all().len(), 600);
+    assert!(listing.all().iter().all(|r| r.caller_index));
+    let d = crate::read::describe_with(&s.archive, Some(&listing)).unwrap();
+    // (i mod 7, i mod 40) repeats every 280 revisions.
+    assert_eq!(d.documents.len(), 280);
+    assert_eq!(d.document_revisions(), 300);
+}
+
+/// The schema-5 fixtures the original's 0.6.1 wrote, read in place: every
+/// payload by range gives SQLite's bytes, and the description is the one
+/// read from the file whole.
+#[test]
+fn the_schema_5_fixtures_read_in_place_as_from_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/fixtures/schema5");
+    let mut payloads = 0;
+    for name in ["s5a_multi_source.dendro", "s5b_retention.dendro"] {
+        let path = dir.path().join(name);
+        std::fs::copy(fixtures.join(name), &path).unwrap();
+        let whole = crate::read::describe(&Archive::open(&path).unwrap()).unwrap();
+        let s = serve(&path);
+        let mut plan = Prefetch::catalog(Rc::clone(&s.archive), Rc::clone(&s.file));
+        drive(&mut plan, &s, 5);
+        let d = crate::read::describe(&s.archive).unwrap();
+        assert_eq!(d.documents, whole.documents, "{name}");
+        assert_eq!(d.sources, whole.sources, "{name}");
+        assert!(d
+            .sources
+            .iter()
+            .flat_map(|s| &s.streams)
+            .any(|st| st.segments.iter().any(|g| g.caller_index)));
+        s.archive
+            .read_snapshot(|snap| {
+                for r in snap.all_segments()? {
+                    let payload = snap.segment_payload(r.source_id, &r.stream, r.seq)?;
+                    assert!(
+                        payload.in_place().is_some(),
+                        "{name}: seq {} in place",
+                        r.seq
+                    );
+                    let mut by_range = vec![0u8; payload.len()];
+                    payload.read_at(0, &mut by_range)?;
+                    crate::pager::set_in_place_payloads(false);
+                    let sqlite = snap.segment_bytes(r.source_id, &r.stream, r.seq);
+                    crate::pager::set_in_place_payloads(true);
+                    assert_eq!(by_range, sqlite?, "{name}: seq {}", r.seq);
+                    payloads += 1;
+                }
+                Ok(())
+            })
+            .unwrap();
+    }
+    assert_eq!(payloads, 16 + 5);
+}
+
 #[test]
 fn an_archive_without_the_trees_plans_nothing() {
     // A header that is not cached: no walk can start, and the plan says

@@ -12,8 +12,19 @@ use crate::pager::PayloadTable;
 /// The b-trees whose pages a catalog prefetch brings in: what listing the
 /// archive reads (`describe` scans `segments` in key order through its
 /// primary key's index, then looks each row up), and nothing that grows
-/// with the data beyond one row per segment.
-const PREFETCHED_TREES: [&str; 3] = ["segments", "sqlite_autoindex_segments_1", "sources"];
+/// with the data beyond one row per segment. In a schema-5 file, also
+/// `segment_indexes` (a `WITHOUT ROWID` table: an index b-tree, whose
+/// keys the listing scans to flag indexed segments; the indexes' overflow
+/// pages are not read for that) and the documents a description lists. A
+/// tree the file does not have is left out.
+const PREFETCHED_TREES: [&str; 6] = [
+    "segments",
+    "sqlite_autoindex_segments_1",
+    "sources",
+    "segment_indexes",
+    "documents_by_name",
+    "documents",
+];
 
 /// The root pages of [`PREFETCHED_TREES`], from the schema SQLite read
 /// at open (already cached). Empty if the query fails: the prefetch is an
@@ -24,8 +35,14 @@ pub(super) fn catalog_roots(archive: &Archive) -> Vec<u32> {
 
 /// The b-trees an outline scans (`describeOutline`): the sources and the
 /// primary key's index on `segments`, a few dozen bytes a segment, where
-/// the table's leaves lie a payload apart.
-const OUTLINE_TREES: [&str; 2] = ["sources", "sqlite_autoindex_segments_1"];
+/// the table's leaves lie a payload apart; and a schema-5 file's
+/// documents, which the outline lists.
+const OUTLINE_TREES: [&str; 4] = [
+    "sources",
+    "sqlite_autoindex_segments_1",
+    "documents_by_name",
+    "documents",
+];
 
 /// The root pages of [`OUTLINE_TREES`] (as [`catalog_roots`]).
 pub(super) fn outline_roots(archive: &Archive) -> Vec<u32> {

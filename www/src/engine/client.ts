@@ -23,6 +23,7 @@ import type { Calls, FollowAnswer, Method, Request, ToWorker, WorkerMessage } fr
 import type {
   ArchiveHandle,
   CallerRow,
+  DocumentRevision,
   Cancellable,
   DecodedBatch,
   Description,
@@ -46,7 +47,7 @@ export class EngineFailure extends Error implements EngineError {
   readonly detail?: RefusalDetail;
   readonly application_id?: number;
   readonly version?: number;
-  readonly supported_version?: number;
+  readonly supported_versions?: number[];
   constructor(kind: EngineErrorKind, message: string, extra: Omit<EngineError, "kind" | "message"> = {}) {
     super(message);
     this.name = "EngineFailure";
@@ -55,7 +56,7 @@ export class EngineFailure extends Error implements EngineError {
     if (extra.detail !== undefined) this.detail = extra.detail;
     if (extra.application_id !== undefined) this.application_id = extra.application_id;
     if (extra.version !== undefined) this.version = extra.version;
-    if (extra.supported_version !== undefined) this.supported_version = extra.supported_version;
+    if (extra.supported_versions !== undefined) this.supported_versions = extra.supported_versions;
   }
 
   /** The worker's plain-data error as an `Error`. */
@@ -364,6 +365,10 @@ class Handle implements ArchiveHandle {
 
   callerRows(source: number, name: string, from: bigint, to: bigint, opts?: Cancellable): Promise<CallerRow[]> {
     return this.call("callerRows", [source, name, from, to], `caller rows "${name}" (source ${source})`, opts?.signal);
+  }
+
+  documentHistory(kind: string, name: string): Promise<DocumentRevision[]> {
+    return this.call("documentHistory", [kind, name], `the history of document ${JSON.stringify(name)} (${kind})`);
   }
 
   verify(): Promise<VerifyReport> {

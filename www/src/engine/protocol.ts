@@ -5,6 +5,7 @@
 import type { PackedDescription } from "./packing";
 import type {
   CallerRow,
+  DocumentRevision,
   DecodedBatch,
   EngineError,
   FollowTraffic,
@@ -51,6 +52,7 @@ export interface Calls {
   liveTail: { args: [source: number, stream: string]; result: LiveTail };
   callerIndex: { args: [source: number, stream: string, seq: number]; result: Uint8Array | null };
   callerRows: { args: [source: number, name: string, from: bigint, to: bigint]; result: CallerRow[] };
+  documentHistory: { args: [kind: string, name: string]; result: DocumentRevision[] };
   verify: { args: []; result: VerifyReport };
   /** Traffic of an archive read in place; null for one held in memory. */
   lazyStats: { args: []; result: LazyStats | null };

@@ -19,8 +19,8 @@ export interface EngineError {
   application_id?: number;
   /** UnsupportedSchema: the schema version the file's header carries. */
   version?: number;
-  /** UnsupportedSchema: the schema version this engine reads. */
-  supported_version?: number;
+  /** UnsupportedSchema: every schema version this engine reads (4 and 5). */
+  supported_versions?: number[];
 }
 
 export interface SegmentInfo {
@@ -127,11 +127,48 @@ export interface SourceInfo {
   caller_row_counts: Record<string, number>;
 }
 
+/**
+ * One document `(kind, name)` of a schema-5 archive, without its body:
+ * the current (newest) revision's id and how many revisions it has.
+ */
+export interface DocumentInfo {
+  kind: string;
+  name: string;
+  /** The id of the newest revision. */
+  current: number;
+  revisions: number;
+  /** The newest revision deletes the document; its history is kept. */
+  deleted: boolean;
+}
+
+/** One revision of a document, as `documentHistory` gives it. */
+export interface DocumentRevision {
+  id: number;
+  uuid: string;
+  kind: string;
+  name: string;
+  /** The caller's name and version for the body's type; null on a deletion. */
+  schema: string | null;
+  /** The JSON body as stored, verbatim: text to show, never markup. Null on a deletion. */
+  body: string | null;
+  created_wall_ns: bigint;
+  /** The revision current when this one was written (provenance only). */
+  supersedes: number | null;
+  deleted: boolean;
+}
+
+/** Where an archive keeps its caller indexes: schema 5's table, schema 4's column, or nowhere. */
+export type CallerIndexPlace = "table" | "column" | "absent";
+
 /** Same shape as `dendro describe --json`, plus caller_row_names and caller_row_counts. */
 export interface Description {
   file_bytes: number;
+  /** 4 or 5. */
   schema_version: number;
   sources: SourceInfo[];
+  caller_indexes: CallerIndexPlace;
+  /** Every document, deleted ones included, by (kind, name); empty for schema 4. */
+  documents: DocumentInfo[];
   /**
    * true: an outline (`ArchiveHandle.outline`). No stream lists its
    * segments or counts its sealed rows; each has its `outline` instead.
@@ -364,6 +401,8 @@ export interface ArchiveHandle {
   liveTail(source: number, stream: string): Promise<LiveTail>;
   callerIndex(source: number, stream: string, seq: number): Promise<Uint8Array | null>;
   callerRows(source: number, name: string, from: bigint, to: bigint, opts?: Cancellable): Promise<CallerRow[]>;
+  /** Every revision of a document, oldest first, bodies included; [] for one the archive lacks. */
+  documentHistory(kind: string, name: string): Promise<DocumentRevision[]>;
   verify(): Promise<VerifyReport>;
   /** Traffic so far of an archive read in place; null in memory mode. */
   lazyStats(): Promise<LazyStats | null>;

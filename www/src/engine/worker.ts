@@ -69,11 +69,12 @@ function u32(v: unknown): number | undefined {
 
 /**
  * An exception from the module (a JS Error with `kind`, and for a refused
- * file `detail`, `application_id`, `version`) as plain data.
+ * file `detail`, `application_id`, `version`, `supported_versions`) as
+ * plain data.
  */
 function asEngineError(e: unknown): EngineError {
   if (e instanceof Error) {
-    const x = e as Error & { kind?: unknown; detail?: unknown; application_id?: unknown; version?: unknown; supported_version?: unknown };
+    const x = e as Error & { kind?: unknown; detail?: unknown; application_id?: unknown; version?: unknown; supported_versions?: unknown };
     if (typeof x.kind === "string" && (ERROR_KINDS as readonly string[]).includes(x.kind)) {
       const out = engineError(x.kind as EngineErrorKind, e.message);
       if (typeof x.detail === "string" && (REFUSAL_DETAILS as readonly string[]).includes(x.detail)) out.detail = x.detail as RefusalDetail;
@@ -81,8 +82,10 @@ function asEngineError(e: unknown): EngineError {
       if (id !== undefined) out.application_id = id;
       const version = u32(x.version);
       if (version !== undefined) out.version = version;
-      const supported = u32(x.supported_version);
-      if (supported !== undefined) out.supported_version = supported;
+      if (Array.isArray(x.supported_versions)) {
+        const supported = x.supported_versions.map(u32).filter((v): v is number => v !== undefined);
+        if (supported.length > 0) out.supported_versions = supported;
+      }
       return out;
     }
     return engineError("Internal", `${e.name}: ${e.message}`);
@@ -113,6 +116,7 @@ const methods: { [M in Exclude<Method, SourceMethod>]: (a: Archive, ...args: Cal
   liveTail: (a, source, stream) => a.liveTail(source, stream),
   callerIndex: (a, source, stream, seq) => a.callerIndex(source, stream, seq) ?? null,
   callerRows: (a, source, name, from, to) => a.callerRows(source, name, from, to),
+  documentHistory: (a, kind, name) => a.documentHistory(kind, name),
   verify: (a) => a.verify(),
   lazyStats: (a) => a.lazyStats() as Calls["lazyStats"]["result"],
 };

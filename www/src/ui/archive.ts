@@ -7,6 +7,7 @@ import { debounce, h, moreBar, replace, setText } from "./dom";
 import { explain, isChanged } from "./errors";
 import { type TimeZoneMode, count, floorDiv } from "./format";
 import { type Span, archiveSpan, fullWindow, originFor, streamSpan, totals } from "./model";
+import { DocumentsSection } from "./documents";
 import { Overview, type OverviewHost, SourceCard, marksOf } from "./overview";
 import type { Dialog, Tooltip } from "./overlay";
 import type { ViewState } from "./state";
@@ -58,6 +59,8 @@ function startWindow(init: ViewState, full: Span): Span {
 export class ArchiveView {
   readonly el: HTMLElement;
   private readonly overview: Overview;
+  /** A schema-5 archive's documents (null for schema 4, which has none). */
+  private readonly documents: DocumentsSection | null;
   /** Built a frame after the overview, with the sources and the stream view. */
   private timeline: Timeline | null = null;
   /** The stream to open once built. */
@@ -120,6 +123,7 @@ export class ArchiveView {
     };
     this.overviewHost = overviewHost;
     this.overview = new Overview(overviewHost, desc);
+    this.documents = DocumentsSection.for(overviewHost, desc);
     this.streamSlot = h("div", { class: "dv-stream-slot" });
     this.sources = h("section", { class: "dv-sources", data: { testid: "sources" } });
     this.filtered = filterCatalog(desc, "");
@@ -150,6 +154,7 @@ export class ArchiveView {
       "div",
       { class: "dv-archive", data: { testid: "archive" } },
       this.overview.el,
+      this.documents?.el ?? null,
       this.followBar,
       this.finder,
       desc.sources.length === 0
@@ -185,6 +190,7 @@ export class ArchiveView {
     this.origin = originFor(this.full);
     [this.from, this.to] = startWindow(this.init, this.full);
     this.overview.update(desc);
+    this.documents?.update(desc);
     this.filtered = filterCatalog(desc, this.filtered.query);
     if (this.finder) this.paintFinderCount();
     this.listingNote?.remove();
@@ -558,6 +564,7 @@ export class ArchiveView {
     // source cards; the stream view (its plots ask the engine again).
     const t0 = performance.now();
     this.overview.update(desc);
+    this.documents?.update(desc);
     this.filtered = filterCatalog(desc, this.filtered.query);
     if (this.finder) this.paintFinderCount();
     if (this.timeline) {

@@ -96,12 +96,16 @@ export function explain(e: unknown, name: string, fileBytes?: number): Explained
       return says(`${name} is not a dendro archive`, looksLike(e, fileBytes) || "dendro reads only archives it wrote.");
     case "UnsupportedSchema": {
       const v = e.version;
-      const reads = e.supported_version;
+      const reads = e.supported_versions;
+      const listed =
+        reads === undefined || reads.length === 0
+          ? ""
+          : reads.length === 1
+            ? `; this viewer reads version ${reads[0]}`
+            : `; this viewer reads versions ${reads.slice(0, -1).join(", ")} and ${reads[reads.length - 1]}`;
       return says(
         v === undefined ? "Unsupported archive schema version" : `Unsupported archive schema version ${v}`,
-        `It is a dendro archive of ${v === undefined ? "a schema version" : `an unsupported schema version ${v}`}${
-          reads === undefined ? "" : `; this viewer reads version ${reads}`
-        }. Open it with the release of dendro that wrote it.`,
+        `It is a dendro archive of ${v === undefined ? "a schema version" : `an unsupported schema version ${v}`}${listed}. Open it with the release of dendro that wrote it.`,
       );
     }
     case "Corrupt":
