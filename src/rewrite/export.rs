@@ -22,12 +22,16 @@
 //! segments, the rows `dendro cat` reads. Other live rows are not, since
 //! only their writer's encoder can turn them into columns; the report and
 //! the catalog say how many there are and when. Caller rows (the caller's
-//! opaque store) are not exported either, and counted the same way.
+//! opaque store) are not exported either, and counted the same way. A
+//! segment's caller index is in `catalog.json` beside its file, in hex,
+//! and so is every document revision of a schema-5 input (once per uuid,
+//! `supersedes` by uuid): what schema 5 adds goes with the segments.
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use super::documents::{self, DocumentFork};
 use super::inputs::Input;
 use super::output::Staged;
 use super::plan::plan;
@@ -55,6 +59,14 @@ pub struct ExportReport {
     /// Caller rows left out: the caller's own opaque store (format §3.5),
     /// which has no columns to export. Counted per name, once per source.
     pub caller_rows_not_exported: i64,
+    /// Segments whose caller index `catalog.json` carries (hex, beside the
+    /// segment's file).
+    pub caller_indexes: usize,
+    /// Document revisions (schema 5) written to `catalog.json`, once per
+    /// uuid across the inputs.
+    pub documents: usize,
+    /// Documents the inputs changed apart (see [`super::DocumentFork`]).
+    pub document_forks: Vec<DocumentFork>,
 }
 
 #[derive(Serialize)]
@@ -62,6 +74,20 @@ struct Catalog {
     format: &'static str,
     inputs: Vec<String>,
     sources: Vec<CatalogSource>,
+    /// Every document revision, oldest first, each after the one it
+    /// supersedes (named by uuid: an export has no ids).
+    documents: Vec<CatalogRevision>,
+}
+
+#[derive(Serialize)]
+struct CatalogRevision {
+    uuid: String,
+    kind: String,
+    name: String,
+    schema: Option<String>,
+    body: Option<String>,
+    created_wall_ns: i64,
+    supersedes: Option<String>,
 }
 
 #[derive(Serialize)]
@@ -94,6 +120,10 @@ struct CatalogSegment {
     first_ts: i64,
     last_ts: i64,
     bytes: i64,
+    /// The segment's caller index in hex; absent when it has none (an
+    /// empty index is `""`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    caller_index_hex: Option<String>,
 }
 
 /// Exports `inputs` into a new directory `out` (replacing one only when
@@ -127,11 +157,34 @@ pub fn export<P: AsRef<Path>>(
         .collect::<Result<Vec<_>>>()?;
     let pinned = opened.iter().map(Input::pin).collect::<Result<Vec<_>>>()?;
     let plan = plan(&pinned, &CopySpec::default())?;
-    let mut report = ExportReport::default();
+    let mut held = Vec::new();
+    for (i, input) in pinned.iter().enumerate() {
+        held.extend(input.revisions(i)?);
+    }
+    let files: Vec<&str> = pinned.iter().map(|p| p.file()).collect();
+    let merged = documents::merge(held, &files)?;
+    let mut report = ExportReport {
+        documents: merged.order.len(),
+        document_forks: merged.forks.clone(),
+        ..ExportReport::default()
+    };
     let mut catalog = Catalog {
         format: EXPORT_FORMAT,
         inputs: opened.iter().map(|i| i.file().to_string()).collect(),
         sources: Vec::new(),
+        documents: merged
+            .order
+            .into_iter()
+            .map(|(r, supersedes)| CatalogRevision {
+                uuid: r.uuid,
+                kind: r.kind,
+                name: r.name,
+                schema: r.schema,
+                body: r.body,
+                created_wall_ns: r.created_wall_ns,
+                supersedes,
+            })
+            .collect(),
     };
     for source in &plan.sources {
         let record = &source.record;
@@ -156,11 +209,12 @@ pub fn export<P: AsRef<Path>>(
                 .enumerate()
             {
                 let r = &planned.record;
-                let bytes = pinned[planned.input].snapshot().segment_bytes(
-                    r.source_id,
-                    &r.stream,
-                    r.seq,
-                )?;
+                let snapshot = pinned[planned.input].snapshot();
+                let bytes = snapshot.segment_bytes(r.source_id, &r.stream, r.seq)?;
+                let caller_index = snapshot
+                    .caller_index(r.source_id, &r.stream, r.seq)?
+                    .map(|index| index.iter().map(|b| format!("{b:02x}")).collect::<String>());
+                report.caller_indexes += caller_index.is_some() as usize;
                 let relative = format!("{stream_dir}/seq={seq}.parquet");
                 write_file(&root.join(&relative), &bytes, &mut written)
                     .map_err(|e| Error::io(&file, &format!("cannot write {relative}"), e))?;
@@ -172,6 +226,7 @@ pub fn export<P: AsRef<Path>>(
                     first_ts: r.first_ts,
                     last_ts: r.last_ts,
                     bytes: r.bytes,
+                    caller_index_hex: caller_index,
                 });
             }
             // Two copies of a source may both hold a live row: take it
@@ -206,6 +261,7 @@ pub fn export<P: AsRef<Path>>(
                             first_ts: rows[0].ts,
                             last_ts: rows[rows.len() - 1].ts,
                             bytes: bytes.len() as i64,
+                            caller_index_hex: None,
                         });
                     }
                     None => live_rows_not_exported = rows.len() as i64,

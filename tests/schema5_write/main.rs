@@ -8,6 +8,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 
+#[cfg(feature = "cli")]
+mod cli;
 mod create;
 mod documents;
 mod original;

@@ -221,3 +221,51 @@ fn vacuum_into_project_and_compact_of_a_schema_5_archive_keep_it_5_with_its_docu
         );
     }
 }
+
+#[test]
+fn an_export_of_a_schema_5_archive_carries_its_indexes_and_revisions_in_catalog_json() {
+    let test = "schema5_write::rewrite::an_export_of_a_schema_5_archive";
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("export");
+    let input = s5("s5a_multi_source");
+    let report = rewrite::export(&[&input], &out, false).unwrap();
+    assert_eq!((report.documents, report.caller_indexes), (5, 11));
+    let catalog: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(out.join("catalog.json")).unwrap()).unwrap();
+    let segments: Vec<&serde_json::Value> = catalog["sources"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["streams"].as_array().unwrap())
+        .flat_map(|s| s["segments"].as_array().unwrap())
+        .collect();
+    let hex: Vec<&str> = segments
+        .iter()
+        .filter_map(|s| s["caller_index_hex"].as_str())
+        .collect();
+    assert_eq!(hex.len(), 11);
+    assert_eq!(
+        hex.iter().filter(|h| h.is_empty()).count(),
+        1,
+        "the empty index stays empty"
+    );
+    let Some(had) = original::describe(test, &input) else {
+        return;
+    };
+    let want = original::revisions_by_uuid(&had);
+    let got = catalog["documents"].as_array().unwrap();
+    assert_eq!(got.len(), want.len());
+    for revision in got {
+        let theirs = &want[revision["uuid"].as_str().unwrap()];
+        for key in [
+            "kind",
+            "name",
+            "schema",
+            "body",
+            "created_wall_ns",
+            "supersedes",
+        ] {
+            assert_eq!(revision[key], theirs[key], "{key} of {revision}");
+        }
+    }
+}
