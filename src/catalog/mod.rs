@@ -48,9 +48,6 @@ pub use labels::Labels;
 pub use listing::Listing;
 pub use outline::SealedOutline;
 pub use payload::Payload;
-#[cfg(feature = "write")]
-#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
-pub use revisions::NewRevision;
 pub use segments::{Segment, SegmentRecord};
 pub use sources::{is_canonical_uuid, NewSource, SourceRecord};
 pub use wal::{live_floor, Span, WalRow, LIVE_WAL_RANGE, PLANNED_STATEMENTS};

@@ -5,29 +5,8 @@
 
 use rusqlite::{params, OptionalExtension};
 
-use super::documents::RESERVED_KIND_PREFIX;
+use super::documents::{DocumentRevision, RESERVED_KIND_PREFIX};
 use crate::error::{Error, Result, SqlContext};
-
-/// One revision as it is appended: everything but the file-local id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct NewRevision {
-    /// Its identity across files: copies skip a uuid they already hold.
-    pub uuid: String,
-    /// The document's kind, e.g. `viewer.view`.
-    pub kind: String,
-    /// The document's name within its kind.
-    pub name: String,
-    /// The caller's name and version of the body's type; `None`, with
-    /// `body`, for a deletion.
-    pub schema: Option<String>,
-    /// The JSON text; `None` for a deletion.
-    pub body: Option<String>,
-    /// The wall clock when it was written.
-    pub created_wall_ns: i64,
-    /// The id (in the file it is appended to) of the revision that was
-    /// current when it was written.
-    pub supersedes: Option<i64>,
-}
 
 impl crate::container::Transaction<'_> {
     /// Refuses a file without the `documents` table (schema 4), in words
@@ -53,8 +32,10 @@ impl crate::container::Transaction<'_> {
     }
 
     /// Appends one revision as it is (a copy carrying another file's), and
-    /// answers its id here.
-    pub fn insert_revision(&self, revision: &NewRevision) -> Result<i64> {
+    /// answers its id here. The revision's own `id` is its old file's and
+    /// is not used: the table numbers it; `supersedes` must already be an
+    /// id of this file.
+    pub fn insert_revision(&self, revision: &DocumentRevision) -> Result<i64> {
         self.require_documents()?;
         self.sql()
             .prepare_cached(
@@ -142,7 +123,8 @@ impl crate::container::Transaction<'_> {
 
     fn append(&self, kind: &str, name: &str, content: Option<(&str, &str)>) -> Result<i64> {
         let supersedes = self.current_revision_id(kind, name)?;
-        let revision = NewRevision {
+        let revision = DocumentRevision {
+            id: 0,
             uuid: self.mint_uuid()?,
             kind: kind.to_string(),
             name: name.to_string(),

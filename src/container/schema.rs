@@ -2,13 +2,44 @@
 
 use crate::format::{Layout, LayoutFacts};
 
+/// The statements of `wal`, `clock_offsets` and `caller_rows`, which
+/// schema 4 and schema 5 (`schema5.rs`) create with the same text.
+macro_rules! wal_tables_sql {
+    () => {
+        "CREATE TABLE wal(
+  source_id INTEGER NOT NULL REFERENCES sources(id),
+  stream TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  wall_offset INTEGER NOT NULL,
+  row BLOB NOT NULL,
+  PRIMARY KEY (source_id, stream, ts)
+);
+CREATE TABLE clock_offsets(
+  source_id INTEGER NOT NULL REFERENCES sources(id),
+  ts INTEGER NOT NULL,
+  offset_ns INTEGER NOT NULL,
+  PRIMARY KEY (source_id, ts)
+);
+CREATE TABLE caller_rows(
+  source_id INTEGER NOT NULL REFERENCES sources(id),
+  stream TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  blob BLOB NOT NULL
+);
+CREATE INDEX caller_rows_by_time ON caller_rows(source_id, stream, ts);
+"
+    };
+}
+pub(super) use wal_tables_sql;
+
 /// The five tables and two indexes with the columns and types the format
 /// specifies, plus the two nullable `sources` columns (`heartbeat`,
 /// `heartbeat_interval_ns`) that the original's later releases create
 /// without a schema bump. We leave them NULL ("unknown"), but having them
 /// keeps an archive we write usable by a writer of those releases. Other
 /// implementations read and copy these tables, and select by name.
-pub const SCHEMA_SQL: &str = "
+pub const SCHEMA_SQL: &str = concat!(
+    "
 CREATE TABLE sources(
   id INTEGER PRIMARY KEY,
   labels TEXT NOT NULL,
@@ -31,28 +62,9 @@ CREATE TABLE segments(
   PRIMARY KEY (source_id, stream, seq)
 );
 CREATE INDEX segments_by_time ON segments(source_id, stream, last_ts);
-CREATE TABLE wal(
-  source_id INTEGER NOT NULL REFERENCES sources(id),
-  stream TEXT NOT NULL,
-  ts INTEGER NOT NULL,
-  wall_offset INTEGER NOT NULL,
-  row BLOB NOT NULL,
-  PRIMARY KEY (source_id, stream, ts)
+",
+    wal_tables_sql!()
 );
-CREATE TABLE clock_offsets(
-  source_id INTEGER NOT NULL REFERENCES sources(id),
-  ts INTEGER NOT NULL,
-  offset_ns INTEGER NOT NULL,
-  PRIMARY KEY (source_id, ts)
-);
-CREATE TABLE caller_rows(
-  source_id INTEGER NOT NULL REFERENCES sources(id),
-  stream TEXT NOT NULL,
-  ts INTEGER NOT NULL,
-  blob BLOB NOT NULL
-);
-CREATE INDEX caller_rows_by_time ON caller_rows(source_id, stream, ts);
-";
 
 /// [`layout_sql_for`] schema 4: how the browser engine lays an empty
 /// archive down in memory to warm itself up with (`src/wasm/mod.rs`).

@@ -58,7 +58,8 @@ impl CreateSchema {
 }
 
 /// Schema 5's tables and indexes, in the order 0.6.1 creates them.
-pub const SCHEMA5_SQL: &str = "CREATE TABLE sources(
+pub const SCHEMA5_SQL: &str = concat!(
+    "CREATE TABLE sources(
   id INTEGER PRIMARY KEY,
   labels TEXT NOT NULL,               -- JSON
   metadata TEXT NOT NULL,             -- JSON
@@ -96,28 +97,9 @@ CREATE TABLE segment_indexes(
     REFERENCES segments(source_id, stream, seq) ON DELETE CASCADE
 ) WITHOUT ROWID;
 CREATE INDEX segments_by_time ON segments(source_id, stream, last_ts);
-CREATE TABLE wal(
-  source_id INTEGER NOT NULL REFERENCES sources(id),
-  stream TEXT NOT NULL,
-  ts INTEGER NOT NULL,
-  wall_offset INTEGER NOT NULL,
-  row BLOB NOT NULL,
-  PRIMARY KEY (source_id, stream, ts)
-);
-CREATE TABLE clock_offsets(
-  source_id INTEGER NOT NULL REFERENCES sources(id),
-  ts INTEGER NOT NULL,
-  offset_ns INTEGER NOT NULL,
-  PRIMARY KEY (source_id, ts)
-);
-CREATE TABLE caller_rows(
-  source_id INTEGER NOT NULL REFERENCES sources(id),
-  stream TEXT NOT NULL,
-  ts INTEGER NOT NULL,
-  blob BLOB NOT NULL
-);
-CREATE INDEX caller_rows_by_time ON caller_rows(source_id, stream, ts);
-CREATE TABLE documents(
+",
+    super::schema::wal_tables_sql!(),
+    "CREATE TABLE documents(
   id INTEGER PRIMARY KEY,
   -- The revision's identity across files: minted at insert and carried by
   -- this crate's copies, so a copy that meets a revision it already holds
@@ -137,7 +119,8 @@ CREATE TABLE documents(
   CHECK ((schema IS NULL) = (body IS NULL))
 );
 CREATE INDEX documents_by_name ON documents(kind, name, id);
-";
+"
+);
 
 /// Whether the file a connection is on keeps caller indexes in the
 /// `segment_indexes` table (schema 5). The writer asks it where it stores

@@ -9,19 +9,17 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use serde::Serialize;
 
-use crate::catalog::NewRevision;
+use crate::catalog::DocumentRevision;
 use crate::error::{Error, Result};
 
-/// One revision as an input holds it: its id there, and `supersedes`
-/// (inside `revision`) as an id there too.
+/// One revision as an input holds it (its `id` and `supersedes` are ids
+/// of that input).
 #[derive(Debug, Clone)]
 pub(crate) struct HeldRevision {
     /// Which input (index into the files).
     pub input: usize,
-    /// Its id in that input.
-    pub id: i64,
-    /// The rest of the row.
-    pub revision: NewRevision,
+    /// The row.
+    pub revision: DocumentRevision,
 }
 
 /// Two or more revisions that each supersede the same one.
@@ -41,7 +39,7 @@ pub struct DocumentFork {
 /// a revision written before it.
 #[derive(Debug, Default)]
 pub(crate) struct MergedDocuments {
-    pub order: Vec<(NewRevision, Option<String>)>,
+    pub order: Vec<(DocumentRevision, Option<String>)>,
     /// Revisions met again in a later input (same uuid) and written once.
     pub held_twice: usize,
     pub forks: Vec<DocumentFork>,
@@ -52,7 +50,7 @@ pub(crate) struct MergedDocuments {
 /// one uuid carrying two different revisions, and a cycle of supersedes.
 pub(crate) fn merge(held: Vec<HeldRevision>, files: &[&str]) -> Result<MergedDocuments> {
     let by_id: HashMap<(usize, i64), &HeldRevision> =
-        held.iter().map(|h| ((h.input, h.id), h)).collect();
+        held.iter().map(|h| ((h.input, h.revision.id), h)).collect();
     // Each revision with what it supersedes as a uuid.
     let mut unique: Vec<(&HeldRevision, Option<String>)> = Vec::new();
     let mut seen: HashMap<&str, usize> = HashMap::new();
@@ -68,7 +66,7 @@ pub(crate) fn merge(held: Vec<HeldRevision>, files: &[&str]) -> Result<MergedDoc
                         message: format!(
                             "document revision {} ({}) supersedes revision {target}, which the \
                              file does not hold; a copy cannot carry it (verify reports it)",
-                            h.id, h.revision.uuid
+                            h.revision.id, h.revision.uuid
                         ),
                     })
                 }
@@ -86,7 +84,7 @@ pub(crate) fn merge(held: Vec<HeldRevision>, files: &[&str]) -> Result<MergedDoc
                         message: format!(
                             "document revision {} has the uuid {} that revision {} of {} has, \
                              with other contents; refusing to choose between them",
-                            h.id, h.revision.uuid, first.id, files[first.input]
+                            h.revision.id, h.revision.uuid, first.revision.id, files[first.input]
                         ),
                     });
                 }
@@ -100,7 +98,7 @@ pub(crate) fn merge(held: Vec<HeldRevision>, files: &[&str]) -> Result<MergedDoc
     }
     // Oldest first by wall clock, then by input and id; a revision whose
     // target is not written yet waits for it.
-    unique.sort_by_key(|(h, _)| (h.revision.created_wall_ns, h.input, h.id));
+    unique.sort_by_key(|(h, _)| (h.revision.created_wall_ns, h.input, h.revision.id));
     let mut written: HashSet<String> = HashSet::new();
     let mut order = Vec::with_capacity(unique.len());
     let mut waiting = unique;
@@ -121,13 +119,13 @@ pub(crate) fn merge(held: Vec<HeldRevision>, files: &[&str]) -> Result<MergedDoc
                 file: files[h.input].to_string(),
                 message: format!(
                     "document revision {} ({}) is in a cycle of supersedes; a copy cannot order it",
-                    h.id, h.revision.uuid
+                    h.revision.id, h.revision.uuid
                 ),
             });
         }
         waiting = still;
     }
-    let mut successors: BTreeMap<&str, Vec<&NewRevision>> = BTreeMap::new();
+    let mut successors: BTreeMap<&str, Vec<&DocumentRevision>> = BTreeMap::new();
     for (revision, supersedes) in &order {
         if let Some(target) = supersedes {
             successors.entry(target).or_default().push(revision);
@@ -173,8 +171,8 @@ mod tests {
     fn rev(input: usize, id: i64, uuid: &str, at: i64, supersedes: Option<i64>) -> HeldRevision {
         HeldRevision {
             input,
-            id,
-            revision: NewRevision {
+            revision: DocumentRevision {
+                id,
                 uuid: uuid.into(),
                 kind: "k".into(),
                 name: "n".into(),

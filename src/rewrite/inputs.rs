@@ -7,7 +7,6 @@ use std::path::Path;
 use rusqlite::TransactionBehavior;
 
 use super::documents::HeldRevision;
-use crate::catalog::NewRevision;
 use crate::container::{Archive, CreateSchema, Snapshot};
 use crate::error::{Result, SqlContext};
 
@@ -108,19 +107,7 @@ impl Pinned<'_> {
         let held = self.snapshot().document_revisions()?;
         Ok(held
             .into_iter()
-            .map(|r| HeldRevision {
-                input,
-                id: r.id,
-                revision: NewRevision {
-                    uuid: r.uuid,
-                    kind: r.kind,
-                    name: r.name,
-                    schema: r.schema,
-                    body: r.body,
-                    created_wall_ns: r.created_wall_ns,
-                    supersedes: r.supersedes,
-                },
-            })
+            .map(|revision| HeldRevision { input, revision })
             .collect())
     }
 }

@@ -35,18 +35,30 @@ fn rows(stream: &str, from: i64, to: i64) -> Vec<(String, WalRow)> {
 
 const INDEXED: FixtureEncoder = FixtureEncoder { caller_index: true };
 
-#[test]
-fn a_resumed_schema_5_archive_reads_in_0_6_1_with_our_rows_segments_indexes_and_document() {
-    let test = "schema5_write::resume::a_resumed_schema_5_archive_reads_in_0_6_1";
-    let (_dir, path) = copy_fixture(&fixtures_dir().join("schema5/s5a_multi_source.dendro"));
+/// A copy of `s5a_multi_source` with a writer open on it and a new source
+/// labelled `host`; also how many index rows the copy held before.
+fn resumed_s5a(
+    host: &str,
+) -> (
+    tempfile::TempDir,
+    std::path::PathBuf,
+    i64,
+    Writer,
+    dendro::SourceWriter,
+) {
+    let (dir, path) = copy_fixture(&fixtures_dir().join("schema5/s5a_multi_source.dendro"));
     let index_rows = scalar(&path, "SELECT COUNT(*) FROM segment_indexes");
     let writer = Writer::open(&path, INDEXED).unwrap();
     let source = writer
-        .add_source(
-            Labels::from([("host".into(), "ours".into())]),
-            Labels::new(),
-        )
+        .add_source(Labels::from([("host".into(), host.into())]), Labels::new())
         .unwrap();
+    (dir, path, index_rows, writer, source)
+}
+
+#[test]
+fn a_resumed_schema_5_archive_reads_in_0_6_1_with_our_rows_segments_indexes_and_document() {
+    let test = "schema5_write::resume::a_resumed_schema_5_archive_reads_in_0_6_1";
+    let (_dir, path, index_rows, writer, source) = resumed_s5a("ours");
     source.wal(rows("cpu", 1, 20)).unwrap();
     source.seal(["cpu"]).unwrap();
     source.wal(rows("cpu", 21, 25)).unwrap();
@@ -110,15 +122,7 @@ fn a_resumed_schema_5_archive_reads_in_0_6_1_with_our_rows_segments_indexes_and_
 #[test]
 fn retention_on_a_resumed_schema_5_archive_takes_the_evicted_segments_indexes_with_them() {
     let test = "schema5_write::resume::retention_on_a_resumed_schema_5_archive";
-    let (_dir, path) = copy_fixture(&fixtures_dir().join("schema5/s5a_multi_source.dendro"));
-    let before = scalar(&path, "SELECT COUNT(*) FROM segment_indexes");
-    let writer = Writer::open(&path, INDEXED).unwrap();
-    let source = writer
-        .add_source(
-            Labels::from([("host".into(), "kept".into())]),
-            Labels::new(),
-        )
-        .unwrap();
+    let (_dir, path, before, writer, source) = resumed_s5a("kept");
     for (from, to) in [(1, 10), (11, 20), (21, 30)] {
         source.wal(rows("cpu", from, to)).unwrap();
         source.seal(["cpu"]).unwrap();
