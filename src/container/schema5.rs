@@ -2,11 +2,11 @@
 //! an archive is created with. New archives are schema 4 unless asked:
 //! every release of the original reads 4, only its 0.6 releases read 5.
 //!
-//! The statements are the ones 0.6.1 stores in `sqlite_master`, character
-//! for character and in its order (checked against the fixtures'
-//! manifests, `tests/schema5_write.rs`), so a file we create cannot be told
-//! from one it created by its catalog. Their comments are part of that
-//! stored text.
+//! The tables, columns, keys and indexes are the ones 0.6.1 lays down, in
+//! its order (checked against the fixtures' manifests with comments and
+//! spacing set aside, `tests/schema5_write/create.rs`): a file we create
+//! has the catalog a file it created has. The explanations are ours, here,
+//! not in the stored SQL.
 
 /// Which schema a new archive is laid down with.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -61,19 +61,11 @@ impl CreateSchema {
 pub const SCHEMA5_SQL: &str = concat!(
     "CREATE TABLE sources(
   id INTEGER PRIMARY KEY,
-  labels TEXT NOT NULL,               -- JSON
-  metadata TEXT NOT NULL,             -- JSON
+  labels TEXT NOT NULL,
+  metadata TEXT NOT NULL,
   complete INTEGER NOT NULL DEFAULT 0,
   clock_anchor_wall_ns INTEGER NOT NULL,
-  -- The source's identity across files: minted at insert, carried verbatim
-  -- by every copy, so whether two archives hold the same source is a
-  -- comparison rather than a guess from labels. NULL only in archives
-  -- written before the column existed; readers treat that as unknown.
   uuid TEXT,
-  -- Bumped by a running writer every heartbeat_interval_ns, so a reader can
-  -- tell a source still being written from one whose writer stopped. NULL in
-  -- archives written before the columns existed; readers treat that as
-  -- unknown.
   heartbeat INTEGER,
   heartbeat_interval_ns INTEGER
 );
@@ -101,20 +93,12 @@ CREATE INDEX segments_by_time ON segments(source_id, stream, last_ts);
     super::schema::wal_tables_sql!(),
     "CREATE TABLE documents(
   id INTEGER PRIMARY KEY,
-  -- The revision's identity across files: minted at insert and carried by
-  -- this crate's copies, so a copy that meets a revision it already holds
-  -- skips it.
   uuid TEXT NOT NULL UNIQUE,
   kind TEXT NOT NULL,
   name TEXT NOT NULL,
-  -- The caller's name and version for the body's type. Stored, never read.
-  -- NULL, with body, on a deletion.
   schema TEXT,
-  -- JSON, checked to parse at insert and otherwise never read.
   body TEXT,
   created_wall_ns INTEGER NOT NULL,
-  -- The revision that was current for (kind, name) when this one was
-  -- written. Provenance only: the current revision is the newest by id.
   supersedes INTEGER REFERENCES documents(id),
   CHECK ((schema IS NULL) = (body IS NULL))
 );

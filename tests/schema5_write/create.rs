@@ -14,10 +14,33 @@ fn catalog_of(path: &std::path::Path) -> Vec<(String, String, String, Option<Str
     let mut stmt = conn
         .prepare("SELECT type, name, tbl_name, sql FROM sqlite_master ORDER BY rowid")
         .unwrap();
-    stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))
-        .unwrap()
-        .collect::<rusqlite::Result<_>>()
-        .unwrap()
+    stmt.query_map([], |r| {
+        let sql: Option<String> = r.get(3)?;
+        Ok((
+            r.get(0)?,
+            r.get(1)?,
+            r.get(2)?,
+            sql.as_deref().map(statement),
+        ))
+    })
+    .unwrap()
+    .collect::<rusqlite::Result<_>>()
+    .unwrap()
+}
+
+/// A statement as SQLite parses it: `--` comments dropped and runs of
+/// white space made one space, so two catalogs compare by what they
+/// declare, not by how their authors explained it.
+fn statement(sql: &str) -> String {
+    sql.lines()
+        .map(|line| line.split("--").next().unwrap_or(""))
+        .collect::<Vec<_>>()
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ")
+        .replace("( ", "(")
+        .replace(" )", ")")
 }
 
 fn stamps(path: &std::path::Path) -> (i64, i64) {
@@ -52,7 +75,7 @@ fn a_schema_5_archive_has_the_catalog_the_originals_0_6_1_writes_statement_for_s
                     s("type"),
                     s("name"),
                     s("tbl_name"),
-                    row["sql"].as_str().map(str::to_string),
+                    row["sql"].as_str().map(statement),
                 )
             })
             .collect();
