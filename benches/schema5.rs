@@ -143,7 +143,10 @@ fn main() {
     // Under target/, as the brief asks of generated archives; removed at the end.
     std::fs::create_dir_all("target").unwrap();
     let dir = tempfile::tempdir_in("target").unwrap();
-    eprintln!("schema 4 against schema 5, {reps} reps each, load {}", load_average());
+    eprintln!(
+        "schema 4 against schema 5, {reps} reps each, load {}",
+        load_average()
+    );
     for (name, index) in [("small-index", 200), ("large-index", 4 << 10)] {
         let (four, five) = pair(dir.path(), name, index, segments);
         for (path, layout) in [(&four, 4), (&five, 5)] {

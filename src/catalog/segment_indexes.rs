@@ -40,22 +40,24 @@ impl Snapshot<'_> {
         let first = &records[0];
         let (owner, stream) = (first.source_id, first.stream.clone());
         let what = "cannot read which segments have a caller index";
-        let keys: Vec<(i64, String, i64)> =
-            if records.iter().all(|r| r.source_id == owner && r.stream == stream) {
-                self.collect(
-                    what,
-                    "SELECT seq FROM segment_indexes WHERE source_id = ?1 AND stream = ?2",
-                    params![owner, stream],
-                    |r| Ok((owner, stream.clone(), r.get(0)?)),
-                )?
-            } else {
-                self.collect(
-                    what,
-                    "SELECT source_id, stream, seq FROM segment_indexes",
-                    [],
-                    |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-                )?
-            };
+        let keys: Vec<(i64, String, i64)> = if records
+            .iter()
+            .all(|r| r.source_id == owner && r.stream == stream)
+        {
+            self.collect(
+                what,
+                "SELECT seq FROM segment_indexes WHERE source_id = ?1 AND stream = ?2",
+                params![owner, stream],
+                |r| Ok((owner, stream.clone(), r.get(0)?)),
+            )?
+        } else {
+            self.collect(
+                what,
+                "SELECT source_id, stream, seq FROM segment_indexes",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+            )?
+        };
         if keys.is_empty() {
             return Ok(());
         }
