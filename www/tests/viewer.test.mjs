@@ -16,13 +16,15 @@ import {
   newPage,
   pixelsNear,
   refusalFixtures,
+  schema5Fixtures,
   screenshot,
   serve,
   soundFixtures,
 } from "./helpers.mjs";
 
 const missing = missingPrerequisite();
-const sound = missing ? [] : await soundFixtures();
+// Schema 4 (0.3.4) and schema 5 (0.6.1): the manifests have one shape.
+const sound = missing ? [] : [...(await soundFixtures()), ...(await schema5Fixtures())];
 const refusals = missing ? [] : await refusalFixtures();
 const T = { timeout: 60_000 };
 
