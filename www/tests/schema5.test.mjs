@@ -15,7 +15,11 @@ const missing = missingPrerequisite();
 const T = { timeout: 60_000 };
 const active = (page) => page.locator(".dv-tab-panel:not([hidden])");
 
-/** A copy of s5a whose notes.text body is markup that would run if it were HTML. */
+/**
+ * A copy of s5a whose notes.text body is markup that would run if it were
+ * HTML, with more than the viewer lists: a document of 205 revisions
+ * (a.many/history) and 205 documents of one revision (zz.bulk/n000...).
+ */
 const HOSTILE_BODY = '{"text":"<img src=x onerror=\\"alert(1)\\"><b>bold</b><script>alert(2)</script>"}';
 
 function hostileCopy(dir) {
@@ -26,6 +30,9 @@ function hostileCopy(dir) {
     "import sqlite3, sys\n" +
       "c = sqlite3.connect(sys.argv[1])\n" +
       "c.execute(\"UPDATE documents SET body = ? WHERE kind = 'notes.text'\", (sys.argv[2],))\n" +
+      "for i in range(205):\n" +
+      "    c.execute(\"INSERT INTO documents(uuid, kind, name, schema, body, created_wall_ns) VALUES (?, 'a.many', 'history', 's/1', ?, ?)\", ('m%d' % i, '{\"i\":%d}' % i, i))\n" +
+      "    c.execute(\"INSERT INTO documents(uuid, kind, name, schema, body, created_wall_ns) VALUES (?, 'zz.bulk', ?, 's/1', '{}', 0)\", ('b%d' % i, 'n%03d' % i))\n" +
       "c.commit()\n" +
       "c.execute('PRAGMA wal_checkpoint(TRUNCATE)')\n" +
       "c.close()\n",
@@ -111,6 +118,26 @@ describe("schema-5 archives in the viewer", { skip: !!missing }, () => {
     assert.equal(await page.locator("dialog.dv-dialog img, dialog.dv-dialog b, dialog.dv-dialog script").count(), 0);
     await screenshot(page, "schema5-hostile-body.png", page.locator("dialog.dv-dialog"));
     assert.deepEqual(page.problems, [], "no alert, no error");
+    await page.context().close();
+  });
+
+  it("lists at most 200 documents and 200 revisions of one, and counts the rest", T, async () => {
+    const page = await newPage(browser);
+    await page.goto(server.url + "/?url=/scratch/s5a_hostile.dendro");
+    const docs = active(page).locator('[data-testid="documents"]');
+    await docs.waitFor({ timeout: 20_000 });
+    assert.equal(await docs.locator('[data-testid="documents-summary"]').innerText(), "208 current, 415 revisions");
+    assert.equal(await docs.locator('[data-testid="document"]').count(), 200);
+    assert.match(await docs.innerText(), /… 9 more documents not shown\./);
+    const many = docs.locator('[data-testid="document"][data-kind="a.many"]');
+    assert.match(await many.innerText(), /205/);
+    await many.locator('[data-testid="document-history"]').click();
+    const revisions = page.locator('dialog.dv-dialog [data-testid="document-revision"]');
+    await revisions.first().waitFor();
+    assert.equal(await revisions.count(), 200);
+    assert.equal(await revisions.first().locator('[data-testid="document-body"]').innerText(), '{"i":204}');
+    assert.match(await page.locator("dialog.dv-dialog").innerText(), /… 5 older revisions not shown\./);
+    assert.deepEqual(page.problems, []);
     await page.context().close();
   });
 
