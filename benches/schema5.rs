@@ -165,7 +165,7 @@ fn main() {
             std::fs::metadata(&four).unwrap().len() as f64 / 1e6,
             std::fs::metadata(&five).unwrap().len() as f64 / 1e6
         );
-        let mut report = |what: &str, (a, b): (f64, f64)| {
+        let report = |what: &str, (a, b): (f64, f64)| {
             figure(&format!("{name}/{what}_ms_v4"), a, "ms");
             figure(&format!("{name}/{what}_ms_v5"), b, "ms");
             figure(&format!("{name}/{what}_ratio_v5_over_v4"), b / a, "x");
