@@ -201,36 +201,45 @@ const NAMED_REFERENCES: usize = 100;
 /// gone (the cascade should have removed it), and a `supersedes` naming
 /// no revision. Each is named by its key. None in a schema-4 file.
 fn dangling_schema_5_references(s: &Snapshot<'_>) -> Result<Vec<Problem>> {
+    let mut out = named(
+        &s.orphan_segment_indexes()?,
+        |(source, stream, seq)| {
+            format!(
+            "the caller index of source {source}, stream {stream:?}, seq {seq} (a segment_indexes row) belongs to no segment"
+        )
+        },
+        "segment_indexes row(s) belong to no segment",
+    );
+    out.extend(named(
+        &s.dangling_supersedes()?,
+        |(id, supersedes)| format!(
+            "document revision {id} supersedes revision {supersedes}, which the documents table does not hold"
+        ),
+        "document revision(s) supersede a revision the table does not hold",
+    ));
+    Ok(out)
+}
+
+/// A dangling reference problem for each of the first
+/// [`NAMED_REFERENCES`] of `found`, in `words`, and one counting the rest
+/// (`more`: what they are).
+fn named<T>(found: &[T], words: impl Fn(&T) -> String, more: &str) -> Vec<Problem> {
     let dangling = |message: String| Problem {
         kind: ProblemKind::DanglingReference,
         message,
     };
-    let mut out = Vec::new();
-    let orphans = s.orphan_segment_indexes()?;
-    for (source, stream, seq) in orphans.iter().take(NAMED_REFERENCES) {
+    let mut out: Vec<Problem> = found
+        .iter()
+        .take(NAMED_REFERENCES)
+        .map(|f| dangling(words(f)))
+        .collect();
+    if found.len() > NAMED_REFERENCES {
         out.push(dangling(format!(
-            "the caller index of source {source}, stream {stream:?}, seq {seq} (a segment_indexes row) belongs to no segment"
+            "{} more {more}",
+            found.len() - NAMED_REFERENCES
         )));
     }
-    if orphans.len() > NAMED_REFERENCES {
-        out.push(dangling(format!(
-            "{} more segment_indexes row(s) belong to no segment",
-            orphans.len() - NAMED_REFERENCES
-        )));
-    }
-    let pointing_nowhere = s.dangling_supersedes()?;
-    for (id, supersedes) in pointing_nowhere.iter().take(NAMED_REFERENCES) {
-        out.push(dangling(format!(
-            "document revision {id} supersedes revision {supersedes}, which the documents table does not hold"
-        )));
-    }
-    if pointing_nowhere.len() > NAMED_REFERENCES {
-        out.push(dangling(format!(
-            "{} more document revision(s) supersede a revision the table does not hold",
-            pointing_nowhere.len() - NAMED_REFERENCES
-        )));
-    }
-    Ok(out)
+    out
 }
 
 fn contradicting_segments(s: &Snapshot<'_>) -> Result<Vec<Problem>> {

@@ -256,6 +256,33 @@ fn verify_names_orphaned_indexes_and_revisions_superseding_nothing_by_key() {
 }
 
 #[test]
+fn verify_names_the_first_hundred_dangling_references_and_counts_the_rest() {
+    let (_d, path, _) = schema5("s5b_retention.dendro");
+    mutate(
+        &path,
+        "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n WHERE i < 105)
+           INSERT INTO segment_indexes SELECT 7, 'gone', i, x'00' FROM n;",
+    );
+    let report = Archive::open(&path).unwrap().verify().unwrap();
+    let orphans: Vec<&str> = report
+        .problems
+        .iter()
+        .filter(|p| p.message.contains("segment_indexes row"))
+        .map(|p| p.message.as_str())
+        .collect();
+    assert_eq!(orphans.len(), 101, "{orphans:#?}");
+    assert!(
+        orphans[0].contains("source 7, stream \"gone\", seq 1 "),
+        "{}",
+        orphans[0]
+    );
+    assert_eq!(
+        orphans[100],
+        "5 more segment_indexes row(s) belong to no segment"
+    );
+}
+
+#[test]
 fn versions_3_and_6_are_refused_naming_the_file_the_version_and_those_read() {
     for version in [3, 6] {
         let (_d, path, _) = schema5("s5a_multi_source.dendro");

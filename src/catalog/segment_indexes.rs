@@ -10,7 +10,7 @@
 //! a cell whole to compare it, so a listing would read every index it
 //! meant only to flag.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 use rusqlite::params;
 
@@ -40,7 +40,7 @@ impl Snapshot<'_> {
         let first = &records[0];
         let (owner, stream) = (first.source_id, first.stream.clone());
         let what = "cannot read which segments have a caller index";
-        let keys: HashSet<(i64, String, i64)> = if records
+        let keys: Vec<(i64, String, i64)> = if records
             .iter()
             .all(|r| r.source_id == owner && r.stream == stream)
         {
@@ -50,8 +50,6 @@ impl Snapshot<'_> {
                 params![owner, stream],
                 |r| Ok((owner, stream.clone(), r.get(0)?)),
             )?
-            .into_iter()
-            .collect()
         } else {
             self.collect(
                 what,
@@ -59,17 +57,26 @@ impl Snapshot<'_> {
                 [],
                 |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
             )?
-            .into_iter()
-            .collect()
         };
         if keys.is_empty() {
             return Ok(());
         }
+        // Filed by owner, then stream, so a record is looked up without
+        // building a key.
+        let mut indexed: HashMap<i64, HashMap<String, HashSet<i64>>> = HashMap::new();
+        for (source, name, seq) in keys {
+            indexed
+                .entry(source)
+                .or_default()
+                .entry(name)
+                .or_default()
+                .insert(seq);
+        }
         for record in records.iter_mut() {
-            // The set is keyed by owned strings; a probe builds one per
-            // record, which a listing of segments can afford.
-            record.caller_index =
-                keys.contains(&(record.source_id, record.stream.clone(), record.seq));
+            record.caller_index = indexed
+                .get(&record.source_id)
+                .and_then(|streams| streams.get(record.stream.as_str()))
+                .is_some_and(|seqs| seqs.contains(&record.seq));
         }
         Ok(())
     }

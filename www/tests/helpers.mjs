@@ -62,20 +62,31 @@ export function parseJsonExact(text) {
   return JSON.parse(out + text.slice(last));
 }
 
-export async function loadManifests() {
-  const names = (await readdir(FIXTURES)).filter((f) => f.endsWith(".manifest.json")).sort();
+/**
+ * The manifests of the fixtures in `sub` (a folder of FIXTURES: "" for the
+ * schema-4 set, "schema5/" for the original's 0.6.1 set), each with its
+ * file's `path` and its address under the test server's `/fixtures/`.
+ */
+export async function loadManifests(sub = "") {
+  const dir = join(FIXTURES, sub);
+  const names = (await readdir(dir)).filter((f) => f.endsWith(".manifest.json")).sort();
   const out = [];
   for (const n of names) {
-    const m = parseJsonExact(await readFile(join(FIXTURES, n), "utf8"));
-    if (!m.file || !existsSync(join(FIXTURES, m.file))) continue;
-    out.push({ ...m, path: join(FIXTURES, m.file), stem: basename(n, ".manifest.json") });
+    const m = parseJsonExact(await readFile(join(dir, n), "utf8"));
+    if (!m.file || !existsSync(join(dir, m.file))) continue;
+    out.push({ ...m, path: join(dir, m.file), url: `/fixtures/${sub}${m.file}`, stem: basename(n, ".manifest.json") });
   }
   return out;
 }
 
-/** Archives a correct reader opens (their manifest says open.ok). */
+/** Archives a correct reader opens (their manifest says open.ok), of schema 4. */
 export async function soundFixtures() {
   return (await loadManifests()).filter((m) => m.open?.ok === true && m.file.endsWith(".dendro"));
+}
+
+/** The schema-5 archives the original's 0.6.1 wrote; all of them open. */
+export async function schema5Fixtures() {
+  return (await loadManifests("schema5/")).filter((m) => m.open?.ok === true);
 }
 
 /** Files a correct reader refuses (the i_* fixtures). */

@@ -21,7 +21,7 @@ import { basename, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 import { bundleEngine, startServer } from "../support/index.mjs";
 import { dendro } from "./cli.mjs";
-import { FIXTURES, ROOT, launch, missingPrerequisite, newPage, serve, soundFixtures } from "./helpers.mjs";
+import { FIXTURES, ROOT, launch, missingPrerequisite, newPage, schema5Fixtures, serve, soundFixtures } from "./helpers.mjs";
 
 const T = { timeout: 180_000 };
 const WORK = join(ROOT, "target", "lazy-test");
@@ -39,7 +39,8 @@ function bigArchive(path = BIG, mb = 4) {
 
 /**
  * Runs in the page: a SHA-256 of everything a viewer reads from `h`
- * (describe; every segment decoded; a reduced window of each stream),
+ * (describe; documents' histories; every segment decoded, and its caller
+ * index; a reduced window of each stream),
  * with its errors' kinds and messages in place of what failed.
  */
 async function digestInPage(h) {
@@ -55,9 +56,14 @@ async function digestInPage(h) {
   const parts = [];
   const d = await h.describe();
   parts.push(text(d));
+  // A schema-5 file's documents and its caller indexes (segment_indexes).
+  for (const doc of d.documents ?? []) parts.push(await attempt(() => h.documentHistory(doc.kind, doc.name)));
   for (const s of d.sources)
     for (const st of s.streams) {
-      for (const seg of st.segments) parts.push(await attempt(() => h.readSegment(s.id, st.name, seg.seq)));
+      for (const seg of st.segments) {
+        parts.push(await attempt(() => h.readSegment(s.id, st.name, seg.seq)));
+        parts.push(await attempt(() => h.callerIndex(s.id, st.name, seg.seq)));
+      }
       if (st.segments.length > 0) {
         const from = st.segments[0].first_ts;
         const to = st.segments[st.segments.length - 1].last_ts;
@@ -134,21 +140,21 @@ it("has what it needs to run", () => assert.equal(missing, null, missing ?? ""))
 
 describe("an archive read in place", { skip: missing ?? false }, () => {
   it("reads every shared fixture as it reads the whole file: dropped and over HTTP", T, async () => {
-    const fixtures = await soundFixtures();
-    assert.ok(fixtures.length >= 5, `only ${fixtures.length} sound fixtures`);
+    const fixtures = [...(await soundFixtures()), ...(await schema5Fixtures())];
+    assert.ok(fixtures.length >= 7, `only ${fixtures.length} sound fixtures`);
     const page = await enginePage();
     await page.locator("#files").setInputFiles(fixtures.map((f) => f.path));
     const results = await page.evaluate(
-      async ({ names, digestSrc }) => {
+      async ({ names, urls, digestSrc }) => {
         const digest = eval(`(${digestSrc})`);
         const engine = window.createEngine();
         const files = Array.from(document.getElementById("files").files);
         const out = [];
-        for (const name of names) {
+        for (const [i, name] of names.entries()) {
           const file = files.find((f) => f.name === name);
           const whole = await engine.open(await file.arrayBuffer(), name);
           const dropped = await engine.openFile(file, name);
-          const http = await engine.openUrl(`/fixtures/${name}`, name, { minLazyBytes: 0 });
+          const http = await engine.openUrl(urls[i], name, { minLazyBytes: 0 });
           const row = { name, modes: [whole.mode, dropped.mode, http?.mode ?? null] };
           row.whole = await digest(whole);
           row.dropped = await digest(dropped);
@@ -160,7 +166,7 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
         engine.terminate();
         return out;
       },
-      { names: fixtures.map((f) => basename(f.path)), digestSrc: digestInPage.toString() },
+      { names: fixtures.map((f) => basename(f.path)), urls: fixtures.map((f) => f.url), digestSrc: digestInPage.toString() },
     );
     for (const r of results) {
       assert.deepEqual(r.modes, ["memory", "lazy", "lazy"], `${r.name}: modes`);

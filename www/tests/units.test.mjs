@@ -220,6 +220,7 @@ describe("escaping and errors", () => {
       not_sqlite: /not a SQLite file/,
       unstamped: /SQLite database, but not one written by dendro/,
       no_catalog: /holds none of its tables/,
+      schema_mismatch: /tables are those of another schema version than its header states/,
     };
     for (const [detail, re] of Object.entries(want)) {
       assert.match(errors.explain({ kind: "NotAnArchive", message: "f: refused", detail }, "f", 100).hint, re, detail);

@@ -16,13 +16,15 @@ import {
   newPage,
   pixelsNear,
   refusalFixtures,
+  schema5Fixtures,
   screenshot,
   serve,
   soundFixtures,
 } from "./helpers.mjs";
 
 const missing = missingPrerequisite();
-const sound = missing ? [] : await soundFixtures();
+// Schema 4 (0.3.4) and schema 5 (0.6.1): the manifests have one shape.
+const sound = missing ? [] : [...(await soundFixtures()), ...(await schema5Fixtures())];
 const refusals = missing ? [] : await refusalFixtures();
 const T = { timeout: 60_000 };
 
@@ -185,7 +187,7 @@ describe("viewer page", () => {
         assert.ok(message.trim().length > 10, `${m.file}: the engine's message is shown`);
         if (kind === "UnsupportedSchema") {
           assert.match(title, new RegExp(`schema version ${m.sniff.version}\\b`), `${m.file}: says which version`);
-          assert.match(hint, new RegExp(`an unsupported schema version ${m.sniff.version}; this viewer reads version 4`), `${m.file}: hint`);
+          assert.match(hint, new RegExp(`an unsupported schema version ${m.sniff.version}; this viewer reads versions 4 and 5`), `${m.file}: hint`);
         } else {
           assert.match(title, /is not a dendro archive/);
           // Worded from the engine's detail and application_id, not its message.

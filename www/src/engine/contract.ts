@@ -26,6 +26,7 @@ export const REFUSAL_DETAILS = [
   "foreign_app", // SQLite stamped by another application (see application_id)
   "no_catalog", // stamped as an archive but without its tables
   "incomplete_catalog", // its tables lack a column, key or index reading relies on
+  "schema_mismatch", // its tables are not those of the schema version its header states
 ] as const;
 export type RefusalDetail = (typeof REFUSAL_DETAILS)[number];
 

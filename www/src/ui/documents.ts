@@ -20,6 +20,8 @@ export interface DocumentsHost {
 
 /** Documents listed at first; the rest are counted ("… more"). */
 export const SHOWN_DOCUMENTS = 200;
+/** Revisions a history shows, newest first; older ones are counted. */
+export const SHOWN_REVISIONS = 200;
 /** A body longer than this shows cut, with a way to see and copy the whole of it. */
 const BODY_CHARS = 20_000;
 
@@ -109,7 +111,7 @@ export class DocumentsSection {
     }
     const tz = this.host.tz();
     const items = revisions
-      .slice()
+      .slice(-SHOWN_REVISIONS)
       .reverse()
       .map((r, i) =>
         h(
@@ -134,6 +136,9 @@ export class DocumentsSection {
       title,
       h("div", { class: "dv-muted" }, fileText(d.name, { max: 200, what: "document name" }), ` · ${plural(revisions.length, "revision")}, newest first`),
       items.length > 0 ? items : h("div", { class: "dv-muted" }, "The archive no longer holds this document."),
+      revisions.length > SHOWN_REVISIONS
+        ? h("div", { class: "dv-muted" }, `… ${plural(revisions.length - SHOWN_REVISIONS, "older revision")} not shown.`)
+        : null,
     );
   }
 }

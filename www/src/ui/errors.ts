@@ -71,6 +71,8 @@ export function looksLike(e: EngineError, fileBytes?: number): string {
       return "It is stamped as a dendro archive but holds none of its tables: a copy of the main file taken before the archive's creation was checkpointed looks like this.";
     case "incomplete_catalog":
       return "It is stamped as a dendro archive, but its catalog lacks a column, key or index that reading it relies on (the message says which). It was not written by a dendro writer, or was edited since.";
+    case "schema_mismatch":
+      return "It is stamped as a dendro archive, but its tables are those of another schema version than its header states (the message says which): edited since it was written, perhaps by hand. Reading it by either version's rules would misread it.";
     case undefined:
       return fileBytes === 0 ? "The file is empty." : "";
   }
