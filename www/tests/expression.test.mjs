@@ -93,3 +93,24 @@ describe("derived-series expressions", () => {
     fails("__proto__ + a", 0, /no column named "__proto__"/);
   });
 });
+
+describe("derived series in the address", async () => {
+  const sdir = mkdtempSync(join(tmpdir(), "dendro-expr-state-"));
+  const sentry = join(sdir, "entry.ts");
+  writeFileSync(sentry, `export * from ${JSON.stringify(join(WWW, "src/ui/state.ts"))};`);
+  await esbuild.build({ entryPoints: [sentry], bundle: true, format: "esm", platform: "neutral", outfile: join(sdir, "out.mjs"), logLevel: "error" });
+  const state = await import(pathToFileURL(join(sdir, "out.mjs")).href);
+  it("round-trips, and an address without them reads as before", () => {
+    const s = { source: 1, stream: "disk", columns: ["a"], exprs: ["100 * a / b", 'rate("x y") / 2'] };
+    const search = state.stateToSearch(s, "");
+    assert.deepEqual(state.parseState(search), s);
+    assert.deepEqual(state.parseState("?source=1&stream=disk&col=a"), { source: 1, stream: "disk", columns: ["a"] });
+    assert.equal(state.stateToSearch({ source: 1, stream: "disk" }, "?expr=a"), "?source=1&stream=disk", "the viewer owns expr");
+  });
+  it("takes at most a few, each bounded", () => {
+    const q = new URLSearchParams();
+    for (let i = 0; i < 10; i++) q.append("expr", `a + ${i}`);
+    q.append("expr", "a".repeat(MAX_EXPR_CHARS + 1));
+    assert.deepEqual(state.parseState("?" + q).exprs, ["a + 0", "a + 1", "a + 2", "a + 3"]);
+  });
+});

@@ -19,6 +19,8 @@
 /** Longest expression accepted, and deepest nesting: a bound on the work a typed (or linked) text can ask for. */
 export const MAX_EXPR_CHARS = 400;
 const MAX_DEPTH = 40;
+/** Derived series plotted at once, at most (each reads its window's rows). */
+export const MAX_DERIVED = 4;
 
 export type Expr =
   | { kind: "num"; value: number }

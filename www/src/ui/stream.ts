@@ -8,6 +8,8 @@ import { I64_MAX, I64_MIN, bytes, count, span as fmtSpan, type TimeZoneMode } fr
 import { isNumericType, sameLane, sameSegments, streamSpan } from "./model";
 import type { Dialog } from "./overlay";
 import { PlotGroup } from "./plots";
+import type { DerivedSpec } from "./derived";
+import { derivedForm, parseDerived } from "./derivedform";
 import { blobCell, callerRowCell, callerRowColumns, cellRenderer, previewBlob, vcolumn } from "./values";
 import { VirtualTable } from "./vtable";
 
@@ -60,6 +62,8 @@ export class StreamView {
   private rowsToken = 0;
   /** Whether the engine reads this stream's live tail (the source's encoder is the self-describing one). */
   private readonly liveReadable: boolean;
+  /** Derived series typed by a person (or from the URL), plotted after the columns. */
+  private derived: DerivedSpec[] = [];
 
   constructor(
     private readonly host: StreamHost,
@@ -67,6 +71,7 @@ export class StreamView {
     public stream: StreamInfo,
     private readonly wantColumns: string[] | undefined,
     private readonly wantSeq: number | undefined,
+    private readonly wantExprs: string[] = [],
   ) {
     const st = stream;
     const span = streamSpan(st);
@@ -250,6 +255,11 @@ export class StreamView {
 
   columns(): string[] {
     return this.selected;
+  }
+
+  /** The derived series plotted, as typed. */
+  exprs(): string[] {
+    return this.derived.map((d) => d.text);
   }
 
   setWindow(from: bigint, to: bigint): void {
@@ -469,14 +479,24 @@ export class StreamView {
         onWindow: (a, b) => this.host.onWindow(a, b),
         fullWindow: () => this.host.fullWindow(),
         onRaw: (name, raw) => this.showRaw(name, raw),
+        onRemoveDerived: (text) => this.setDerived(this.derived.filter((d) => d.text !== text)),
       },
       schema.columns,
     );
     this.plots.setCounters(this.counters(), this.rates());
-    replace(this.plotBox, this.plots.el);
+    const form = derivedForm(this.numericColumns(), this.wantExprs, (spec) => this.setDerived([...this.derived.filter((d) => d.text !== spec.text), spec]));
+    this.derived = parseDerived(this.wantExprs, this.numericColumns());
+    replace(this.plotBox, form, this.plots.el);
     const [a, b] = this.host.window();
     this.plots.setWindow(a, b);
     this.plots.setColumns(this.selected);
+    if (this.derived.length > 0) this.plots.setDerived(this.derived);
+  }
+
+  private setDerived(specs: DerivedSpec[]): void {
+    this.derived = specs;
+    this.plots?.setDerived(specs);
+    this.host.onColumns(this.selected);
   }
 
   private initialSeq(): number | "live" {
