@@ -24,6 +24,7 @@ import { ticks } from "./axis";
 import { clear, debounce, fileText, h, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { axisNumber, count, instant, type TimeZoneMode } from "./format";
+import { dragHooks, regionBand } from "./region";
 import { DERIVED_ROW_CAP, type DerivedAnswer, type DerivedSpec, readDerived } from "./derived";
 
 export interface PlotHost {
@@ -40,6 +41,10 @@ export interface PlotHost {
   onRaw(name: string, raw: boolean): void;
   /** A person removed the derived series typed as `text`. */
   onRemoveDerived?(text: string): void;
+  /** A person dragged with Shift held over [from, to]: statistics of that region. */
+  onRegion?(from: bigint, to: bigint): void;
+  /** The region shown, shaded on every plot; null for none. */
+  region?(): [bigint, bigint] | null;
 }
 
 /** What a plot last drew, on its element as `dendroPlot` (for tests and embedders). */
@@ -263,6 +268,11 @@ export class PlotGroup {
     this.scheduleFetch();
   }
 
+  /** Draws again as it is (the region shown changed). */
+  redraw(): void {
+    for (const p of this.plots) p.plot?.redraw(false, false);
+  }
+
   /** The zone changed: relabel axes and readouts. */
   relabel(): void {
     for (const p of this.plots) p.plot?.redraw(false, true);
@@ -466,6 +476,14 @@ export class PlotGroup {
     const fill = p.color + "2e";
     // Dots on the rows themselves when every row is shown and they are far apart.
     const sparse = (u: uPlot, _s: number, i0: number, i1: number) => p.env?.reduced === false && i1 - i0 < u.bbox.width / devicePixelRatio / 10;
+    const drag = dragHooks(
+      (a, b) => this.host.onWindow(this.toNs(a), this.toNs(b)),
+      (a, b) => this.host.onRegion?.(this.toNs(a), this.toNs(b)),
+    );
+    const region = () => {
+      const r = this.host.region?.();
+      return r ? ([this.toX(r[0]), this.toX(r[1])] as [number, number]) : null;
+    };
     return {
       width,
       height: plotHeight(this.plots.length),
@@ -491,32 +509,7 @@ export class PlotGroup {
         },
       },
       axes: [
-        {
-          size: 34,
-          stroke: "#57606a",
-          grid: { stroke: "#eaeef2", width: 1 },
-          ticks: { stroke: "#d0d7de", width: 1, size: 4 },
-          font: "11px system-ui, sans-serif",
-          splits: (u) => {
-            const min = u.scales["x"]?.min ?? this.xmin;
-            const max = u.scales["x"]?.max ?? this.xmax;
-            return ticks(this.toNs(min), this.toNs(max), Math.max(2, Math.floor(u.width / 110)), tz()).map((t) => this.toX(t.ns));
-          },
-          values: (u, splits) => {
-            const min = u.scales["x"]?.min ?? this.xmin;
-            const max = u.scales["x"]?.max ?? this.xmax;
-            const list = ticks(this.toNs(min), this.toNs(max), Math.max(2, Math.floor(u.width / 110)), tz());
-            const right = u.bbox.width / devicePixelRatio;
-            return splits.map((v, i) => {
-              const t = list[i];
-              if (!t) return "";
-              // A label centred on a tick near the right edge would be cut: leave it off.
-              const room = right - u.valToPos(v, "x");
-              if (room < t.label.length * 3.4) return "";
-              return t.context ? `${t.label}\n${t.context}` : t.label;
-            });
-          },
-        },
+        timeAxis({ toNs: (x) => this.toNs(x), toX: (ns) => this.toX(ns), xmin: () => this.xmin, xmax: () => this.xmax, tz }),
         {
           size: 58,
           stroke: "#57606a",
@@ -533,17 +526,8 @@ export class PlotGroup {
       ],
       bands: [{ series: [1, 2], fill }],
       hooks: {
-        draw: [() => this.drawn(p)],
-        setSelect: [
-          (u) => {
-            const { left, width: w } = u.select;
-            if (w < 3) return;
-            const a = u.posToVal(left, "x");
-            const b = u.posToVal(left + w, "x");
-            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-            if (b > a) this.host.onWindow(this.toNs(a), this.toNs(b));
-          },
-        ],
+        draw: [regionBand(region), () => this.drawn(p)],
+        setSelect: drag.setSelect,
         setCursor: [
           (u) => {
             const i = u.cursor.idx;
@@ -570,6 +554,7 @@ export class PlotGroup {
           },
         ],
         ready: [
+          ...drag.ready!,
           (u) => {
             u.over.addEventListener("dblclick", () => {
               const [a, b] = this.host.fullWindow();
@@ -594,6 +579,44 @@ const EMPTY_ENVELOPE: RangeEnvelope = {
   ts: new BigInt64Array(0),
   columns: [],
 };
+
+/** What a time axis needs of its plot: x in seconds from an origin, the window, the zone. */
+export interface TimeView {
+  toNs(x: number): bigint;
+  toX(ns: bigint): number;
+  xmin(): number;
+  xmax(): number;
+  tz(): TimeZoneMode;
+}
+
+/** The x axis every plot of the stream view shares: instants in the zone, labels kept off a cut right edge. */
+export function timeAxis(v: TimeView): uPlot.Axis {
+  const list = (u: uPlot) => {
+    const min = u.scales["x"]?.min ?? v.xmin();
+    const max = u.scales["x"]?.max ?? v.xmax();
+    return ticks(v.toNs(min), v.toNs(max), Math.max(2, Math.floor(u.width / 110)), v.tz());
+  };
+  return {
+    size: 34,
+    stroke: "#57606a",
+    grid: { stroke: "#eaeef2", width: 1 },
+    ticks: { stroke: "#d0d7de", width: 1, size: 4 },
+    font: "11px system-ui, sans-serif",
+    splits: (u) => list(u).map((t) => v.toX(t.ns)),
+    values: (u, splits) => {
+      const labels = list(u);
+      const right = u.bbox.width / devicePixelRatio;
+      return splits.map((x, i) => {
+        const t = labels[i];
+        if (!t) return "";
+        // A label centred on a tick near the right edge would be cut: leave it off.
+        const room = right - u.valToPos(x, "x");
+        if (room < t.label.length * 3.4) return "";
+        return t.context ? `${t.label}\n${t.context}` : t.label;
+      });
+    },
+  };
+}
 
 function plotHeight(n: number): number {
   return n <= 2 ? 190 : n <= 4 ? 150 : 120;
