@@ -114,3 +114,20 @@ describe("derived series in the address", async () => {
     assert.deepEqual(state.parseState("?" + q).exprs, ["a + 0", "a + 1", "a + 2", "a + 3"]);
   });
 });
+
+describe("a derived series reduced for drawing", async () => {
+  const rdir = mkdtempSync(join(tmpdir(), "dendro-expr-reduce-"));
+  const rentry = join(rdir, "entry.ts");
+  writeFileSync(rentry, `export * from ${JSON.stringify(join(WWW, "src/ui/derived.ts"))};`);
+  await esbuild.build({ entryPoints: [rentry], bundle: true, format: "esm", platform: "neutral", outfile: join(rdir, "out.mjs"), logLevel: "error" });
+  const { reduce } = await import(pathToFileURL(join(rdir, "out.mjs")).href);
+  it("keeps each bucket's min and max of finite values, a bucket of gaps a gap, an empty bucket out", () => {
+    // Ten rows over [0, 99], four buckets of 25 ns; rows 30..49 absent.
+    const ts = BigInt64Array.from([0n, 10n, 20n, 24n, 25n, 26n, 75n, 80n, 90n, 99n]);
+    const v = Float64Array.from([5, -1, 7, NaN, NaN, NaN, 3, 9, 1, 2]);
+    const r = reduce(ts, [v], 0n, 99n, 4);
+    assert.deepEqual(Array.from(r.ts), [0n, 25n, 75n], "bucket 2 (50..74) holds no row");
+    assert.deepEqual(Array.from(r.min[0]), [-1, NaN, 1]);
+    assert.deepEqual(Array.from(r.max[0]), [7, NaN, 9]);
+  });
+});

@@ -6,36 +6,19 @@
 // painted by the first series' path builder, the quantiles are ordinary
 // line series on the bucket scale.
 //
-// The numbers come from the engine (`HeatmapAnswer`): per pixel column
+// The numbers come from the engine (`ArchiveHandle.heatmap`): per pixel column
 // the exact sum of the bucket counts of the rows it covers (so zooming out
 // never loses a tail), the rows it covers (0: no row, drawn hatched, not
 // as zero counts), and the quantiles of the summed counts. Nothing here
 // sums or estimates; zooming asks the engine for the new window only.
 
 import uPlot from "uplot";
+import type { Heatmap } from "../engine/types";
 import { debounce, fileText, h, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { axisNumber, count, instant, type TimeZoneMode } from "./format";
 import { timeAxis } from "./plots";
 import { dragHooks, regionBand } from "./region";
-
-/** One window of a histogram column, reduced by the engine to pixel columns. */
-export interface HeatmapAnswer {
-  /** Pixel column i covers [starts[i], ends[i]) (nanoseconds). */
-  starts: BigInt64Array;
-  ends: BigInt64Array;
-  /** Rows each column covers: 0 where the stream has no row (absent, not zero). */
-  rows: Float64Array;
-  /** Bucket edges: bucket b holds [bounds[b], bounds[b + 1]). */
-  bounds: Float64Array;
-  /** Summed counts, column by column: counts[c * buckets + b]. */
-  counts: Float64Array;
-  /** Quantile lines in the histogram's unit, NaN where a column has no counts. */
-  quantiles: { label: string; values: Float64Array }[];
-  /** Rows in the window, and problems the engine met (a bad row, named), drawn around. */
-  total_rows: number;
-  problems: string[];
-}
 
 export interface HeatmapHost {
   origin: bigint;
@@ -45,11 +28,17 @@ export interface HeatmapHost {
   onRegion(from: bigint, to: bigint): void;
   region(): [bigint, bigint] | null;
   /** The engine's heatmap of `column` over [from, to] in at most `columns` pixel columns. */
-  read(column: string, from: bigint, to: bigint, columns: number, signal: AbortSignal): Promise<HeatmapAnswer>;
+  read(column: string, from: bigint, to: bigint, pixels: number, signal: AbortSignal): Promise<Heatmap>;
 }
 
-/** What a heatmap last drew, on its element as `dendroHeatmap` (for tests). */
-export type DrawnHeatmap = HeatmapAnswer;
+/** The quantile lines drawn, in order, with their labels. */
+const LINES: [keyof Heatmap["lines"], string][] = [
+  ["p50", "p50"],
+  ["p90", "p90"],
+  ["p99", "p99"],
+  ["p999", "p99.9"],
+  ["max", "max bucket"],
+];
 
 const QUANTILE_COLORS = ["#ffffff", "#fde68a", "#fb923c", "#f43f5e", "#e879f9"];
 const ZERO_COLOR = "#f1f3f6";
@@ -99,7 +88,7 @@ export class HeatmapPlot {
   private readonly readout: HTMLElement;
   private readonly legend: HTMLElement;
   private plot: uPlot | null = null;
-  private data: HeatmapAnswer | null = null;
+  private data: Heatmap | null = null;
   private from = 0n;
   private to = 1n;
   private log = true;
@@ -135,7 +124,7 @@ export class HeatmapPlot {
     scaleBtn.addEventListener("click", () => {
       this.log = !this.log;
       paintScale();
-      if (this.data) this.paintLegend(this.data);
+      if (this.data) this.paintLegend();
       this.plot?.redraw(false, false);
     });
     this.el = h(
@@ -188,7 +177,8 @@ export class HeatmapPlot {
 
   private async fetch(): Promise<void> {
     const w = this.width();
-    const columns = Math.max(50, Math.round(w - 70));
+    // About one pixel column per pixel of the plotting area (the y axis takes ~60).
+    const columns = Math.max(50, Math.min(4096, Math.round(w - 70)));
     const key = `${this.from}:${this.to}:${columns}`;
     if (key === this.lastKey) return;
     this.lastKey = key;
@@ -198,7 +188,7 @@ export class HeatmapPlot {
     this.inflight = ctl;
     this.el.dataset["state"] = "reading";
     this.status.classList.add("dv-busy");
-    let answer: HeatmapAnswer;
+    let answer: Heatmap;
     try {
       answer = await this.host.read(this.column, this.from, this.to, columns, ctl.signal);
     } catch (e) {
@@ -216,48 +206,43 @@ export class HeatmapPlot {
     this.draw(answer, w);
   }
 
-  private draw(a: HeatmapAnswer, w: number): void {
+  private draw(a: Heatmap, w: number): void {
     this.data = a;
-    (this.el as HTMLElement & { dendroHeatmap?: DrawnHeatmap }).dendroHeatmap = a;
-    const n = a.starts.length;
-    const nb = a.bounds.length - 1;
+    (this.el as HTMLElement & { dendroHeatmap?: Heatmap }).dendroHeatmap = a;
+    const n = a.pixels;
     let lo = Infinity;
     let hi = 0;
-    for (let c = 0; c < n; c++) {
-      const secs = Number(a.ends[c]! - a.starts[c]!) / 1e9;
-      if (!(secs > 0) || a.rows[c] === 0) continue;
-      for (let b = 0; b < nb; b++) {
-        const r = a.counts[c * nb + b]! / secs;
-        if (r > 0) {
-          if (r < lo) lo = r;
-          if (r > hi) hi = r;
-        }
+    for (let i = 0; i < a.rates.length; i++) {
+      const r = a.rates[i]!;
+      if (r > 0) {
+        if (r < lo) lo = r;
+        if (r > hi) hi = r;
       }
     }
     this.scale = hi > 0 ? [lo, hi] : [1, 1];
-    const absent = a.rows.reduce((k, r) => k + (r === 0 ? 1 : 0), 0);
+    let absent = 0;
+    for (let c = 0; c < n; c++) absent += a.present[c] ? 0 : 1;
+    const problems = a.problems.length + a.problems_left_out;
     setText(
       this.status,
-      `${count(a.total_rows)} rows in this window · ${count(nb)} buckets · ${count(n)} columns` +
+      `${count(a.rows)} rows in this window · ${count(a.buckets)} buckets · ${count(n)} columns of ${fmt(a.pixel_seconds)} s` +
         (absent > 0 ? ` · ${count(absent)} without rows (hatched)` : "") +
-        (a.problems.length > 0 ? ` · ${count(a.problems.length)} problem${a.problems.length === 1 ? "" : "s"}: ` : ""),
+        (problems > 0 ? ` · ${count(problems)} row${problems === 1 ? "" : "s"} left out: ` : ""),
     );
-    if (a.problems.length > 0) this.status.append(fileText(a.problems.slice(0, 3).join("; "), { max: 400 }));
-    this.paintLegend(a);
+    if (problems > 0) this.status.append(fileText(a.problems.slice(0, 3).map((p) => p.message).join("; "), { max: 400 }));
+    this.paintLegend();
+    const x0 = this.toX(a.from);
     const xs = new Float64Array(n);
-    for (let c = 0; c < n; c++) xs[c] = this.toX(a.starts[c]!);
-    const zeros = new Float64Array(n);
-    const lines = a.quantiles.map((q) => Array.from(q.values, (v) => (Number.isNaN(v) ? null : bucketPosition(a.bounds, v))));
-    const data = [xs, zeros, ...lines] as uPlot.AlignedData;
+    for (let c = 0; c < n; c++) xs[c] = x0 + c * a.pixel_seconds;
+    const bounds = Float64Array.from(a.histogram.bounds);
+    const lines = LINES.map(([key]) => Array.from(a.lines[key], (v) => (Number.isNaN(v) ? null : bucketPosition(bounds, v))));
+    const data = [xs, new Float64Array(n), ...lines] as uPlot.AlignedData;
     this.el.dataset["state"] = "drawing";
-    if (this.plot && this.plot.series.length === data.length) this.plot.setData(data, true);
-    else {
-      this.plot?.destroy();
-      this.plot = new uPlot(this.options(a, w), data, this.el);
-    }
+    if (this.plot) this.plot.setData(data, true);
+    else this.plot = new uPlot(this.options(w), data, this.el);
   }
 
-  private paintLegend(a: HeatmapAnswer): void {
+  private paintLegend(): void {
     const [lo, hi] = this.scale;
     const bar = h("span", { class: "dv-heat-bar", style: { background: `linear-gradient(90deg, ${PALETTE[0]}, ${PALETTE[64]}, ${PALETTE[128]}, ${PALETTE[192]}, ${PALETTE[255]})` } });
     replace(
@@ -267,7 +252,7 @@ export class HeatmapPlot {
       h("span", null, `${fmt(hi)} /s`, this.log ? " (log)" : ""),
       h("span", { class: "dv-heat-key" }, h("span", { class: "dv-heat-sw", style: { background: ZERO_COLOR } }), "zero"),
       h("span", { class: "dv-heat-key" }, h("span", { class: "dv-heat-sw dv-heat-sw-absent" }), "no rows"),
-      a.quantiles.map((q, i) => h("span", { class: "dv-heat-key" }, h("span", { class: "dv-heat-line", style: { background: QUANTILE_COLORS[i % QUANTILE_COLORS.length]! } }), q.label)),
+      LINES.map(([, label], i) => h("span", { class: "dv-heat-key" }, h("span", { class: "dv-heat-line", style: { background: QUANTILE_COLORS[i]! } }), label)),
     );
   }
 
@@ -285,7 +270,7 @@ export class HeatmapPlot {
     const a = this.data;
     if (!a) return null;
     const ctx = u.ctx;
-    const nb = a.bounds.length - 1;
+    const nb = a.buckets;
     const { left, top, width, height } = u.bbox;
     ctx.save();
     ctx.beginPath();
@@ -293,23 +278,23 @@ export class HeatmapPlot {
     ctx.clip();
     this.hatch ??= hatchPattern(ctx);
     const ys = new Float64Array(nb + 1);
-    for (let b = 0; b <= nb; b++) ys[b] = u.valToPos(b, "y", true);
-    for (let c = 0; c < a.starts.length; c++) {
-      const x0 = Math.round(u.valToPos(this.toX(a.starts[c]!), "x", true));
-      const x1 = Math.max(x0 + 1, Math.round(u.valToPos(this.toX(a.ends[c]!), "x", true)));
-      if (a.rows[c] === 0) {
+    for (let b = 0; b <= nb; b++) ys[b] = Math.round(u.valToPos(b, "y", true));
+    const x0 = this.toX(a.from);
+    let xa = Math.round(u.valToPos(x0, "x", true));
+    for (let c = 0; c < a.pixels; c++) {
+      const xb = Math.round(u.valToPos(x0 + (c + 1) * a.pixel_seconds, "x", true));
+      const w = Math.max(1, xb - xa);
+      if (!a.present[c]) {
         ctx.fillStyle = this.hatch ?? "#ddd";
-        ctx.fillRect(x0, top, x1 - x0, height);
-        continue;
+        ctx.fillRect(xa, top, w, height);
+      } else {
+        for (let b = 0; b < nb; b++) {
+          const r = a.rates[c * nb + b]!;
+          ctx.fillStyle = r > 0 ? this.colour(r) : ZERO_COLOR;
+          ctx.fillRect(xa, ys[b + 1]!, w, Math.max(1, ys[b]! - ys[b + 1]!));
+        }
       }
-      const secs = Number(a.ends[c]! - a.starts[c]!) / 1e9;
-      for (let b = 0; b < nb; b++) {
-        const k = a.counts[c * nb + b]!;
-        ctx.fillStyle = k > 0 && secs > 0 ? this.colour(k / secs) : ZERO_COLOR;
-        const y0 = Math.round(ys[b + 1]!);
-        const y1 = Math.round(ys[b]!);
-        ctx.fillRect(x0, y0, x1 - x0, Math.max(1, y1 - y0));
-      }
+      xa = xb;
     }
     ctx.restore();
     return null;
@@ -329,37 +314,26 @@ export class HeatmapPlot {
       this.readout.textContent = "";
       return;
     }
-    const x = u.posToVal(left, "x");
-    const ns = this.toNs(x);
-    // The column under the cursor: the last that starts at or before it.
-    let lo = 0;
-    let hi = a.starts.length - 1;
-    if (hi < 0 || ns < a.starts[0]!) {
+    const c = Math.floor((u.posToVal(left, "x") - this.toX(a.from)) / a.pixel_seconds);
+    if (c < 0 || c >= a.pixels) {
       this.readout.textContent = "";
       return;
     }
-    while (lo < hi) {
-      const mid = (lo + hi + 1) >> 1;
-      if (a.starts[mid]! <= ns) lo = mid;
-      else hi = mid - 1;
-    }
-    const c = lo;
-    const nb = a.bounds.length - 1;
+    const nb = a.buckets;
     const b = Math.min(nb - 1, Math.max(0, Math.floor(u.posToVal(top, "y"))));
-    const tz = this.host.tz();
-    const when = `${instant(a.starts[c]!, tz, 3)} +${fmt(Number(a.ends[c]! - a.starts[c]!) / 1e9)} s`;
-    if (ns >= a.ends[c]! || a.rows[c] === 0) {
+    const start = a.from + BigInt(Math.round(c * a.pixel_seconds * 1e9));
+    const when = `${instant(start, this.host.tz(), 3)} +${fmt(a.pixel_seconds)} s`;
+    if (!a.present[c]) {
       this.readout.textContent = `${when} · no rows`;
       return;
     }
-    const k = a.counts[c * nb + b]!;
-    const secs = Number(a.ends[c]! - a.starts[c]!) / 1e9;
+    const bounds = a.histogram.bounds;
     const unit = this.unit ? ` ${this.unit}` : "";
-    this.readout.textContent = `${when} · bucket [${fmt(a.bounds[b]!)}, ${fmt(a.bounds[b + 1]!)})${unit} · count ${count(k)} · ${fmt(k / secs)} /s · ${count(a.rows[c]!)} rows`;
+    this.readout.textContent = `${when} · bucket [${fmt(bounds[b]!)}, ${fmt(bounds[b + 1]!)})${unit} · count ${count(a.counts[c * nb + b]!)} · ${fmt(a.rates[c * nb + b]!)} /s`;
   }
 
-  private options(a: HeatmapAnswer, width: number): uPlot.Options {
-    const nb = a.bounds.length - 1;
+  private options(width: number): uPlot.Options {
+    const nb = () => this.data?.buckets ?? 1;
     const drag = dragHooks(
       (x0, x1) => this.host.onWindow(this.toNs(x0), this.toNs(x1)),
       (x0, x1) => this.host.onRegion(this.toNs(x0), this.toNs(x1)),
@@ -376,7 +350,7 @@ export class HeatmapPlot {
       cursor: { drag: { x: true, y: false, setScale: false }, points: { show: false } },
       scales: {
         x: { time: false, range: () => [this.toX(this.from), this.toX(this.to)] },
-        y: { range: () => [0, nb] },
+        y: { range: () => [0, nb()] },
       },
       axes: [
         timeAxis({ toNs: (x) => this.toNs(x), toX: (ns) => this.toX(ns), xmin: () => this.toX(this.from), xmax: () => this.toX(this.to), tz: () => this.host.tz() }),
@@ -388,16 +362,14 @@ export class HeatmapPlot {
           font: "11px system-ui, sans-serif",
           // Ticks on bucket edges, as many as fit, labelled with the edge's value.
           splits: (u) => {
-            const d = this.data;
-            const edges = d ? d.bounds.length - 1 : nb;
+            const edges = nb();
             const step = Math.max(1, Math.ceil(edges / Math.max(2, Math.floor(u.bbox.height / devicePixelRatio / 18))));
             const out: number[] = [];
             for (let b = 0; b <= edges; b += step) out.push(b);
             return out;
           },
           values: (_u, splits) => splits.map((b) => {
-            const d = this.data;
-            const v = d?.bounds[b];
+            const v = this.data?.histogram.bounds[b];
             return v === undefined ? "" : axisNumber(v, Math.abs(v) / 100 || 1);
           }),
         },
@@ -405,7 +377,7 @@ export class HeatmapPlot {
       series: [
         {},
         { label: "cells", paths: (u) => this.paintCells(u), points: { show: false } },
-        ...a.quantiles.map((q, i) => ({ label: q.label, stroke: QUANTILE_COLORS[i % QUANTILE_COLORS.length]!, width: 1.5, points: { show: false } })),
+        ...LINES.map(([, label], i) => ({ label, stroke: QUANTILE_COLORS[i]!, width: 1.5, points: { show: false } })),
       ],
       hooks: {
         draw: [regionBand(region), () => this.drawn()],
