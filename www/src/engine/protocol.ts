@@ -8,9 +8,13 @@ import type {
   DecodedBatch,
   EngineError,
   FollowTraffic,
+  Heatmap,
+  HeatmapRequest,
   LazyStats,
   LiveTail,
   RangeEnvelope,
+  RegionRequest,
+  RegionStats,
   StreamSchema,
   VerifyReport,
 } from "./types";
@@ -52,6 +56,8 @@ export interface Calls {
   callerIndex: { args: [source: number, stream: string, seq: number]; result: Uint8Array | null };
   callerRows: { args: [source: number, name: string, from: bigint, to: bigint]; result: CallerRow[] };
   verify: { args: []; result: VerifyReport };
+  regionStats: { args: [request: RegionRequest]; result: RegionStats };
+  heatmap: { args: [request: HeatmapRequest]; result: Heatmap };
   /** Traffic of an archive read in place; null for one held in memory. */
   lazyStats: { args: []; result: LazyStats | null };
 }
