@@ -40,7 +40,7 @@ const LINES: [keyof Heatmap["lines"], string][] = [
   ["max", "max bucket"],
 ];
 
-const QUANTILE_COLORS = ["#ffffff", "#fde68a", "#fb923c", "#f43f5e", "#e879f9"];
+const QUANTILE_COLORS = ["#ffffff", "#ff9f1c", "#ff2d55", "#d946ef", "#111827"];
 const ZERO_COLOR = "#f1f3f6";
 const HEIGHT = 240;
 
