@@ -17,12 +17,18 @@ import { count, duration, span, type TimeZoneMode } from "./format";
 export const REGION_MODIFIER = "Shift";
 
 /**
+ * Whether the drag in progress began with Shift held. One for the page:
+ * plots whose cursors are synced each get the drag's selection (and run
+ * their setSelect), though only one saw the mouse go down.
+ */
+let shift = false;
+
+/**
  * uPlot hooks for a plot's drag: without Shift, `zoom(a, b)`; with
  * Shift, `region(a, b)` (x values, a < b). The drag's box is cleared
  * either way: the region is drawn by `regionBand`, on every plot.
  */
 export function dragHooks(zoom: (a: number, b: number) => void, region: (a: number, b: number) => void): Pick<uPlot.Hooks.Arrays, "setSelect" | "ready"> {
-  let shift = false;
   return {
     ready: [
       (u) => {

@@ -372,6 +372,9 @@ export class StreamView {
 
   /** A Shift-drag marked [from, to]: its statistics, and its band on every plot. */
   private showRegion(from: bigint, to: bigint): void {
+    // Synced plots each report the one drag.
+    const cur = this.region.current();
+    if (cur && cur[0] === from && cur[1] === to) return;
     void this.region.show(from, to);
     this.redrawPlots();
   }
