@@ -8,6 +8,8 @@
 //!
 //! Float tolerance: a relative 1e-9 (sums are taken in another order).
 
+#![cfg(all(feature = "cli", not(target_arch = "wasm32")))]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -600,4 +602,38 @@ fn the_original_reads_an_archive_holding_histogram_columns() {
             assert_eq!(report["sound"], true, "{report}");
         }
     }
+}
+
+/// The archive the wasm engine's tests read (`tests/web/histograms.dendro`,
+/// included in `tests/web/cases.rs`): this file's `write`, committed, since
+/// the wasm build has no writer. `DENDRO_BLESS=1` writes it again; without,
+/// the test checks that it still reads as `write` makes it.
+#[test]
+fn the_wasm_tests_archive_is_what_write_makes() {
+    let committed = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/web/histograms.dendro");
+    if std::env::var_os("DENDRO_BLESS").is_some() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path());
+        let archive = Archive::open(&path).unwrap();
+        archive.vacuum_into(&committed).unwrap();
+    }
+    let archive = Archive::open(&committed).unwrap();
+    let all = (i64::MIN, i64::MAX);
+    let stats = region_stats(&pieces(&archive, "s", all, None), "s", None, all).unwrap();
+    assert_eq!(stats.rows, ROWS as u64);
+    let metadata = archive
+        .read_snapshot(|s| s.source(1))
+        .unwrap()
+        .source
+        .metadata;
+    let listed = typed::stream_schema(&metadata, "s").unwrap().unwrap();
+    let now = {
+        let mut m = Labels::new();
+        m.insert(
+            typed::SCHEMAS_KEY.into(),
+            typed::with_schema(&m, "s", &schema()).unwrap(),
+        );
+        typed::stream_schema(&m, "s").unwrap().unwrap()
+    };
+    assert_eq!(listed, now, "the committed archive lists today's schema");
 }
