@@ -136,11 +136,9 @@ pub fn each_interval(
         let cumulative = spec.as_ref().map(|s| s.cumulation) == Some(Cumulation::Counter);
         let lists = slice.batch.column(c).as_fixed_size_list();
         let values = lists.values().as_primitive::<UInt64Type>();
-        if values.null_count() > 0 {
-            let e = format!("histogram column {column:?} has null counts inside its rows");
-            problems.push(slice.problem(stream, 0, e));
-            return;
-        }
+        // A null row's counts may be nulls themselves; a row with a value
+        // must have every count.
+        let holes = values.nulls().filter(|n| n.null_count() > 0);
         let counts = values.values();
         for (i, &ts) in slice.times.iter().enumerate() {
             if !(from..=to).contains(&ts) || lists.is_null(i) {
@@ -150,6 +148,11 @@ pub fn each_interval(
             let Some(row) = counts.get(start..start + k) else {
                 continue;
             };
+            if holes.is_some_and(|n| (start..start + k).any(|j| n.is_null(j))) {
+                let e = format!("histogram column {column:?} has a null count in this row");
+                problems.push(slice.problem(stream, i, e));
+                continue;
+            }
             if !cumulative {
                 each(ts, row);
                 continue;

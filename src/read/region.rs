@@ -338,6 +338,56 @@ pub fn region_stats(
     })
 }
 
+impl RegionStats {
+    /// The statistics as JSON, in the shape of `RegionStats` of
+    /// www/src/engine/types.ts (timestamps as numbers, counts as arrays):
+    /// what `dendro stats --json` prints.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::json;
+        let problems: Vec<serde_json::Value> = self
+            .problems
+            .listed
+            .iter()
+            .map(|p| {
+                json!({"stream": p.stream, "segment": p.segment, "row": p.row,
+                       "ts": p.ts, "message": p.message})
+            })
+            .collect();
+        let columns: Vec<serde_json::Value> = self
+            .columns
+            .iter()
+            .map(|c| {
+                json!({"name": c.name, "kind": c.kind, "count": c.count, "min": c.min,
+                       "max": c.max, "mean": c.mean, "p50": c.p50, "p99": c.p99,
+                       "last_minus_first": c.last_minus_first, "increase": c.increase,
+                       "mean_rate": c.mean_rate, "integral": c.integral})
+            })
+            .collect();
+        let histograms: Vec<serde_json::Value> = self
+            .histograms
+            .iter()
+            .map(|h| {
+                let mut out = json!({
+                    "name": h.column.name,
+                    "histogram": {"bounds": h.column.bounds, "cumulation": h.column.cumulation,
+                                  "unit": h.column.unit},
+                    "rows": h.rows, "counts": h.counts, "total": h.total,
+                    "max_bucket": h.max_bucket,
+                });
+                for ((name, _), q) in QUANTILES.iter().zip(&h.quantiles) {
+                    out[*name] = json!(q);
+                }
+                out
+            })
+            .collect();
+        json!({
+            "stream": self.stream, "from": self.from, "to": self.to, "rows": self.rows,
+            "empty": self.empty_message(), "columns": columns, "histograms": histograms,
+            "problems": problems, "problems_left_out": self.problems.left_out,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -20,7 +20,7 @@
 //! | 1 | the layout version, `1` |
 //! | 8 | the schema id, `u64` |
 //! | ⌈n/8⌉ | null bitmap over the schema's `n` columns, bit `i % 8` of byte `i / 8` set when column `i` is null |
-//! | … | each non-null value in column order: `i64`, `u64`, `f64` as 8 bytes; `bool` as one byte `0` or `1`; `utf8` as a `u32` length then that many bytes of UTF-8 |
+//! | … | each non-null value in column order: `i64`, `u64`, `f64` as 8 bytes; `bool` as one byte `0` or `1`; `utf8` as a `u32` length then that many bytes of UTF-8; `histogram` as one LEB128 varint per bucket |
 //!
 //! A segment has `ts` (`Int64`, not null) then the union of the columns of
 //! the schemas its rows used, by name, in order of first appearance, each
@@ -381,7 +381,7 @@ pub fn encode_row(id: u64, schema: &Schema, values: &[Value]) -> Result<Vec<u8>,
                 }
                 counts
                     .iter()
-                    .for_each(|c| row.extend_from_slice(&c.to_le_bytes()));
+                    .for_each(|&c| histogram::push_varint(&mut row, c));
             }
             (Value::Str(v), ColumnType::Utf8) => {
                 let len = u32::try_from(v.len())
@@ -740,14 +740,14 @@ impl TypedEncoder {
                     b => return Err(format!("{}: a bool is {b}", at_ts())),
                 },
                 ColumnType::Histogram => {
-                    let k = column.buckets();
-                    let bytes = take(k.checked_mul(8).ok_or("a length overflows")?)?;
-                    Value::Histogram(
-                        bytes
-                            .chunks_exact(8)
-                            .map(|b| u64::from_le_bytes(eight(b)))
-                            .collect(),
-                    )
+                    let mut counts = Vec::with_capacity(column.buckets());
+                    for _ in 0..column.buckets() {
+                        let count = histogram::read_varint(|| Ok(take(1)?[0])).map_err(|e| {
+                            format!("{}: histogram column {:?}: {e}", at_ts(), column.name)
+                        })?;
+                        counts.push(count);
+                    }
+                    Value::Histogram(counts)
                 }
                 ColumnType::Utf8 => {
                     let len = u32::from_le_bytes(take(4)?.try_into().expect("four bytes"));

@@ -105,6 +105,35 @@ pub fn log_linear_bounds(max: f64, sub_buckets: u32) -> Result<Vec<f64>, String>
     Ok(bounds)
 }
 
+/// Appends `v` as an unsigned LEB128 varint (seven bits a byte, low
+/// first, the high bit set on every byte but the last): a row's histogram
+/// counts are mostly small, so this keeps rows short.
+pub fn push_varint(out: &mut Vec<u8>, mut v: u64) {
+    while v >= 0x80 {
+        out.push((v as u8 & 0x7f) | 0x80);
+        v >>= 7;
+    }
+    out.push(v as u8);
+}
+
+/// Reads one unsigned LEB128 varint, a byte at a time from `next`. More
+/// than ten bytes, or a value past `u64`, is an error.
+pub fn read_varint(mut next: impl FnMut() -> Result<u8, String>) -> Result<u64, String> {
+    let mut v = 0u64;
+    for i in 0..10 {
+        let byte = next()?;
+        let bits = u64::from(byte & 0x7f);
+        if i == 9 && byte > 1 {
+            return Err("a count does not fit in 64 bits".into());
+        }
+        v |= bits << (7 * i);
+        if byte & 0x80 == 0 {
+            return Ok(v);
+        }
+    }
+    Err("a count runs past ten bytes".into())
+}
+
 /// What the previous row and this one of a cumulative histogram say about
 /// the interval between them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -190,6 +219,25 @@ mod tests {
             log_linear_bounds(1e300, 2).is_err(),
             "too many buckets is refused"
         );
+    }
+
+    #[test]
+    fn counts_round_trip_as_varints() {
+        for v in [0, 1, 127, 128, 300, u64::from(u32::MAX), u64::MAX] {
+            let mut out = Vec::new();
+            push_varint(&mut out, v);
+            let mut bytes = out.iter();
+            let back = read_varint(|| bytes.next().copied().ok_or("ends".to_string()));
+            assert_eq!(back, Ok(v));
+            assert!(bytes.next().is_none(), "{v} used every byte it wrote");
+        }
+        let mut short = [0x80u8].iter();
+        assert!(read_varint(|| short.next().copied().ok_or("ends".to_string())).is_err());
+        let mut long = [0xffu8; 11].iter();
+        assert!(read_varint(|| long.next().copied().ok_or("ends".to_string())).is_err());
+        let mut over = [0xffu8, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02].iter();
+        let err = read_varint(|| over.next().copied().ok_or("ends".to_string())).unwrap_err();
+        assert!(err.contains("64 bits"), "{err}");
     }
 
     #[test]
