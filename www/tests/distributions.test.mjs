@@ -5,15 +5,18 @@
 // with the same figures computed here, independently, from `dendro cat`'s
 // rows: a heatmap's per-pixel-column sums and quantile lines exactly (they
 // are integers and bucket edges), a region's statistics within 1e-9
-// relative (the same doubles, summed in the same order).
+// relative (the same doubles, summed in the same order), and with what
+// `dendro stats --json` prints for the same region. The demo's latency
+// heatmap is drawn and photographed.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { cat, tsOf } from "./cli.mjs";
-import { ROOT, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
+import { cat, dendro, tsOf } from "./cli.mjs";
+import { ROOT, launch, missingPrerequisite, newPage, parseJsonExact, screenshot, serve } from "./helpers.mjs";
 
 const T = { timeout: 180_000 };
 const missing = missingPrerequisite();
@@ -203,6 +206,33 @@ describe("histogram heatmaps and region statistics", () => {
     await page.context().close();
   });
 
+  it("draws the demo's request latency with its tail", T, async () => {
+    const demo = join(mkdtempSync(join(tmpdir(), "dendro-dist-demo-")), "demo.dendro");
+    dendro("demo", "--minutes", "30", demo);
+    const desc = parseJsonExact(dendro("describe", "--json", demo));
+    const src = desc.sources[0];
+    assert.ok(src.streams.some((s) => s.name === "latency"), "the demo records latency histograms");
+    const demoServer = await serve({ "/demo.dendro": demo });
+    try {
+      const page = await newPage(browser);
+      const q = new URLSearchParams({ url: "/demo.dendro", source: String(src.id), stream: "latency" });
+      await page.goto(`${demoServer.url}/?${q}`);
+      const heat = page.locator('[data-testid="heatmap"][data-state="drawn"]');
+      await heat.first().waitFor({ timeout: 60_000 });
+      assert.equal(await heat.first().getAttribute("data-column"), "request_ns", "a stream of histograms opens on its first");
+      const d = await heatmapOf(page, "request_ns");
+      assert.ok(d.rows > 0 && d.present.includes(1));
+      // The tail event: somewhere the p99.9 line stands well above the median's.
+      const p50 = d.lines.p50.filter((v) => !Number.isNaN(v));
+      const p999 = d.lines.p999.filter((v) => !Number.isNaN(v));
+      assert.ok(Math.max(...p999) >= 8 * Math.min(...p50), `p99.9 up to ${Math.max(...p999)}, p50 from ${Math.min(...p50)}`);
+      await screenshot(page, "demo-latency-heatmap.png", page.locator('[data-testid="stream-view"]'));
+      await page.context().close();
+    } finally {
+      await demoServer.close();
+    }
+  });
+
   it("sums a cumulative histogram's intervals across its reset", T, async () => {
     const page = await newPage(browser);
     await open(page, ["latency_total"]);
@@ -261,6 +291,19 @@ describe("histogram heatmaps and region statistics", () => {
       for (const [k, p] of QUANTILES) assert.equal(await shown(name, k), quantile(sum, p), `${name} ${k}`);
       assert.equal(await shown(name, "max_bucket"), maxBucket(sum), `${name} max bucket`);
     }
+    // `dendro stats`, the same function on the command line, prints what the page shows.
+    const cli = parseJsonExact(dendro("stats", FILE, "--source", "1", "--stream", "api", "--from", String(from), "--to", String(to), "--json"));
+    assert.equal(Number(cli.rows), inRegion.length);
+    for (const col of cli.columns) {
+      for (const k of ["count", "min", "max", "mean", "p50", "p99", "last_minus_first", "mean_rate", "integral"]) {
+        assert.equal(await shown(col.name, k), col[k] === null ? null : Number(col[k]), `${col.name} ${k}: page vs dendro stats`);
+      }
+    }
+    for (const hist of cli.histograms) {
+      for (const k of ["rows", "total", "p50", "p90", "p99", "p999", "max_bucket"]) assert.equal(await shown(hist.name, k), Number(hist[k]), `${hist.name} ${k}: page vs dendro stats`);
+    }
+    assert.deepEqual(cli.columns.map((c) => c.name).sort(), ["queue", "requests"]);
+    assert.deepEqual(cli.histograms.map((c) => c.name).sort(), ["latency", "latency_total"]);
     // The band is drawn on the plots; the panel is what the screenshot shows.
     await screenshot(page, "region-panel.png", page.locator('[data-testid="stream-view"]'));
     await page.keyboard.press("Escape");

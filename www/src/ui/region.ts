@@ -81,6 +81,8 @@ export interface RegionHost {
   tz(): TimeZoneMode;
   /** The region was cleared (Esc, the close button): the plots drop its band. */
   cleared(): void;
+  /** Series plotted that the engine does not summarise (derived series), named in a note. */
+  unsummarised(): string[];
 }
 
 /**
@@ -156,9 +158,15 @@ export class RegionPanel {
       return;
     }
     const problems = answer.problems.length + answer.problems_left_out;
+    const derived = this.host.unsummarised();
     replace(
       body,
-      h("div", { class: "dv-muted dv-small" }, `${count(answer.rows)} rows in the region`),
+      h(
+        "div",
+        { class: "dv-muted dv-small" },
+        `${count(answer.rows)} rows in the region`,
+        derived.length > 0 ? [" · not summarised here (derived series are evaluated in the page, not by the engine): ", fileText(derived.join(", "), { max: 200, more: false })] : null,
+      ),
       regionTables(answer.columns, answer.histograms),
       problems > 0
         ? h(

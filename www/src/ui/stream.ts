@@ -97,6 +97,7 @@ export class StreamView {
       read: (from, to, signal) => readRegion(this.host.handle, this.source.id, this.stream.name, from, to, this.regionSeries(), signal),
       tz: () => this.host.tz(),
       cleared: () => this.redrawPlots(),
+      unsummarised: () => this.exprs(),
     });
 
     const labels = Object.entries(source.labels)
@@ -578,6 +579,10 @@ export class StreamView {
       { class: "dv-muted dv-small dv-plot-help", data: { testid: "plot-help" } },
       `Drag across a plot to zoom; hold ${REGION_MODIFIER} while dragging for the statistics of that region (Esc clears); double-click for the whole stream.`,
     );
+    // A stream of histograms alone has no columns to plot or derive from.
+    const numeric = this.numericColumns().length > 0;
+    form.hidden = !numeric;
+    this.plots.el.hidden = !numeric;
     replace(this.plotBox, form, help, this.heatBox, this.plots.el);
     this.renderHeatmaps();
     const [a, b] = this.host.window();
