@@ -154,7 +154,9 @@ export class HeatmapPlot {
     this.from = from;
     this.to = to;
     this.plot?.setScale("x", { min: this.toX(from), max: this.toX(to) });
-    this.scheduleFetch();
+    // The first window is asked for at once; later ones wait out a drag or a pan.
+    if (this.lastKey === "" && !this.data) void this.fetch();
+    else this.scheduleFetch();
   }
 
   /** The archive changed under the same window: ask again, keeping the drawing until the answer. */
