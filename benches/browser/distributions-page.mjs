@@ -23,7 +23,7 @@
 // missing. Builds nothing of the viewer: www/dist and www/pkg must be
 // there (a release engine: scripts/build-wasm.sh, then npm run build:www).
 //
-//   node benches/browser/distributions.mjs [--runs N] [--skip heatmap,region] [--pixels N]
+//   node benches/browser/distributions-page.mjs [--runs N] [--skip heatmap,region] [--pixels N]
 
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";

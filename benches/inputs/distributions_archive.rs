@@ -1,6 +1,6 @@
 //! Writes the archives of histogram columns the viewer's distribution
 //! tests (`www/tests/distributions.test.mjs`) and the browser benchmark
-//! (`benches/browser/distributions.mjs`) open, into a folder (default
+//! (`benches/browser/distributions-page.mjs`) open, into a folder (default
 //! `target/bench-distributions`), each unless it is there:
 //!
 //! - `dist.dendro`: one stream `api` of one hour at 1 s (3,600 rows, 12
