@@ -105,7 +105,11 @@ fn insert(path: &Path, stream: &str, segments: Vec<(i64, RecordBatch)>, row_ns: 
         .expect("insert the source");
     for (seq, (first_ts, batch)) in segments.into_iter().enumerate() {
         let mut segment = batch_segment(&batch, first_ts, row_ns);
-        let ts = batch.column(0).as_any().downcast_ref::<Int64Array>().expect("ts");
+        let ts = batch
+            .column(0)
+            .as_any()
+            .downcast_ref::<Int64Array>()
+            .expect("ts");
         segment.last_ts = ts.value(ts.len() - 1);
         tx.insert_segment(source, stream, seq as i64, &segment)
             .expect("insert a segment");
@@ -134,17 +138,23 @@ fn write_dist(path: &Path) {
     let mut segments = Vec::new();
     let mut start = 0;
     while start < ROWS {
-        let rows: Vec<i64> = (start..(start + SEG).min(ROWS)).filter(|i| !GAP.contains(i)).collect();
+        let rows: Vec<i64> = (start..(start + SEG).min(ROWS))
+            .filter(|i| !GAP.contains(i))
+            .collect();
         start += SEG;
         if rows.is_empty() {
             continue;
         }
-        let (mut delta, mut cumul, mut reqs, mut queue) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut delta, mut cumul, mut reqs, mut queue) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for &i in &rows {
             let slow = TAIL.contains(&i);
             let mut counts = latency_counts(&mut rng, 16, 5.0 + (i as f64 / 400.0).sin(), 40.0);
             if slow {
-                for (b, c) in latency_counts(&mut rng, 16, 13.5, 12.0).into_iter().enumerate() {
+                for (b, c) in latency_counts(&mut rng, 16, 13.5, 12.0)
+                    .into_iter()
+                    .enumerate()
+                {
                     counts[b] += c;
                 }
             }
@@ -159,7 +169,9 @@ fn write_dist(path: &Path) {
             delta.push(counts);
             cumul.push(total.clone());
             reqs.push(requests);
-            queue.push(3.0 + 2.0 * (i as f64 / 90.0).sin() + rng.next() + if slow { 20.0 } else { 0.0 });
+            queue.push(
+                3.0 + 2.0 * (i as f64 / 90.0).sin() + rng.next() + if slow { 20.0 } else { 0.0 },
+            );
         }
         let ts = Int64Array::from_iter_values(rows.iter().map(|&i| START_NS + i * SECOND));
         let columns: Vec<ArrayRef> = vec![
@@ -179,7 +191,10 @@ fn write_dist(path: &Path) {
 fn write_heat(path: &Path) {
     const ROWS: i64 = 86_400;
     const SEG: i64 = 3_600;
-    let bounds = exponential(1.0, 64).iter().map(|b| b / 1024.0).collect::<Vec<_>>();
+    let bounds = exponential(1.0, 64)
+        .iter()
+        .map(|b| b / 1024.0)
+        .collect::<Vec<_>>();
     let schema = Arc::new(Schema::new(vec![
         Field::new("ts", DataType::Int64, false),
         histogram_field("latency", &bounds, "delta", "us"),
@@ -191,10 +206,22 @@ fn write_heat(path: &Path) {
             let rows: Vec<i64> = (start..start + SEG).collect();
             let counts: Vec<Vec<u64>> = rows
                 .iter()
-                .map(|&i| latency_counts(&mut rng, 64, 24.0 + 4.0 * (i as f64 / 7_200.0).sin() + if i % 9_000 < 60 { 14.0 } else { 0.0 }, 300.0))
+                .map(|&i| {
+                    latency_counts(
+                        &mut rng,
+                        64,
+                        24.0 + 4.0 * (i as f64 / 7_200.0).sin()
+                            + if i % 9_000 < 60 { 14.0 } else { 0.0 },
+                        300.0,
+                    )
+                })
                 .collect();
             let ts = Int64Array::from_iter_values(rows.iter().map(|&i| START_NS + i * SECOND));
-            let batch = RecordBatch::try_new(schema.clone(), vec![Arc::new(ts), histogram_array(&counts, 64)]).expect("columns match");
+            let batch = RecordBatch::try_new(
+                schema.clone(),
+                vec![Arc::new(ts), histogram_array(&counts, 64)],
+            )
+            .expect("columns match");
             (START_NS + start * SECOND, batch)
         })
         .collect();
@@ -216,10 +243,16 @@ fn write_region(path: &Path) {
         .map(|start| {
             let rows = start..start + SEG;
             let ts = Int64Array::from_iter_values(rows.clone().map(|i| START_NS + i * MS));
-            let value = Float64Array::from_iter_values(rows.clone().map(|i| 50.0 + 30.0 * (i as f64 / 250_000.0).sin() + (i % 17) as f64));
+            let value = Float64Array::from_iter_values(
+                rows.clone()
+                    .map(|i| 50.0 + 30.0 * (i as f64 / 250_000.0).sin() + (i % 17) as f64),
+            );
             let bytes = Int64Array::from_iter_values(rows.map(|i| i * 1_460 + (i % 13) * 7));
             let columns: Vec<ArrayRef> = vec![Arc::new(ts), Arc::new(value), Arc::new(bytes)];
-            (START_NS + start * MS, RecordBatch::try_new(schema.clone(), columns).expect("columns match"))
+            (
+                START_NS + start * MS,
+                RecordBatch::try_new(schema.clone(), columns).expect("columns match"),
+            )
         })
         .collect();
     insert(path, "metrics", segments, MS);
@@ -232,7 +265,9 @@ fn main() {
         .iter()
         .find(|a| !a.starts_with("--"))
         .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-distributions"));
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR")).join("target/bench-distributions")
+        });
     std::fs::create_dir_all(&dir).expect("create the output folder");
     let tool = "distributions inputs";
     make(tool, &dir, "dist.dendro", write_dist);
