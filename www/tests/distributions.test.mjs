@@ -203,6 +203,24 @@ describe("histogram heatmaps and region statistics", () => {
     assert.equal(zoomed.to, url.searchParams.get("to"));
     assertHeatmap(zoomed, expectedHeatmap(BigInt(zoomed.from), BigInt(zoomed.to), zoomed.pixels), "zoomed");
     assert.ok(zoomed.rows < got.rows / 5, "only the window's rows");
+    // Zoomed into the gap, where no segment lies: every column drawn without rows, not an error.
+    await over.dblclick();
+    await page.waitForFunction((n) => {
+      const el = document.querySelector('[data-testid="heatmap"]');
+      return el?.dataset.state === "drawn" && el.dataset.drawn !== n;
+    }, zoomed.drawn);
+    const whole = await heatmapOf(page);
+    assert.ok(whole.rows > zoomed.rows, "a double-click returns to the whole stream");
+    await drag(page, over, 0.53, 0.55, false);
+    await page.waitForFunction((n) => {
+      const el = document.querySelector('[data-testid="heatmap"]');
+      return el?.dataset.state === "drawn" && el.dataset.drawn !== n;
+    }, whole.drawn);
+    const gap = await heatmapOf(page);
+    assert.equal(rows.filter((r) => tsOf(r) >= BigInt(gap.from) && tsOf(r) <= BigInt(gap.to)).length, 0, "the window lies in the gap");
+    assert.equal(gap.rows, 0);
+    assert.ok(gap.present.every((p) => p === 0), "every column without rows");
+    assert.match(await page.locator('[data-testid="heatmap"]').innerText(), /0 rows in this window/);
     await page.context().close();
   });
 

@@ -195,8 +195,18 @@ export class HeatmapPlot {
       answer = await this.host.read(this.column, this.from, this.to, columns, ctl.signal);
     } catch (e) {
       if (token !== this.token) return;
-      this.lastKey = "";
       const x = explain(e, this.column);
+      // A window no segment overlaps (a gap zoomed into) has no histogram
+      // for the engine to describe: shown as what it is, a window without
+      // rows, in the buckets of the answer drawn before.
+      if (x.kind === "NotFound" && this.data) {
+        this.status.classList.remove("dv-busy");
+        this.inflight = null;
+        this.draw(noRows(this.data, this.from, this.to, columns), w);
+        this.status.append(" · ", fileText(x.message, { max: 300, more: false }));
+        return;
+      }
+      this.lastKey = "";
       this.status.classList.remove("dv-busy");
       this.el.dataset["state"] = "failed";
       replace(this.status, h("span", { class: "dv-error-inline" }, `${x.title}: `, fileText(x.message, { max: 300, more: false })));
@@ -394,6 +404,27 @@ export class HeatmapPlot {
       },
     };
   }
+}
+
+/** A window without rows, in the buckets of `like`: every column absent, no counts, no lines. */
+function noRows(like: Heatmap, from: bigint, to: bigint, pixels: number): Heatmap {
+  const cells = pixels * like.buckets;
+  const none = () => new Float64Array(pixels).fill(NaN);
+  return {
+    ...like,
+    from,
+    to,
+    pixels,
+    pixel_seconds: (Number(to - from) + 1) / pixels / 1e9,
+    counts: new Float64Array(cells),
+    rates: new Float64Array(cells),
+    present: new Uint8Array(pixels),
+    totals: new Float64Array(pixels),
+    lines: { p50: none(), p90: none(), p99: none(), p999: none(), max: none() },
+    rows: 0,
+    problems: [],
+    problems_left_out: 0,
+  };
 }
 
 /** Diagonal grey stripes: a column the stream has no row in (not a column of zero counts). */
