@@ -184,15 +184,27 @@ impl TypedRows {
     /// in `metadata`, where readers will find it.
     fn declare(&mut self, file: &str, metadata: &mut Labels, stream: &str, n: usize) -> Result<()> {
         let schema = demo_schema(stream, n);
+        let id = self.declare_schema(file, metadata, stream, &schema)?;
+        self.schemas.insert((stream.to_string(), n), (id, schema));
+        Ok(())
+    }
+
+    /// Registers `schema` for `stream` and lists it in `metadata`; its id.
+    fn declare_schema(
+        &self,
+        file: &str,
+        metadata: &mut Labels,
+        stream: &str,
+        schema: &typed::Schema,
+    ) -> Result<u64> {
         let invalid = |message: String| Error::Invalid {
             file: file.to_string(),
             message,
         };
-        let id = self.encoder.register(&schema).map_err(invalid)?;
-        let listed = typed::with_schema(metadata, stream, &schema).map_err(invalid)?;
+        let id = self.encoder.register(schema).map_err(invalid)?;
+        let listed = typed::with_schema(metadata, stream, schema).map_err(invalid)?;
         metadata.insert(typed::SCHEMAS_KEY.to_string(), listed);
-        self.schemas.insert((stream.to_string(), n), (id, schema));
-        Ok(())
+        Ok(id)
     }
 
     fn row(&self, file: &str, stream: &str, values: &[DemoValue]) -> Result<Vec<u8>> {
@@ -401,6 +413,8 @@ struct Host {
     memory_used: f64,
     /// A multiplier on all activity: this host's share of the load.
     weight: f64,
+    /// Running totals of the request and disk latency histograms.
+    latency: [Vec<u64>; 2],
 }
 
 impl Host {
@@ -416,12 +430,68 @@ impl Host {
             counters: vec![0; 4096 * scale.max(1)],
             memory_used: 0.35 + 0.1 * index as f64,
             weight: 1.0 + 0.4 * index as f64,
+            latency: [vec![0; LATENCY_BUCKETS], vec![0; LATENCY_BUCKETS]],
         }
     }
 
     /// Restarts the agent: every counter starts from zero again.
     fn restart(&mut self) {
         self.counters.iter_mut().for_each(|c| *c = 0);
+        self.latency.iter_mut().flatten().for_each(|c| *c = 0);
+    }
+
+    /// The latency stream's row at tick `i` of `ticks`: running totals of
+    /// request latency (lognormal, slower under load) and disk I/O latency,
+    /// both with a tail during the storage stall ([`stalled`]).
+    fn latency_sample(&mut self, i: u64, ticks: u64, busy: f64) -> Vec<Value> {
+        let load = (busy * self.weight).min(1.0);
+        let stall = stalled(i, ticks);
+        let requests = 150.0 + 900.0 * load * (0.8 + 0.4 * self.noise.unit());
+        let ios = 60.0 + 300.0 * load * (0.8 + 0.4 * self.noise.unit());
+        // (count, median ns, spread) of each population.
+        let request_mix = [
+            (
+                requests * if stall { 0.7 } else { 1.0 },
+                2.5e6 * (1.0 + 2.0 * load),
+                0.55,
+            ),
+            (requests * if stall { 0.3 } else { 0.002 }, 6.0e8, 0.35),
+        ];
+        let disk_mix = [
+            (
+                ios * if stall { 0.8 } else { 1.0 },
+                1.2e5 * (1.0 + load),
+                0.7,
+            ),
+            (ios * if stall { 0.2 } else { 0.0 }, 4.0e7, 0.4),
+        ];
+        let mut values = Vec::with_capacity(2);
+        let edges = latency_bounds();
+        for (h, mix) in [request_mix, disk_mix].iter().enumerate() {
+            // Expected counts below each edge: values outside the outer
+            // edges land in the end buckets.
+            let mut below = vec![0.0; LATENCY_BUCKETS + 1];
+            for &(n, median, spread) in mix {
+                for j in 1..LATENCY_BUCKETS {
+                    below[j] += n * normal_cdf((edges[j] / median).ln() / spread);
+                }
+                below[LATENCY_BUCKETS] += n;
+            }
+            let row = &mut self.latency[h];
+            for b in 0..LATENCY_BUCKETS {
+                let expected = below[b + 1] - below[b];
+                // Rounded at random, so a rare bucket is hit now and then.
+                let count = (expected + self.noise.unit()).floor().max(0.0) as u64;
+                // Requests are running totals, disk I/O counts per interval.
+                row[b] = if h == 0 {
+                    row[b].saturating_add(count)
+                } else {
+                    count
+                };
+            }
+            values.push(Value::Histogram(row.clone()));
+        }
+        values
     }
 
     fn bump(&mut self, slot: usize, by: f64) -> i64 {
@@ -515,6 +585,56 @@ impl Host {
     }
 }
 
+/// Buckets of the demo's latency histograms.
+const LATENCY_BUCKETS: usize = 32;
+
+/// The demo's latency bucket edges in nanoseconds: 32 µs to about 2 s, two
+/// buckets per factor of two (each edge √2 times the last, rounded).
+pub fn latency_bounds() -> Vec<f64> {
+    (0..=LATENCY_BUCKETS)
+        .map(|i| (32e3 * 2f64.powf(i as f64 / 2.0)).round())
+        .collect()
+}
+
+/// The demo's latency stream: histograms of request latency (running
+/// totals, as most agents export) and disk I/O latency (counts per
+/// interval), in nanoseconds.
+pub const LATENCY_STREAM: &str = "latency";
+
+fn latency_schema() -> typed::Schema {
+    use typed::histogram::Cumulation;
+    typed::Schema::new(vec![
+        Column::histogram("request_ns", latency_bounds(), Cumulation::Counter).unit("ns"),
+        Column::histogram("disk_io_ns", latency_bounds(), Cumulation::Delta).unit("ns"),
+    ])
+}
+
+/// The storage stall: from 45% to 47% of the history (27 to 28.2 minutes
+/// into the default hour), disk I/O stalls and a third of the requests
+/// take about 0.6 s. Every host sees it, so the first heatmap opened
+/// shows a tail.
+pub fn stalled(i: u64, ticks: u64) -> bool {
+    let x = i as f64 / ticks.max(1) as f64;
+    (0.45..0.47).contains(&x)
+}
+
+/// The standard normal distribution function, by Abramowitz and Stegun
+/// 7.1.26 (error below 1.5e-7): enough to shape demo data.
+fn normal_cdf(z: f64) -> f64 {
+    let x = z.abs() / std::f64::consts::SQRT_2;
+    let t = 1.0 / (1.0 + 0.327_591_1 * x);
+    let poly = t
+        * (0.254_829_592
+            + t * (-0.284_496_736
+                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
+    let erf = 1.0 - poly * (-x * x).exp();
+    if z >= 0.0 {
+        0.5 * (1.0 + erf)
+    } else {
+        0.5 * (1.0 - erf)
+    }
+}
+
 /// Time-of-day load: a slow wave with a burst around two thirds of the way.
 fn busy_at(i: u64, ticks: u64) -> f64 {
     let x = i as f64 / ticks.max(1) as f64;
@@ -597,6 +717,7 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
         })
         .collect();
     let mut sources = Vec::with_capacity(hosts.len());
+    let mut latency_rows: Vec<typed::RowEncoder> = Vec::with_capacity(hosts.len());
     for (h, host) in hosts.iter().enumerate() {
         let anchor = start + (h as i64) * 1_234_567;
         let epoch = format!("{:016x}", Noise(anchor as u64 | 1).next());
@@ -636,6 +757,14 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
         {
             typed_rows.declare(&file, &mut metadata, &stream, values.len())?;
         }
+        let schema = latency_schema();
+        let id = typed_rows.declare_schema(&file, &mut metadata, LATENCY_STREAM, &schema)?;
+        latency_rows.push(typed::RowEncoder::new(id, schema).map_err(|message| {
+            Error::Invalid {
+                file: file.clone(),
+                message,
+            }
+        })?);
         let source = writer.add_source_with_uuid(NewSource {
             uuid: None,
             labels,
@@ -655,8 +784,26 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
         };
         hosts.len()
     ];
+    let latency_row = |rows: &mut typed::RowEncoder, values: Vec<Value>| {
+        rows.encode(&values).map_err(|message| Error::Invalid {
+            file: file.clone(),
+            message,
+        })
+    };
+    let stall_at = (0..ticks).find(|&i| stalled(i, ticks));
     for i in 0..ticks {
         let busy = busy_at(i, ticks);
+        if Some(i) == stall_at {
+            let ts = start + i as i64 * interval_ns;
+            sources[0].append_event(Event {
+                description: "storage stall: disk I/O and requests slow for about a minute"
+                    .to_string(),
+                details: Some("the tail of the latency histograms (stream \"latency\")".into()),
+                id: None,
+                kind: None,
+                timestamp: ts,
+            })?;
+        }
         if i == restart_at && hosts.len() > 1 {
             restart_agent(
                 &sources[1],
@@ -687,6 +834,15 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
                 offset_ns: offset,
             };
             let mut part = TickRows::new();
+            let latency = latency_row(&mut latency_rows[h], host.latency_sample(i, ticks, busy))?;
+            part.push((
+                LATENCY_STREAM.to_string(),
+                WalRow {
+                    ts,
+                    wall_offset: offset,
+                    row: latency,
+                },
+            ));
             for (stream, values) in host.sample(i, busy) {
                 let row = typed_rows.row(&file, &stream, &values)?;
                 part.push((
@@ -740,7 +896,7 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
                     ts,
                     offset_ns: offset,
                 };
-                let part = host
+                let mut part = host
                     .sample(i, busy)
                     .into_iter()
                     .map(|(stream, values)| {
@@ -755,6 +911,15 @@ pub fn write_demo(path: impl AsRef<Path>, options: DemoOptions) -> Result<DemoRe
                         ))
                     })
                     .collect::<Result<TickRows>>()?;
+                let latency = host.latency_sample(i % ticks.max(1), ticks, busy);
+                part.push((
+                    LATENCY_STREAM.to_string(),
+                    WalRow {
+                        ts,
+                        wall_offset: offset,
+                        row: latency_row(&mut latency_rows[h], latency)?,
+                    },
+                ));
                 rows += part.len() as u64;
                 tick.push((source, part));
             }

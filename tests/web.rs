@@ -12,3 +12,6 @@ mod parquet_bytes;
 
 #[path = "web/cases.rs"]
 mod cases;
+
+#[path = "web/distributions.rs"]
+mod distributions;

@@ -9,13 +9,16 @@
 pub mod cache;
 pub mod columns;
 mod describe;
+pub mod distribution;
 pub mod envelope;
 pub mod packed;
 pub mod prefetch;
 pub mod range;
 pub mod rates;
+pub mod region;
 pub mod stats;
 mod streams;
+pub mod window;
 
 pub use describe::{
     describe, describe_listed, describe_sources, describe_with, outline, probe, probe_listed,

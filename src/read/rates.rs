@@ -102,7 +102,7 @@ impl Rates {
 }
 
 /// Nanoseconds in one unit of a time axis of type `data_type`.
-fn nanos_per_unit(data_type: &DataType) -> i64 {
+pub(crate) fn nanos_per_unit(data_type: &DataType) -> i64 {
     match data_type {
         DataType::Timestamp(TimeUnit::Second, _) => 1_000_000_000,
         DataType::Timestamp(TimeUnit::Millisecond, _) => 1_000_000,

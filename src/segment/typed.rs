@@ -20,7 +20,7 @@
 //! | 1 | the layout version, `1` |
 //! | 8 | the schema id, `u64` |
 //! | ⌈n/8⌉ | null bitmap over the schema's `n` columns, bit `i % 8` of byte `i / 8` set when column `i` is null |
-//! | … | each non-null value in column order: `i64`, `u64`, `f64` as 8 bytes; `bool` as one byte `0` or `1`; `utf8` as a `u32` length then that many bytes of UTF-8 |
+//! | … | each non-null value in column order: `i64`, `u64`, `f64` as 8 bytes; `bool` as one byte `0` or `1`; `utf8` as a `u32` length then that many bytes of UTF-8; `histogram` as one LEB128 varint per bucket |
 //!
 //! A segment has `ts` (`Int64`, not null) then the union of the columns of
 //! the schemas its rows used, by name, in order of first appearance, each
@@ -33,7 +33,8 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, RwLock};
 
 use arrow_array::{
-    ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt64Array,
+    ArrayRef, BooleanArray, FixedSizeListArray, Float64Array, Int64Array, RecordBatch, StringArray,
+    UInt64Array,
 };
 use arrow_schema::{DataType, Field};
 use serde::{Deserialize, Serialize};
@@ -72,6 +73,10 @@ pub enum ColumnType {
     Bool,
     /// UTF-8 text.
     Utf8,
+    /// Counts per bucket, the buckets fixed by the column's `bounds`
+    /// ([`histogram`]). Arrow: a fixed-size list of `UInt64`, one entry
+    /// per bucket.
+    Histogram,
 }
 
 impl ColumnType {
@@ -82,8 +87,18 @@ impl ColumnType {
             ColumnType::F64 => DataType::Float64,
             ColumnType::Bool => DataType::Boolean,
             ColumnType::Utf8 => DataType::Utf8,
+            ColumnType::Histogram => unreachable!("a histogram's type needs its bucket count"),
         }
     }
+}
+
+/// A histogram column's Arrow type: a fixed-size list of `buckets`
+/// non-null `UInt64` counts.
+pub fn histogram_type(buckets: usize) -> DataType {
+    DataType::FixedSizeList(
+        Arc::new(Field::new("item", DataType::UInt64, false)),
+        i32::try_from(buckets).expect("bucket counts are bounded"),
+    )
 }
 
 /// What a numeric column measures: a counter only ever grows (a fall is a
@@ -95,6 +110,8 @@ pub enum Kind {
     Counter,
     /// A level: plotted as is.
     Gauge,
+    /// Histograms only: each row counts its own interval.
+    Delta,
 }
 
 impl Kind {
@@ -102,12 +119,13 @@ impl Kind {
         match self {
             Kind::Counter => "counter",
             Kind::Gauge => "gauge",
+            Kind::Delta => "delta",
         }
     }
 }
 
 /// One column of a schema.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Column {
     /// Its name (not `ts`, which every segment has).
     pub name: String,
@@ -120,6 +138,26 @@ pub struct Column {
     /// Its unit, free text (`ns`, `bytes`, `%`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unit: Option<String>,
+    /// Histograms only: the ascending bucket edges ([`histogram`]).
+    /// Absent from every other column's listing, so schemas without
+    /// histograms serialize, and hash to ids, as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bounds: Option<Vec<f64>>,
+}
+
+// Edges are checked finite ([`histogram::check_bounds`]) before a schema
+// is used, so equality on them is an equivalence.
+impl Eq for Column {}
+impl std::hash::Hash for Column {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.name.hash(state);
+        self.ty.hash(state);
+        self.kind.hash(state);
+        self.unit.hash(state);
+        if let Some(bounds) = &self.bounds {
+            bounds.iter().for_each(|b| b.to_bits().hash(state));
+        }
+    }
 }
 
 impl Column {
@@ -130,6 +168,50 @@ impl Column {
             ty,
             kind: None,
             unit: None,
+            bounds: None,
+        }
+    }
+
+    /// A histogram column with these bucket edges (bucket `i` holds values
+    /// in `[bounds[i], bounds[i + 1])`), whose rows hold running totals
+    /// ([`histogram::Cumulation::Counter`]) or their own interval's counts.
+    pub fn histogram(
+        name: impl Into<String>,
+        bounds: Vec<f64>,
+        cumulation: histogram::Cumulation,
+    ) -> Column {
+        Column {
+            name: name.into(),
+            ty: ColumnType::Histogram,
+            kind: Some(match cumulation {
+                histogram::Cumulation::Counter => Kind::Counter,
+                histogram::Cumulation::Delta => Kind::Delta,
+            }),
+            unit: None,
+            bounds: Some(bounds),
+        }
+    }
+
+    /// How many counts a row of this column holds: its bucket count for a
+    /// histogram, 1 otherwise.
+    pub fn buckets(&self) -> usize {
+        self.bounds
+            .as_ref()
+            .map_or(1, |b| b.len().saturating_sub(1))
+    }
+
+    /// Whether this column is read as `other` is: same type and, for a
+    /// histogram, the same edges and cumulation.
+    fn same_type(&self, other: &Column) -> bool {
+        self.ty == other.ty
+            && (self.ty != ColumnType::Histogram
+                || (self.bounds == other.bounds && self.kind == other.kind))
+    }
+
+    fn arrow_type(&self) -> DataType {
+        match self.ty {
+            ColumnType::Histogram => histogram_type(self.buckets()),
+            ty => ty.arrow(),
         }
     }
 
@@ -159,7 +241,13 @@ impl Column {
         if let Some(unit) = &self.unit {
             metadata.insert(UNIT_METADATA.to_string(), unit.clone());
         }
-        Field::new(&self.name, self.ty.arrow(), true).with_metadata(metadata)
+        if let Some(bounds) = &self.bounds {
+            metadata.insert(
+                histogram::BOUNDS_METADATA.to_string(),
+                serde_json::to_string(bounds).expect("finite edges serialize"),
+            );
+        }
+        Field::new(&self.name, self.arrow_type(), true).with_metadata(metadata)
     }
 }
 
@@ -200,6 +288,34 @@ impl Schema {
             if !seen.insert(c.name.as_str()) {
                 return Err(format!("the column {:?} appears twice", c.name));
             }
+            match (c.ty, &c.bounds, c.kind) {
+                (ColumnType::Histogram, Some(bounds), Some(Kind::Counter | Kind::Delta)) => {
+                    histogram::check_bounds(bounds)
+                        .map_err(|e| format!("histogram column {:?}: {e}", c.name))?
+                }
+                (ColumnType::Histogram, None, _) => {
+                    return Err(format!("histogram column {:?} has no bucket edges", c.name))
+                }
+                (ColumnType::Histogram, _, _) => {
+                    return Err(format!(
+                        "histogram column {:?} must be of kind counter or delta",
+                        c.name
+                    ))
+                }
+                (_, Some(_), _) => {
+                    return Err(format!(
+                        "column {:?} has bucket edges but is not a histogram",
+                        c.name
+                    ))
+                }
+                (_, None, Some(Kind::Delta)) => {
+                    return Err(format!(
+                        "column {:?}: only a histogram may be of kind delta",
+                        c.name
+                    ))
+                }
+                _ => {}
+            }
         }
         Ok(())
     }
@@ -220,6 +336,8 @@ pub enum Value {
     Bool(bool),
     /// For a `utf8` column.
     Str(String),
+    /// For a `histogram` column: one count per bucket.
+    Histogram(Vec<u64>),
 }
 
 /// A schema as the metadata lists it: with its id, in hex.
@@ -252,6 +370,19 @@ pub fn encode_row(id: u64, schema: &Schema, values: &[Value]) -> Result<Vec<u8>,
             (Value::U64(v), ColumnType::U64) => row.extend_from_slice(&v.to_le_bytes()),
             (Value::F64(v), ColumnType::F64) => row.extend_from_slice(&v.to_le_bytes()),
             (Value::Bool(v), ColumnType::Bool) => row.push(u8::from(*v)),
+            (Value::Histogram(counts), ColumnType::Histogram) => {
+                if counts.len() != column.buckets() {
+                    return Err(format!(
+                        "histogram column {:?} has {} buckets, but the row holds {} counts",
+                        column.name,
+                        column.buckets(),
+                        counts.len()
+                    ));
+                }
+                counts
+                    .iter()
+                    .for_each(|&c| histogram::push_varint(&mut row, c));
+            }
             (Value::Str(v), ColumnType::Utf8) => {
                 let len = u32::try_from(v.len())
                     .map_err(|_| format!("the value of {:?} is over 4 GiB", column.name))?;
@@ -267,6 +398,48 @@ pub fn encode_row(id: u64, schema: &Schema, values: &[Value]) -> Result<Vec<u8>,
         }
     }
     Ok(row)
+}
+
+/// Encodes the rows of one stream in time order, as [`encode_row`] does,
+/// and also refuses a row whose cumulative histogram went backwards
+/// without a reset ([`histogram::step`]): the check needs the stream's
+/// previous row, which [`encode_row`] alone does not see. A refused row
+/// leaves the previous one in place, so the next row is checked against
+/// what was written.
+#[derive(Debug, Clone)]
+pub struct RowEncoder {
+    id: u64,
+    schema: Schema,
+    /// Per column: the last histogram written, for cumulative ones.
+    last: Vec<Option<Vec<u64>>>,
+}
+
+impl RowEncoder {
+    /// An encoder of rows of `schema`, registered under `id`.
+    pub fn new(id: u64, schema: Schema) -> Result<RowEncoder, String> {
+        schema.check()?;
+        let last = vec![None; schema.columns.len()];
+        Ok(RowEncoder { id, schema, last })
+    }
+
+    /// The row of `values`, or why it is refused.
+    pub fn encode(&mut self, values: &[Value]) -> Result<Vec<u8>, String> {
+        let row = encode_row(self.id, &self.schema, values)?;
+        let mut kept = Vec::new();
+        for (i, (column, value)) in self.schema.columns.iter().zip(values).enumerate() {
+            if let (Some(Kind::Counter), Value::Histogram(counts)) = (column.kind, value) {
+                if let Some(previous) = &self.last[i] {
+                    histogram::step(previous, counts)
+                        .map_err(|e| format!("histogram column {:?}: {e}", column.name))?;
+                }
+                kept.push((i, counts.clone()));
+            }
+        }
+        for (i, counts) in kept {
+            self.last[i] = Some(counts);
+        }
+        Ok(row)
+    }
 }
 
 /// The schemas a source's metadata lists, by id, and which stream uses
@@ -306,12 +479,16 @@ pub fn with_schema(metadata: &Labels, stream: &str, schema: &Schema) -> Result<S
             if let Some(e) = earlier
                 .columns
                 .iter()
-                .find(|e| e.name == c.name && e.ty != c.ty)
+                .find(|e| e.name == c.name && !e.same_type(c))
             {
                 return Err(format!(
-                    "column {:?} of stream {stream:?} was {:?} and would become {:?}; a column \
-                     means one thing for the life of a stream",
-                    c.name, e.ty, c.ty
+                    "column {:?} of stream {stream:?} was {:?}{} and would become {:?}{}; a \
+                     column means one thing for the life of a stream",
+                    c.name,
+                    e.ty,
+                    edges(e),
+                    c.ty,
+                    edges(c)
                 ));
             }
         }
@@ -458,10 +635,14 @@ impl TypedEncoder {
                     let mut places = Vec::with_capacity(schema.columns.len());
                     for c in &schema.columns {
                         let at = match by_name.get(&c.name) {
-                            Some(&at) if columns[at].ty != c.ty => {
+                            Some(&at) if !columns[at].same_type(c) => {
                                 return Err(format!(
-                                    "column {:?} is {:?} in one schema and {:?} in another",
-                                    c.name, columns[at].ty, c.ty
+                                    "column {:?} is {:?}{} in one schema and {:?}{} in another",
+                                    c.name,
+                                    columns[at].ty,
+                                    edges(&columns[at]),
+                                    c.ty,
+                                    edges(c)
                                 ))
                             }
                             Some(&at) => at,
@@ -503,7 +684,7 @@ impl TypedEncoder {
                     std::mem::replace(&mut values[i], Value::Null)
                 })
             });
-            arrays.push(column_array(column.ty, each));
+            arrays.push(column_array(column, each));
         }
         RecordBatch::try_new(Arc::new(arrow_schema::Schema::new(fields)), arrays)
             .map_err(|e| e.to_string())
@@ -558,6 +739,16 @@ impl TypedEncoder {
                     1 => Value::Bool(true),
                     b => return Err(format!("{}: a bool is {b}", at_ts())),
                 },
+                ColumnType::Histogram => {
+                    let mut counts = Vec::with_capacity(column.buckets());
+                    for _ in 0..column.buckets() {
+                        let count = histogram::read_varint(|| Ok(take(1)?[0])).map_err(|e| {
+                            format!("{}: histogram column {:?}: {e}", at_ts(), column.name)
+                        })?;
+                        counts.push(count);
+                    }
+                    Value::Histogram(counts)
+                }
                 ColumnType::Utf8 => {
                     let len = u32::from_le_bytes(take(4)?.try_into().expect("four bytes"));
                     let text = take(len as usize)?;
@@ -582,7 +773,17 @@ impl TypedEncoder {
     }
 }
 
-fn column_array(ty: ColumnType, values: impl Iterator<Item = Value>) -> ArrayRef {
+/// A histogram's edges as an error message shows them (nothing for other
+/// columns).
+fn edges(c: &Column) -> String {
+    match &c.bounds {
+        Some(b) => format!(" with {} bucket edges {b:?}", b.len()),
+        None => String::new(),
+    }
+}
+
+fn column_array(column: &Column, values: impl Iterator<Item = Value>) -> ArrayRef {
+    let ty = column.ty;
     // Each value of the column's own type is kept; any other is a null.
     macro_rules! column {
         ($array:ty, $variant:path) => {
@@ -598,6 +799,30 @@ fn column_array(ty: ColumnType, values: impl Iterator<Item = Value>) -> ArrayRef
         ColumnType::F64 => column!(Float64Array, Value::F64),
         ColumnType::Bool => column!(BooleanArray, Value::Bool),
         ColumnType::Utf8 => column!(StringArray, Value::Str),
+        ColumnType::Histogram => {
+            let k = column.buckets();
+            let mut counts: Vec<u64> = Vec::new();
+            let mut valid: Vec<bool> = Vec::new();
+            for v in values {
+                match v {
+                    Value::Histogram(c) if c.len() == k => {
+                        counts.extend_from_slice(&c);
+                        valid.push(true);
+                    }
+                    _ => {
+                        counts.extend(std::iter::repeat_n(0, k));
+                        valid.push(false);
+                    }
+                }
+            }
+            let item = Arc::new(Field::new("item", DataType::UInt64, false));
+            Arc::new(FixedSizeListArray::new(
+                item,
+                i32::try_from(k).expect("bucket counts are bounded"),
+                Arc::new(UInt64Array::from(counts)),
+                Some(valid.into()),
+            ))
+        }
     }
 }
 
@@ -618,5 +843,6 @@ impl SegmentEncoder for TypedEncoder {
     }
 }
 
+pub mod histogram;
 #[cfg(test)]
 mod tests;

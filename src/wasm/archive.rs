@@ -448,7 +448,7 @@ impl JsArchive {
 
     /// Refuses a stream the source does not have (neither segments nor
     /// live rows), so a typo is not mistaken for an empty stream.
-    fn require_stream(&self, source: i64, stream: &str) -> JsResult<()> {
+    pub(super) fn require_stream(&self, source: i64, stream: &str) -> JsResult<()> {
         // A stream with segments is in the listing; only one without is
         // looked for among the catalog's streams (a scan of the index).
         let listed = !self.listing()?.stream(source, stream).is_empty();

@@ -255,12 +255,17 @@ pub(crate) fn schema(schema: Option<&Schema>) -> JsValue {
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        Obj::new()
+        let column = Obj::new()
             .set("name", f.name().as_str())
             .set("type", type_name(f.data_type()))
             .set("nullable", f.is_nullable())
-            .set("metadata", labels(&metadata))
-            .build()
+            .set("metadata", labels(&metadata));
+        // A malformed histogram is reported when it is read, not here.
+        match crate::read::distribution::histogram_of(f) {
+            Ok(Some(h)) => column.set("histogram", super::distribution::histogram_info(&h)),
+            _ => column,
+        }
+        .build()
     });
     let ts = ts_column(schema).map_or(JsValue::NULL, |i| JsValue::from_str(schema.field(i).name()));
     Obj::new()

@@ -16,6 +16,7 @@
 
 mod archive;
 mod convert;
+mod distribution;
 mod engine;
 #[cfg(feature = "test-hooks")]
 mod hooks;

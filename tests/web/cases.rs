@@ -92,15 +92,15 @@ fn open(f: &Fixture) -> JsArchive {
     open_bytes(f.bytes, f.file).unwrap_or_else(|e| panic!("{}: {}", f.file, message(&e)))
 }
 
-fn get(v: &JsValue, key: &str) -> JsValue {
+pub(crate) fn get(v: &JsValue, key: &str) -> JsValue {
     Reflect::get(v, &JsValue::from_str(key)).unwrap()
 }
 
-fn kind(err: &JsValue) -> String {
+pub(crate) fn kind(err: &JsValue) -> String {
     get(err, "kind").as_string().unwrap_or_default()
 }
 
-fn message(err: &JsValue) -> String {
+pub(crate) fn message(err: &JsValue) -> String {
     get(err, "message").as_string().unwrap_or_default()
 }
 

@@ -14,6 +14,7 @@ mod replicate;
 mod rewrite;
 mod serve;
 mod snapshot;
+mod stats;
 mod terminal;
 
 use clap::{Parser, Subcommand, ValueEnum};
@@ -57,6 +58,33 @@ enum Command {
         /// The archive.
         file: PathBuf,
         /// Print the report as JSON.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Statistics of a region of a stream from its raw rows: per numeric
+    /// column count, min, max, mean, p50, p99, last - first, a counter's
+    /// increase and mean rate, the integral over time; per histogram
+    /// column the region's summed distribution and its quantiles.
+    Stats {
+        /// The archive.
+        file: PathBuf,
+        /// The source, by id or uuid.
+        #[arg(long)]
+        source: String,
+        /// The stream's name.
+        #[arg(long)]
+        stream: String,
+        /// A column to summarize (repeat for several); all numeric and
+        /// histogram columns when absent.
+        #[arg(long = "column")]
+        columns: Vec<String>,
+        /// The region's first timestamp, inclusive (ns).
+        #[arg(long, allow_hyphen_values = true)]
+        from: Option<i64>,
+        /// The region's last timestamp, inclusive (ns).
+        #[arg(long, allow_hyphen_values = true)]
+        to: Option<i64>,
+        /// Print the statistics as JSON.
         #[arg(long)]
         json: bool,
     },
@@ -211,6 +239,23 @@ fn main() -> ExitCode {
             from,
             to,
         } => run_cat(&file, &source, &stream, format, from, to),
+        Command::Stats {
+            file,
+            source,
+            stream,
+            columns,
+            from,
+            to,
+            json,
+        } => stats::run_stats(stats::StatsArgs {
+            file: &file,
+            source: &source,
+            stream: &stream,
+            columns: &columns,
+            from,
+            to,
+            json,
+        }),
         Command::Serve { files, port, root } => run_serve(files, port, root),
         Command::Publish(args) => replicate::run_publish(args),
         Command::Subscribe(args) => replicate::run_subscribe(args),

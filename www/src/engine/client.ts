@@ -31,11 +31,15 @@ import type {
   EngineError,
   EngineErrorKind,
   FollowResult,
+  Heatmap,
+  HeatmapRequest,
   LazyStats,
   LiveTail,
   OpenMode,
   RangeEnvelope,
   RangeOptions,
+  RegionRequest,
+  RegionStats,
   RefusalDetail,
   StreamSchema,
   VerifyReport,
@@ -373,6 +377,24 @@ class Handle implements ArchiveHandle {
 
   verify(): Promise<VerifyReport> {
     return this.call("verify", [], "verify");
+  }
+
+  regionStats(request: RegionRequest, opts?: Cancellable): Promise<RegionStats> {
+    return this.call(
+      "regionStats",
+      [request],
+      `statistics of a region of stream "${request.stream}" (source ${request.source})`,
+      opts?.signal,
+    );
+  }
+
+  heatmap(request: HeatmapRequest, opts?: Cancellable): Promise<Heatmap> {
+    return this.call(
+      "heatmap",
+      [request],
+      `the heatmap of "${request.column}" of stream "${request.stream}" (source ${request.source})`,
+      opts?.signal,
+    );
   }
 
   lazyStats(): Promise<LazyStats | null> {

@@ -9,9 +9,13 @@ import type {
   DecodedBatch,
   EngineError,
   FollowTraffic,
+  Heatmap,
+  HeatmapRequest,
   LazyStats,
   LiveTail,
   RangeEnvelope,
+  RegionRequest,
+  RegionStats,
   StreamSchema,
   VerifyReport,
 } from "./types";
@@ -54,6 +58,8 @@ export interface Calls {
   callerRows: { args: [source: number, name: string, from: bigint, to: bigint]; result: CallerRow[] };
   documentHistory: { args: [kind: string, name: string]; result: DocumentRevision[] };
   verify: { args: []; result: VerifyReport };
+  regionStats: { args: [request: RegionRequest]; result: RegionStats };
+  heatmap: { args: [request: HeatmapRequest]; result: Heatmap };
   /** Traffic of an archive read in place; null for one held in memory. */
   lazyStats: { args: []; result: LazyStats | null };
 }

@@ -182,6 +182,177 @@ export interface ColumnSchema {
   type: string;
   nullable: boolean;
   metadata: Record<string, string>;
+  /**
+   * Present only on a histogram column of the self-describing encoder
+   * (FORMAT.md §9): its buckets. Such a column is drawn with `heatmap`,
+   * not `readRange` (which leaves it out: it is not numeric).
+   */
+  histogram?: HistogramInfo;
+}
+
+/** A histogram column's buckets, fixed by its schema (FORMAT.md §9). */
+export interface HistogramInfo {
+  /**
+   * Ascending bucket edges, one more than there are buckets: bucket `i`
+   * holds the values in `[bounds[i], bounds[i + 1])`.
+   */
+  bounds: number[];
+  /**
+   * "counter": each row holds running totals (a fall of the total is a
+   * reset); "delta": each row holds its own interval's counts. Heatmaps
+   * and region statistics always show interval counts either way.
+   */
+  cumulation: "counter" | "delta";
+  /** The unit of the bucket edges ("ns", "ms"), when the schema gives one. */
+  unit: string | null;
+}
+
+/**
+ * A row the engine could not use, named so a person can find it. The rest
+ * of the answer is computed without it.
+ */
+export interface RowProblem {
+  stream: string;
+  /** The segment's seq; null for the live tail. */
+  segment: number | null;
+  /** The row's index in its segment (in the live tail: among its rows in the window). */
+  row: number;
+  ts: bigint;
+  /** What is wrong, in words. */
+  message: string;
+}
+
+/** What `regionStats` is asked. */
+export interface RegionRequest {
+  source: number;
+  stream: string;
+  /** Columns to summarize (numeric or histogram); all of them when absent. */
+  columns?: string[];
+  /** The region, inclusive, in nanoseconds. */
+  from: bigint;
+  to: bigint;
+}
+
+/**
+ * One numeric column over a region, from its raw rows (never from an
+ * envelope). The summarized values are the ones plotted: a gauge's values
+ * as they are, a counter's per-second rates (the increase since the
+ * previous row of the region with a value, a fall being a reset counted
+ * as the new value; the region's first row has no rate). Only rows inside
+ * the region are used. null where there is nothing to summarize.
+ */
+export interface RegionColumnStats {
+  name: string;
+  /** "counter" or "gauge" as the column's schema marks it; null when unmarked. */
+  kind: string | null;
+  /** Rows of the region with a value. */
+  count: number;
+  min: number | null;
+  max: number | null;
+  mean: number | null;
+  /** Nearest-rank percentiles: the value at rank ceil(q·n) of the n sorted values. */
+  p50: number | null;
+  p99: number | null;
+  /** The last stored value minus the first (of the raw values, not rates). */
+  last_minus_first: number | null;
+  /** Counters only: the sum of the increases, resets handled. */
+  increase: number | null;
+  /** Counters only: increase per second between the region's first and last row. */
+  mean_rate: number | null;
+  /**
+   * Integral over time in value × seconds: a gauge by the trapezoid rule
+   * over consecutive rows; a counter's is its increase (its rate held over
+   * each interval).
+   */
+  integral: number | null;
+}
+
+/**
+ * A histogram column over a region: the sum of its rows' interval counts
+ * (a cumulative histogram's first row in the region is its baseline and
+ * adds nothing), with quantiles by the rule of `Heatmap.lines`.
+ */
+export interface RegionHistogramStats {
+  name: string;
+  histogram: HistogramInfo;
+  /** Rows whose interval counts were summed. */
+  rows: number;
+  /** Summed counts per bucket (exact below 2^53). */
+  counts: Float64Array;
+  total: number;
+  p50: number | null;
+  p90: number | null;
+  p99: number | null;
+  p999: number | null;
+  /** The upper edge of the highest non-empty bucket. */
+  max_bucket: number | null;
+}
+
+/** The answer to `regionStats`. */
+export interface RegionStats {
+  stream: string;
+  from: bigint;
+  to: bigint;
+  /** Rows whose time lies in the region (any column). */
+  rows: number;
+  /** Set when the region holds no row: says so in words ("stream "cpu" has no rows between …"). */
+  empty: string | null;
+  columns: RegionColumnStats[];
+  histograms: RegionHistogramStats[];
+  /** Rows that could not be used (at most 100 listed). */
+  problems: RowProblem[];
+  /** Problems found beyond those listed. */
+  problems_left_out: number;
+}
+
+/** What `heatmap` is asked. */
+export interface HeatmapRequest {
+  source: number;
+  stream: string;
+  /** A histogram column (`ColumnSchema.histogram` set). */
+  column: string;
+  /** The window, inclusive, in nanoseconds. */
+  from: bigint;
+  to: bigint;
+  /**
+   * Pixel columns, 1 to 8192; pixels × buckets at most 4,194,304. Column
+   * `p` covers `[from + p·w, from + (p+1)·w)` with `w = (to − from + 1) / pixels` ns.
+   */
+  pixels: number;
+}
+
+/**
+ * A histogram column over a window, decimated exactly: a pixel column's
+ * counts are the sum of the interval counts of the rows whose time falls
+ * in it, so zooming out never loses a tail.
+ */
+export interface Heatmap {
+  from: bigint;
+  to: bigint;
+  pixels: number;
+  /** Buckets per pixel column (`histogram.bounds.length - 1`). */
+  buckets: number;
+  histogram: HistogramInfo;
+  /** A pixel column's width in seconds: counts / pixel_seconds = rates. */
+  pixel_seconds: number;
+  /** Summed interval counts, pixel-major: bucket b of pixel column p at `p * buckets + b`. */
+  counts: Float64Array;
+  /** counts / pixel_seconds: count per second, same layout. */
+  rates: Float64Array;
+  /** Per pixel column: 1 when at least one row's counts landed in it, 0 when no row did (absent, not zero). */
+  present: Uint8Array;
+  /** Per pixel column: its summed count over all buckets. */
+  totals: Float64Array;
+  /**
+   * Quantile lines, one value per pixel column (NaN where it counted
+   * nothing): the upper edge of the first bucket at which the running count
+   * reaches ceil(q × total). Never below the true quantile; exact to a bucket.
+   */
+  lines: { p50: Float64Array; p90: Float64Array; p99: Float64Array; p999: Float64Array; max: Float64Array };
+  /** Rows whose counts were summed. */
+  rows: number;
+  problems: RowProblem[];
+  problems_left_out: number;
 }
 
 export interface StreamSchema {
@@ -404,6 +575,19 @@ export interface ArchiveHandle {
   /** Every revision of a document, oldest first, bodies included; [] for one the archive lacks. */
   documentHistory(kind: string, name: string): Promise<DocumentRevision[]>;
   verify(): Promise<VerifyReport>;
+  /**
+   * Statistics of a region of a stream, computed in the worker from the
+   * region's raw rows (every segment overlapping it is decoded). A region
+   * with no rows answers with `empty` set, not an error. An unknown column,
+   * or one neither numeric nor a histogram, is an error (kind "NotFound").
+   */
+  regionStats(request: RegionRequest, opts?: Cancellable): Promise<RegionStats>;
+  /**
+   * The heatmap of a histogram column over a window, with its quantile
+   * lines. Zooming refetches only the window. A column that is not a
+   * histogram, or a hostile size, is an error (kind "NotFound") in words.
+   */
+  heatmap(request: HeatmapRequest, opts?: Cancellable): Promise<Heatmap>;
   /** Traffic so far of an archive read in place; null in memory mode. */
   lazyStats(): Promise<LazyStats | null>;
   close(): Promise<void>;

@@ -28,7 +28,7 @@ import type { PackedDescription } from "./packing";
 import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, probeFollow, probeUrl } from "./sources";
 import { type DecoderHello, type DecoderReply, type DecoderRequest, type Packed, transferables } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
-import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
+import type { EngineError, EngineErrorKind, Heatmap, RefusalDetail, RegionStats } from "./types";
 
 /**
  * Set only by benches/browser/in-place.mjs (`self.__dendroTrace = true`, prepended
@@ -118,6 +118,8 @@ const methods: { [M in Exclude<Method, SourceMethod>]: (a: Archive, ...args: Cal
   callerRows: (a, source, name, from, to) => a.callerRows(source, name, from, to),
   documentHistory: (a, kind, name) => a.documentHistory(kind, name),
   verify: (a) => a.verify(),
+  regionStats: (a, r) => a.regionStats(r.source, r.stream, r.from, r.to, r.columns ?? undefined) as RegionStats,
+  heatmap: (a, r) => a.heatmap(r.source, r.stream, r.column, r.from, r.to, r.pixels) as Heatmap,
   lazyStats: (a) => a.lazyStats() as Calls["lazyStats"]["result"],
 };
 

@@ -706,6 +706,7 @@ export class ArchiveView {
       st,
       keep,
       seq,
+      this.exprsFor(source, stream),
     );
     replace(this.streamSlot, this.streamView.el);
     // A stream past the timeline's cap (opened from the URL or a card) gets its lane.
@@ -780,6 +781,15 @@ export class ArchiveView {
     this.streamView?.relabel();
   }
 
+  /** The derived series the address asked for, once, for the stream it named. */
+  private exprsFor(source: number, stream: string): string[] | undefined {
+    const want = this.init.exprs;
+    if (!want || this.exprsUsed || this.init.source !== source || this.init.stream !== stream) return undefined;
+    this.exprsUsed = true;
+    return want;
+  }
+  private exprsUsed = false;
+
   state(): ViewState {
     const s: ViewState = {};
     if (this.meta.url) s.url = this.meta.url;
@@ -787,11 +797,15 @@ export class ArchiveView {
       s.source = this.pending.source;
       s.stream = this.pending.stream;
       if (this.pending.columns && this.pending.columns.length > 0) s.columns = this.pending.columns;
+      const exprs = this.exprsUsed || this.init.source !== s.source || this.init.stream !== s.stream ? undefined : this.init.exprs;
+      if (exprs) s.exprs = exprs;
     } else if (this.streamView) {
       s.source = this.streamView.source.id;
       s.stream = this.streamView.stream.name;
       const cols = this.streamView.columns();
       if (cols.length > 0) s.columns = cols;
+      const exprs = this.streamView.exprs();
+      if (exprs.length > 0) s.exprs = exprs;
     }
     if (this.from !== this.full[0] || this.to !== this.full[1]) {
       s.from = this.from;

@@ -24,6 +24,8 @@ import { ticks } from "./axis";
 import { clear, debounce, fileText, h, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { axisNumber, count, instant, type TimeZoneMode } from "./format";
+import { dragHooks, regionBand } from "./region";
+import { DERIVED_ROW_CAP, type DerivedAnswer, type DerivedSpec, readDerived } from "./derived";
 
 export interface PlotHost {
   handle: ArchiveHandle;
@@ -37,6 +39,12 @@ export interface PlotHost {
   fullWindow(): [bigint, bigint];
   /** A person switched counter `name` between its rate (raw false) and its running total. */
   onRaw(name: string, raw: boolean): void;
+  /** A person removed the derived series typed as `text`. */
+  onRemoveDerived?(text: string): void;
+  /** A person dragged with Shift held over [from, to]: statistics of that region. */
+  onRegion?(from: bigint, to: bigint): void;
+  /** The region shown, shaded on every plot; null for none. */
+  region?(): [bigint, bigint] | null;
 }
 
 /** What a plot last drew, on its element as `dendroPlot` (for tests and embedders). */
@@ -65,6 +73,8 @@ interface ColumnPlot {
   drawnGen: number;
   /** The answer this plot shows (a preview may leave some plots as they were). */
   env: RangeEnvelope | null;
+  /** Set on a derived series' plot: its expression, evaluated over the window's rows. */
+  derived?: DerivedSpec;
 }
 
 let syncCounter = 0;
@@ -75,6 +85,8 @@ export class PlotGroup {
   private readonly list: HTMLElement;
   private plots: ColumnPlot[] = [];
   private selected: string[] = [];
+  /** Derived series, plotted after the columns. */
+  private derivedSpecs: DerivedSpec[] = [];
   /** Columns read as counters, and of those the ones plotted as rates. */
   private counters = new Set<string>();
   private rates: string[] = [];
@@ -166,11 +178,23 @@ export class PlotGroup {
 
   setColumns(names: string[]): void {
     this.selected = names;
+    this.rebuild();
+  }
+
+  /** The derived series to plot after the columns (each read from the window's rows). */
+  setDerived(specs: DerivedSpec[]): void {
+    this.derivedSpecs = specs;
+    this.rebuild();
+  }
+
+  private rebuild(): void {
+    const names = this.selected;
+    const specs = this.derivedSpecs;
     this.lastKey = "";
     for (const p of this.plots) p.plot?.destroy();
     this.plots = [];
     clear(this.list);
-    if (names.length === 0) {
+    if (names.length === 0 && specs.length === 0) {
       this.status.textContent = "Pick a numeric column to plot it.";
       this.el.dataset["state"] = "empty";
       return;
@@ -202,6 +226,30 @@ export class PlotGroup {
       this.paintRate(p);
       this.plots.push(p);
     });
+    specs.forEach((spec, j) => {
+      const i = names.length + j;
+      const readout = h("span", { class: "dv-plot-readout" });
+      const rateBtn = h("button", { type: "button", class: "dv-btn dv-btn-xs", hidden: true });
+      const box = h(
+        "div",
+        { class: "dv-plot dv-plot-derived", data: { testid: "derived-plot", expr: spec.text } },
+        h(
+          "div",
+          { class: "dv-plot-head" },
+          h("span", { class: "dv-plot-swatch", style: { background: PALETTE[i % PALETTE.length]! } }),
+          h("span", { class: "dv-plot-name", title: "A derived series, evaluated on every row of the window" }, "= ", fileText(spec.text, { max: 80, more: false })),
+          h("span", { class: "dv-plot-type" }, "derived"),
+          h(
+            "button",
+            { type: "button", class: "dv-btn dv-btn-xs", "aria-label": `remove ${spec.text}`, data: { action: "remove-derived" }, on: { click: () => this.host.onRemoveDerived?.(spec.text) } },
+            "remove",
+          ),
+          readout,
+        ),
+      );
+      this.list.appendChild(box);
+      this.plots.push({ name: spec.text, box, readout, rateBtn, plot: null, color: PALETTE[i % PALETTE.length]!, expected: false, drawnGen: 0, env: null, derived: spec });
+    });
     void this.fetch();
   }
 
@@ -218,6 +266,11 @@ export class PlotGroup {
     this.xmax = this.toX(to);
     for (const p of this.plots) p.plot?.setScale("x", { min: this.xmin, max: this.xmax });
     this.scheduleFetch();
+  }
+
+  /** Draws again as it is (the region shown changed). */
+  redraw(): void {
+    for (const p of this.plots) p.plot?.redraw(false, false);
   }
 
   /** The zone changed: relabel axes and readouts. */
@@ -240,13 +293,14 @@ export class PlotGroup {
    * page two layouts for nothing a person needs to see.
    */
   private async fetch(quiet = false): Promise<void> {
-    if (this.selected.length === 0) {
+    if (this.selected.length === 0 && this.derivedSpecs.length === 0) {
       this.firstDrawn();
       return;
     }
     const maxPoints = Math.max(100, Math.round(this.width()));
     const rates = this.rates.filter((r) => this.selected.includes(r));
-    const key = `${this.from}:${this.to}:${maxPoints}:${JSON.stringify(this.selected)}:${JSON.stringify(rates)}`;
+    const specs = this.derivedSpecs;
+    const key = `${this.from}:${this.to}:${maxPoints}:${JSON.stringify(this.selected)}:${JSON.stringify(rates)}:${JSON.stringify(specs.map((s) => s.text))}`;
     if (key === this.lastKey) return;
     this.lastKey = key;
     const token = ++this.token;
@@ -261,8 +315,16 @@ export class PlotGroup {
     }
     this.el.dataset["state"] = "reading";
     let env: RangeEnvelope;
+    // Derived series read their rows beside the columns' envelope; a failure is theirs alone.
+    const derived: Promise<DerivedAnswer | Error> | null =
+      specs.length > 0
+        ? readDerived(this.host.handle, this.host.source, this.host.stream, this.from, this.to, specs, maxPoints, inflight.signal).catch((e: unknown) => (e instanceof Error ? e : new Error(explain(e, this.host.stream).message)))
+        : null;
     try {
-      env = await this.host.handle.readRange(this.host.source, this.host.stream, this.from, this.to, {
+      const d = this.selected.length === 0 ? await derived : null;
+      env = d !== null
+        ? { ...(d instanceof Error ? EMPTY_ENVELOPE : d.env), columns: [] }
+        : await this.host.handle.readRange(this.host.source, this.host.stream, this.from, this.to, {
         columns: this.selected,
         maxPoints,
         rates,
@@ -280,6 +342,7 @@ export class PlotGroup {
       replace(this.status, h("span", { class: "dv-error-inline" }, `${x.title}: `, fileText(x.message, { max: 300, more: false })));
       return;
     }
+    const derivedAnswer = derived ? await derived : null;
     if (token !== this.token) return;
     this.inflight = null;
     this.status.classList.remove("dv-busy");
@@ -296,7 +359,7 @@ export class PlotGroup {
     );
     this.el.dataset["approximate"] = String(env.segments_left_out > 0);
     this.drawnRates = new Set(rates);
-    this.draw(env, false);
+    this.draw(env, false, derivedAnswer);
     this.firstDrawn();
   }
 
@@ -320,20 +383,24 @@ export class PlotGroup {
     this.firstDrawn();
   }
 
-  private draw(env: RangeEnvelope, preview: boolean): void {
+  private draw(env: RangeEnvelope, preview: boolean, derived: DerivedAnswer | Error | null = null): void {
     const n = env.ts.length;
-    const xs = new Float64Array(n);
-    for (let i = 0; i < n; i++) xs[i] = this.toX(env.ts[i]!);
+    const xs = this.xsOf(env);
+    const dxs = derived && !(derived instanceof Error) ? this.xsOf(derived.env) : null;
     const w = this.width();
     this.gen++;
     this.drawingPreview = preview;
     this.el.dataset["state"] = "drawing";
-    for (const p of this.plots) p.expected = env.columns.some((c) => c.name === p.name);
+    for (const p of this.plots) p.expected = p.derived ? !preview && dxs !== null && derived !== null && !(derived instanceof Error) && !derived.tooMany : env.columns.some((c) => c.name === p.name);
     if (!this.plots.some((p) => p.expected)) {
       this.el.dataset["state"] = preview ? "preview" : "drawn";
       if (!preview) this.el.dataset["drawn"] = String(this.gen);
     }
     for (const p of this.plots) {
+      if (p.derived) {
+        if (!preview) this.drawDerived(p, derived, dxs, w);
+        continue;
+      }
       const col = env.columns.find((c) => c.name === p.name);
       // A preview leaves the plots it has nothing for as they are.
       if (!col && preview) continue;
@@ -358,6 +425,39 @@ export class PlotGroup {
     }
   }
 
+  private xsOf(env: RangeEnvelope): Float64Array {
+    const xs = new Float64Array(env.ts.length);
+    for (let i = 0; i < xs.length; i++) xs[i] = this.toX(env.ts[i]!);
+    return xs;
+  }
+
+  /** A derived series' plot: its evaluated envelope, or why there is none. */
+  private drawDerived(p: ColumnPlot, answer: DerivedAnswer | Error | null, xs: Float64Array | null, w: number): void {
+    p.box.querySelector(".dv-plot-note")?.remove();
+    const col = answer && !(answer instanceof Error) && !answer.tooMany ? answer.env.columns.find((c) => c.name === p.name) : undefined;
+    if (!answer || answer instanceof Error || answer.tooMany !== undefined || !col || !xs) {
+      p.plot?.destroy();
+      p.plot = null;
+      p.env = null;
+      delete (p.box as HTMLElement & { dendroPlot?: DrawnSeries }).dendroPlot;
+      const why =
+        answer instanceof Error
+          ? `Could not read this series' columns: ${answer.message}`
+          : answer?.tooMany !== undefined
+            ? `This window holds ${count(answer.tooMany)} rows; a derived series is evaluated on every row, for windows of at most ${count(DERIVED_ROW_CAP)}: zoom in to see it.`
+            : "Nothing to evaluate.";
+      p.box.appendChild(h("div", { class: "dv-plot-note", data: { testid: "derived-note" } }, fileText(why, { max: 400, more: false })));
+      return;
+    }
+    const env = answer!.env;
+    p.env = env;
+    (p.box as HTMLElement & { dendroPlot?: DrawnSeries }).dendroPlot = { ts: env.ts, min: col.min, max: col.max, as: "raw", reduced: env.reduced };
+    if (env.ts.length === 0) p.box.appendChild(h("div", { class: "dv-plot-note" }, "No rows in this window."));
+    const data: uPlot.AlignedData = [xs, gapsAsNull(col.max), gapsAsNull(col.min)];
+    if (p.plot) p.plot.setData(data, true);
+    else p.plot = new uPlot(this.options(p, w), data, p.box);
+  }
+
   /** uPlot drew `p`: once every plot has drawn the latest answer, the group says so. */
   private drawn(p: ColumnPlot): void {
     const state = this.el.dataset["state"];
@@ -376,6 +476,14 @@ export class PlotGroup {
     const fill = p.color + "2e";
     // Dots on the rows themselves when every row is shown and they are far apart.
     const sparse = (u: uPlot, _s: number, i0: number, i1: number) => p.env?.reduced === false && i1 - i0 < u.bbox.width / devicePixelRatio / 10;
+    const drag = dragHooks(
+      (a, b) => this.host.onWindow(this.toNs(a), this.toNs(b)),
+      (a, b) => this.host.onRegion?.(this.toNs(a), this.toNs(b)),
+    );
+    const region = () => {
+      const r = this.host.region?.();
+      return r ? ([this.toX(r[0]), this.toX(r[1])] as [number, number]) : null;
+    };
     return {
       width,
       height: plotHeight(this.plots.length),
@@ -401,32 +509,7 @@ export class PlotGroup {
         },
       },
       axes: [
-        {
-          size: 34,
-          stroke: "#57606a",
-          grid: { stroke: "#eaeef2", width: 1 },
-          ticks: { stroke: "#d0d7de", width: 1, size: 4 },
-          font: "11px system-ui, sans-serif",
-          splits: (u) => {
-            const min = u.scales["x"]?.min ?? this.xmin;
-            const max = u.scales["x"]?.max ?? this.xmax;
-            return ticks(this.toNs(min), this.toNs(max), Math.max(2, Math.floor(u.width / 110)), tz()).map((t) => this.toX(t.ns));
-          },
-          values: (u, splits) => {
-            const min = u.scales["x"]?.min ?? this.xmin;
-            const max = u.scales["x"]?.max ?? this.xmax;
-            const list = ticks(this.toNs(min), this.toNs(max), Math.max(2, Math.floor(u.width / 110)), tz());
-            const right = u.bbox.width / devicePixelRatio;
-            return splits.map((v, i) => {
-              const t = list[i];
-              if (!t) return "";
-              // A label centred on a tick near the right edge would be cut: leave it off.
-              const room = right - u.valToPos(v, "x");
-              if (room < t.label.length * 3.4) return "";
-              return t.context ? `${t.label}\n${t.context}` : t.label;
-            });
-          },
-        },
+        timeAxis({ toNs: (x) => this.toNs(x), toX: (ns) => this.toX(ns), xmin: () => this.xmin, xmax: () => this.xmax, tz }),
         {
           size: 58,
           stroke: "#57606a",
@@ -443,17 +526,8 @@ export class PlotGroup {
       ],
       bands: [{ series: [1, 2], fill }],
       hooks: {
-        draw: [() => this.drawn(p)],
-        setSelect: [
-          (u) => {
-            const { left, width: w } = u.select;
-            if (w < 3) return;
-            const a = u.posToVal(left, "x");
-            const b = u.posToVal(left + w, "x");
-            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-            if (b > a) this.host.onWindow(this.toNs(a), this.toNs(b));
-          },
-        ],
+        draw: [regionBand(region), () => this.drawn(p)],
+        setSelect: drag.setSelect,
         setCursor: [
           (u) => {
             const i = u.cursor.idx;
@@ -480,6 +554,7 @@ export class PlotGroup {
           },
         ],
         ready: [
+          ...drag.ready!,
           (u) => {
             u.over.addEventListener("dblclick", () => {
               const [a, b] = this.host.fullWindow();
@@ -490,6 +565,57 @@ export class PlotGroup {
       },
     };
   }
+}
+
+/** The envelope of a window the columns were not read for (only derived series are plotted). */
+const EMPTY_ENVELOPE: RangeEnvelope = {
+  rows_in_window: 0,
+  live_rows_in_window: 0,
+  segments_read: 0,
+  segments_from_stats: 0,
+  segments_left_out: 0,
+  rows_left_out: 0,
+  reduced: false,
+  ts: new BigInt64Array(0),
+  columns: [],
+};
+
+/** What a time axis needs of its plot: x in seconds from an origin, the window, the zone. */
+export interface TimeView {
+  toNs(x: number): bigint;
+  toX(ns: bigint): number;
+  xmin(): number;
+  xmax(): number;
+  tz(): TimeZoneMode;
+}
+
+/** The x axis every plot of the stream view shares: instants in the zone, labels kept off a cut right edge. */
+export function timeAxis(v: TimeView): uPlot.Axis {
+  const list = (u: uPlot) => {
+    const min = u.scales["x"]?.min ?? v.xmin();
+    const max = u.scales["x"]?.max ?? v.xmax();
+    return ticks(v.toNs(min), v.toNs(max), Math.max(2, Math.floor(u.width / 110)), v.tz());
+  };
+  return {
+    size: 34,
+    stroke: "#57606a",
+    grid: { stroke: "#eaeef2", width: 1 },
+    ticks: { stroke: "#d0d7de", width: 1, size: 4 },
+    font: "11px system-ui, sans-serif",
+    splits: (u) => list(u).map((t) => v.toX(t.ns)),
+    values: (u, splits) => {
+      const labels = list(u);
+      const right = u.bbox.width / devicePixelRatio;
+      return splits.map((x, i) => {
+        const t = labels[i];
+        if (!t) return "";
+        // A label centred on a tick near the right edge would be cut: leave it off.
+        const room = right - u.valToPos(x, "x");
+        if (room < t.label.length * 3.4) return "";
+        return t.context ? `${t.label}\n${t.context}` : t.label;
+      });
+    },
+  };
 }
 
 function plotHeight(n: number): number {

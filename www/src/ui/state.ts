@@ -2,6 +2,7 @@
 // and stream, which columns, which time window, which zone. Bookmarking the
 // page or sharing its address reopens the same view.
 
+import { MAX_DERIVED, MAX_EXPR_CHARS } from "./expression";
 import type { TimeZoneMode } from "./format";
 
 export interface ViewState {
@@ -9,6 +10,8 @@ export interface ViewState {
   source?: number;
   stream?: string;
   columns?: string[];
+  /** Derived series (expressions over the stream's columns), as typed. */
+  exprs?: string[];
   from?: bigint;
   to?: bigint;
   tz?: TimeZoneMode;
@@ -27,6 +30,9 @@ export function parseState(search: string): ViewState {
   if (stream !== null && stream !== "") s.stream = stream;
   const cols = q.getAll("col");
   if (cols.length > 0) s.columns = cols;
+  // Bounded: a link cannot ask for more series, or longer ones, than the page plots.
+  const exprs = q.getAll("expr").filter((e) => e.trim() !== "" && e.length <= MAX_EXPR_CHARS).slice(0, MAX_DERIVED);
+  if (exprs.length > 0) s.exprs = exprs;
   const from = q.get("from");
   const to = q.get("to");
   if (from && to && INT.test(from) && INT.test(to)) {
@@ -45,11 +51,12 @@ export function parseState(search: string): ViewState {
 /** Serialises the view into a query string, keeping parameters the viewer does not own. */
 export function stateToSearch(state: ViewState, keep: string): string {
   const q = new URLSearchParams(keep);
-  for (const k of ["url", "source", "stream", "col", "from", "to", "tz"]) q.delete(k);
+  for (const k of ["url", "source", "stream", "col", "expr", "from", "to", "tz"]) q.delete(k);
   if (state.url) q.set("url", state.url);
   if (state.source !== undefined) q.set("source", String(state.source));
   if (state.stream !== undefined) q.set("stream", state.stream);
   for (const c of state.columns ?? []) q.append("col", c);
+  for (const e of state.exprs ?? []) q.append("expr", e);
   if (state.from !== undefined && state.to !== undefined) {
     q.set("from", state.from.toString());
     q.set("to", state.to.toString());

@@ -8,6 +8,11 @@ import { I64_MAX, I64_MIN, bytes, count, span as fmtSpan, type TimeZoneMode } fr
 import { isNumericType, sameLane, sameSegments, streamSpan } from "./model";
 import type { Dialog } from "./overlay";
 import { PlotGroup } from "./plots";
+import type { DerivedSpec } from "./derived";
+import { derivedForm, parseDerived } from "./derivedform";
+import { HeatmapPlot } from "./heatmap";
+import { REGION_MODIFIER, RegionPanel } from "./region";
+import { readHeatmap, readRegion } from "./distributions";
 import { blobCell, callerRowCell, callerRowColumns, cellRenderer, previewBlob, vcolumn } from "./values";
 import { VirtualTable } from "./vtable";
 
@@ -60,6 +65,13 @@ export class StreamView {
   private rowsToken = 0;
   /** Whether the engine reads this stream's live tail (the source's encoder is the self-describing one). */
   private readonly liveReadable: boolean;
+  /** Derived series typed by a person (or from the URL), plotted after the columns. */
+  private derived: DerivedSpec[] = [];
+  /** Histogram columns drawn as heatmaps, and their plots. */
+  private heatSelected: string[] = [];
+  private heatmaps: HeatmapPlot[] = [];
+  private readonly heatBox: HTMLElement;
+  private readonly region: RegionPanel;
 
   constructor(
     private readonly host: StreamHost,
@@ -67,6 +79,7 @@ export class StreamView {
     public stream: StreamInfo,
     private readonly wantColumns: string[] | undefined,
     private readonly wantSeq: number | undefined,
+    private readonly wantExprs: string[] = [],
   ) {
     const st = stream;
     const span = streamSpan(st);
@@ -79,6 +92,13 @@ export class StreamView {
     this.plotBox = h("div", { class: "dv-plot-area" });
     this.rowsBox = h("div", { class: "dv-rows", data: { testid: "rows" } });
     this.callerBox = h("div", { class: "dv-caller", data: { testid: "caller-rows" } });
+    this.heatBox = h("div", { class: "dv-heatmaps", data: { testid: "heatmaps" } });
+    this.region = new RegionPanel({
+      read: (from, to, signal) => readRegion(this.host.handle, this.source.id, this.stream.name, from, to, this.regionSeries(), signal),
+      tz: () => this.host.tz(),
+      cleared: () => this.redrawPlots(),
+      unsummarised: () => this.exprs(),
+    });
 
     const labels = Object.entries(source.labels)
       .slice(0, 6)
@@ -134,6 +154,7 @@ export class StreamView {
       stats,
       (this.liveBox = h("div", { class: "dv-live-slot" }, st.live_rows > 0 ? liveNotice(st, this.liveReadable, tz) : null)),
       h("div", { class: "dv-stream-grid" }, this.schemaBox, this.plotBox),
+      this.region.el,
       this.rowsBox,
       st.caller_rows > 0 ? this.callerBox : null,
     );
@@ -166,6 +187,7 @@ export class StreamView {
       return;
     }
     this.plots?.refresh();
+    for (const m of this.heatmaps) m.refresh();
     if (this.rowsSeq === "live") {
       // A seal moved the tail's rows into a segment: show that segment's.
       const last = stream.segments[stream.segments.length - 1];
@@ -246,14 +268,22 @@ export class StreamView {
   destroy(): void {
     this.destroyed = true;
     this.plots?.destroy();
+    for (const m of this.heatmaps) m.destroy();
+    this.region.destroy();
   }
 
   columns(): string[] {
-    return this.selected;
+    return [...this.heatSelected, ...this.selected];
+  }
+
+  /** The derived series plotted, as typed. */
+  exprs(): string[] {
+    return this.derived.map((d) => d.text);
   }
 
   setWindow(from: bigint, to: bigint): void {
     this.plots?.setWindow(from, to);
+    for (const m of this.heatmaps) m.setWindow(from, to);
     this.followWindow(from, to);
   }
 
@@ -320,10 +350,65 @@ export class StreamView {
     }
   }
 
+  /** Histogram columns (the engine gives their buckets), drawn as heatmaps. */
+  private histogramColumns(): string[] {
+    return this.schema?.columns.filter((c) => c.histogram !== undefined).map((c) => c.name) ?? [];
+  }
+
   private pickColumns(): void {
     const numeric = this.numericColumns();
+    const hist = this.histogramColumns();
     const want = this.wantColumns?.filter((c) => numeric.includes(c));
-    this.selected = want && want.length > 0 ? want : numeric.slice(0, DEFAULT_PLOTS);
+    const wantHeat = this.wantColumns?.filter((c) => hist.includes(c));
+    const asked = (want?.length ?? 0) + (wantHeat?.length ?? 0) > 0;
+    this.selected = asked ? want! : numeric.slice(0, DEFAULT_PLOTS);
+    // A stream of histograms shows its first one at once: the chart people come for.
+    this.heatSelected = asked ? wantHeat! : hist.slice(0, 1);
+  }
+
+  /** The series a region's statistics cover: the plotted columns and heatmaps (derived series are evaluated in the page, not summarised by the engine). */
+  private regionSeries(): string[] {
+    return [...this.heatSelected, ...this.selected];
+  }
+
+  /** A Shift-drag marked [from, to]: its statistics, and its band on every plot. */
+  private showRegion(from: bigint, to: bigint): void {
+    // Synced plots each report the one drag.
+    const cur = this.region.current();
+    if (cur && cur[0] === from && cur[1] === to) return;
+    void this.region.show(from, to);
+    this.redrawPlots();
+  }
+
+  private redrawPlots(): void {
+    this.plots?.redraw();
+    for (const m of this.heatmaps) m.redraw();
+  }
+
+  private renderHeatmaps(): void {
+    for (const m of this.heatmaps) m.destroy();
+    const cols = this.schema?.columns ?? [];
+    const [a, b] = this.host.window();
+    this.heatmaps = this.heatSelected.map((name) => {
+      const unit = cols.find((c) => c.name === name)?.histogram?.unit ?? undefined;
+      const m = new HeatmapPlot(
+        {
+          origin: this.host.origin,
+          tz: () => this.host.tz(),
+          onWindow: (x, y) => this.host.onWindow(x, y),
+          fullWindow: () => this.host.fullWindow(),
+          onRegion: (x, y) => this.showRegion(x, y),
+          region: () => this.region.current(),
+          read: (column, from, to, n, signal) => readHeatmap(this.host.handle, this.source.id, this.stream.name, column, from, to, n, signal),
+        },
+        name,
+        unit,
+        () => Math.max(320, this.heatBox.clientWidth || 800),
+      );
+      return m;
+    });
+    replace(this.heatBox, this.heatmaps.map((m) => m.el));
+    for (const m of this.heatmaps) m.setWindow(a, b);
   }
 
   private renderSchema(all = false): void {
@@ -334,9 +419,10 @@ export class StreamView {
     const shown = all || schema.columns.length <= SCHEMA_ROWS ? schema.columns : schema.columns.filter((c, i) => i < SCHEMA_ROWS || this.selected.includes(c.name));
     const hidden = schema.columns.length - shown.length;
     const numericSet = new Set(numeric);
+    const histSet = new Set(this.histogramColumns());
     const rows = shown.map((c) => {
       const plottable = numericSet.has(c.name);
-      const box = plottable
+      const box = plottable || histSet.has(c.name)
         ? h("input", {
             type: "checkbox",
             "aria-label": `plot ${c.name}`,
@@ -344,7 +430,7 @@ export class StreamView {
             on: { change: (ev) => this.toggleColumn(c.name, (ev.target as HTMLInputElement).checked) },
           })
         : null;
-      if (box) box.checked = this.selected.includes(c.name);
+      if (box) box.checked = this.selected.includes(c.name) || this.heatSelected.includes(c.name);
       const counterBox = plottable
         ? h("input", {
             type: "checkbox",
@@ -440,6 +526,16 @@ export class StreamView {
   }
 
   private toggleColumn(name: string, on: boolean): void {
+    const hist = this.histogramColumns();
+    if (hist.includes(name)) {
+      const set = new Set(this.heatSelected);
+      if (on) set.add(name);
+      else set.delete(name);
+      this.heatSelected = hist.filter((c) => set.has(c));
+      this.renderHeatmaps();
+      this.host.onColumns(this.columns());
+      return;
+    }
     const numeric = this.numericColumns();
     const set = new Set(this.selected);
     if (on) set.add(name);
@@ -447,12 +543,12 @@ export class StreamView {
     this.selected = numeric.filter((c) => set.has(c));
     this.plots?.setCounters(this.counters(), this.rates());
     this.plots?.setColumns(this.selected);
-    this.host.onColumns(this.selected);
+    this.host.onColumns(this.columns());
   }
 
   private renderPlots(): void {
     const schema = this.schema!;
-    if (this.numericColumns().length === 0) {
+    if (this.numericColumns().length === 0 && this.histogramColumns().length === 0) {
       replace(this.plotBox, h("div", { class: "dv-muted dv-pad" }, "This stream has no numeric columns to plot; its rows are below."));
       return;
     }
@@ -469,14 +565,36 @@ export class StreamView {
         onWindow: (a, b) => this.host.onWindow(a, b),
         fullWindow: () => this.host.fullWindow(),
         onRaw: (name, raw) => this.showRaw(name, raw),
+        onRemoveDerived: (text) => this.setDerived(this.derived.filter((d) => d.text !== text)),
+        onRegion: (a, b) => this.showRegion(a, b),
+        region: () => this.region.current(),
       },
       schema.columns,
     );
     this.plots.setCounters(this.counters(), this.rates());
-    replace(this.plotBox, this.plots.el);
+    const form = derivedForm(this.numericColumns(), this.wantExprs, (spec) => this.setDerived([...this.derived.filter((d) => d.text !== spec.text), spec]));
+    this.derived = parseDerived(this.wantExprs, this.numericColumns());
+    const help = h(
+      "div",
+      { class: "dv-muted dv-small dv-plot-help", data: { testid: "plot-help" } },
+      `Drag across a plot to zoom; hold ${REGION_MODIFIER} while dragging for the statistics of that region (Esc clears); double-click for the whole stream.`,
+    );
+    // A stream of histograms alone has no columns to plot or derive from.
+    const numeric = this.numericColumns().length > 0;
+    form.hidden = !numeric;
+    this.plots.el.hidden = !numeric;
+    replace(this.plotBox, form, help, this.heatBox, this.plots.el);
+    this.renderHeatmaps();
     const [a, b] = this.host.window();
     this.plots.setWindow(a, b);
     this.plots.setColumns(this.selected);
+    if (this.derived.length > 0) this.plots.setDerived(this.derived);
+  }
+
+  private setDerived(specs: DerivedSpec[]): void {
+    this.derived = specs;
+    this.plots?.setDerived(specs);
+    this.host.onColumns(this.columns());
   }
 
   private initialSeq(): number | "live" {
