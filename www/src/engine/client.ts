@@ -21,6 +21,8 @@
 import { unpackDescription } from "./packing";
 import type { Calls, FollowAnswer, Method, Request, ToWorker, WorkerMessage } from "./protocol";
 import type {
+  AlignItem,
+  Alignment,
   ArchiveHandle,
   CallerRow,
   Cancellable,
@@ -33,9 +35,11 @@ import type {
   LazyStats,
   LiveTail,
   OpenMode,
+  PairedShift,
   RangeEnvelope,
   RangeOptions,
   RefusalDetail,
+  ShiftSide,
   StreamSchema,
   VerifyReport,
 } from "./types";
@@ -202,6 +206,22 @@ class WorkerEngine implements Engine {
       }
       worker.postMessage({ ...req, id } satisfies ToWorker, transfer);
     });
+  }
+
+  async align(items: AlignItem[]): Promise<Alignment[]> {
+    const wire = items.map((it) => {
+      if (!(it.handle instanceof Handle) || !it.handle.liveIn(this, this.generation)) {
+        throw new EngineFailure("NotFound", `${it.handle.name}: the archive is not open in this engine.`);
+      }
+      const [from, to] = it.span ?? [1n, 0n];
+      return { handle: it.handle.workerId, source: it.source, from, to };
+    });
+    return (await this.request({ op: "align", items: wire }, "aligning sources by their clocks")) as Alignment[];
+  }
+
+  async pairShift(from: bigint, to: bigint, buckets: number, a: ShiftSide, b: ShiftSide, shift: bigint): Promise<PairedShift> {
+    const side = (x: ShiftSide) => ({ ts: BigInt64Array.from(x.ts), min: Float64Array.from(x.min), max: Float64Array.from(x.max) });
+    return (await this.request({ op: "pairShift", from, to, buckets, a: side(a), b: side(b), shift }, "pairing two windows")) as PairedShift;
   }
 
   async open(bytes: ArrayBuffer, name: string): Promise<ArchiveHandle> {

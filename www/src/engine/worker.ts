@@ -22,7 +22,7 @@
 // queued behind it start: those are answered "Cancelled" without running.
 
 import init, * as module from "../../pkg/dendro.js";
-import { Archive, Prefetch, decodingNow, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
+import { Archive, Prefetch, alignSources, decodingNow, pairShift, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import type { PackedDescription } from "./packing";
 import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, probeFollow, probeUrl } from "./sources";
@@ -552,6 +552,23 @@ async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promis
   return call(a, req.method, req.args);
 }
 
+/** Each source's clock observations, then one alignment of them all. */
+async function alignAll(items: Extract<Request, { op: "align" }>["items"]): Promise<unknown> {
+  const offsets: BigInt64Array[] = [];
+  const cut = new Uint8Array(items.length);
+  const spans = new BigInt64Array(items.length * 2);
+  for (const [i, item] of items.entries()) {
+    const a = archive(item.handle);
+    await readyCatalog(a, item.handle);
+    const input = a.clockInput(item.source) as { offsets: BigInt64Array; cut: boolean };
+    offsets.push(input.offsets);
+    cut[i] = input.cut ? 1 : 0;
+    spans[2 * i] = item.from;
+    spans[2 * i + 1] = item.to;
+  }
+  return alignSources(offsets, cut, spans);
+}
+
 function run(req: Request): unknown {
   switch (req.op) {
     case "open": {
@@ -582,6 +599,10 @@ function run(req: Request): unknown {
       followed.delete(req.handle);
       return null;
     }
+    case "align":
+      return alignAll(req.items);
+    case "pairShift":
+      return pairShift(req.from, req.to, req.buckets, req.a.ts, req.a.min, req.a.max, req.b.ts, req.b.min, req.b.max, req.shift);
     case "config":
       if (req.cacheBytes !== undefined) setCacheBytes(req.cacheBytes);
       if (req.decoder !== undefined) useDecoder = req.decoder;
