@@ -49,7 +49,7 @@ export interface DrawnSeries {
   reduced: boolean;
 }
 
-const PALETTE = ["#2563eb", "#0d9488", "#c2410c", "#7c3aed", "#be123c", "#4d7c0f", "#0369a1", "#a16207"];
+export const PALETTE = ["#2563eb", "#0d9488", "#c2410c", "#7c3aed", "#be123c", "#4d7c0f", "#0369a1", "#a16207"];
 
 interface ColumnPlot {
   name: string;
@@ -400,42 +400,7 @@ export class PlotGroup {
           },
         },
       },
-      axes: [
-        {
-          size: 34,
-          stroke: "#57606a",
-          grid: { stroke: "#eaeef2", width: 1 },
-          ticks: { stroke: "#d0d7de", width: 1, size: 4 },
-          font: "11px system-ui, sans-serif",
-          splits: (u) => {
-            const min = u.scales["x"]?.min ?? this.xmin;
-            const max = u.scales["x"]?.max ?? this.xmax;
-            return ticks(this.toNs(min), this.toNs(max), Math.max(2, Math.floor(u.width / 110)), tz()).map((t) => this.toX(t.ns));
-          },
-          values: (u, splits) => {
-            const min = u.scales["x"]?.min ?? this.xmin;
-            const max = u.scales["x"]?.max ?? this.xmax;
-            const list = ticks(this.toNs(min), this.toNs(max), Math.max(2, Math.floor(u.width / 110)), tz());
-            const right = u.bbox.width / devicePixelRatio;
-            return splits.map((v, i) => {
-              const t = list[i];
-              if (!t) return "";
-              // A label centred on a tick near the right edge would be cut: leave it off.
-              const room = right - u.valToPos(v, "x");
-              if (room < t.label.length * 3.4) return "";
-              return t.context ? `${t.label}\n${t.context}` : t.label;
-            });
-          },
-        },
-        {
-          size: 58,
-          stroke: "#57606a",
-          grid: { stroke: "#eaeef2", width: 1 },
-          ticks: { stroke: "#d0d7de", width: 1, size: 4 },
-          font: "11px system-ui, sans-serif",
-          values: (_u, splits, _axis, _space, incr) => splits.map((v) => axisNumber(v, incr)),
-        },
-      ],
+      axes: timeAxes((ns) => this.toX(ns), (x) => this.toNs(x), () => [this.xmin, this.xmax], tz),
       series: [
         {},
         { label: "max", stroke: p.color, width: 1.25, points: { show: sparse, size: 4, fill: p.color } },
@@ -492,18 +457,62 @@ export class PlotGroup {
   }
 }
 
+/**
+ * The time axis (wall-clock ticks in the chosen zone) and the value axis
+ * of a plot whose x is `toX(ns)`; shared by the stream view's plots and
+ * the compare view's.
+ */
+export function timeAxes(toX: (ns: bigint) => number, toNs: (x: number) => bigint, range: () => [number, number], tz: () => TimeZoneMode): uPlot.Axis[] {
+  return [
+    {
+      size: 34,
+      stroke: "#57606a",
+      grid: { stroke: "#eaeef2", width: 1 },
+      ticks: { stroke: "#d0d7de", width: 1, size: 4 },
+      font: "11px system-ui, sans-serif",
+      splits: (u) => {
+        const min = u.scales["x"]?.min ?? range()[0];
+        const max = u.scales["x"]?.max ?? range()[1];
+        return ticks(toNs(min), toNs(max), Math.max(2, Math.floor(u.width / 110)), tz()).map((t) => toX(t.ns));
+      },
+      values: (u, splits) => {
+        const min = u.scales["x"]?.min ?? range()[0];
+        const max = u.scales["x"]?.max ?? range()[1];
+        const list = ticks(toNs(min), toNs(max), Math.max(2, Math.floor(u.width / 110)), tz());
+        const right = u.bbox.width / devicePixelRatio;
+        return splits.map((v, i) => {
+          const t = list[i];
+          if (!t) return "";
+          // A label centred on a tick near the right edge would be cut: leave it off.
+          const room = right - u.valToPos(v, "x");
+          if (room < t.label.length * 3.4) return "";
+          return t.context ? `${t.label}\n${t.context}` : t.label;
+        });
+      },
+    },
+    {
+      size: 58,
+      stroke: "#57606a",
+      grid: { stroke: "#eaeef2", width: 1 },
+      ticks: { stroke: "#d0d7de", width: 1, size: 4 },
+      font: "11px system-ui, sans-serif",
+      values: (_u, splits, _axis, _space, incr) => splits.map((v) => axisNumber(v, incr)),
+    },
+  ];
+}
+
 function plotHeight(n: number): number {
   return n <= 2 ? 190 : n <= 4 ? 150 : 120;
 }
 
-function formatValue(v: number): string {
+export function formatValue(v: number): string {
   if (!Number.isFinite(v)) return String(v);
   if (Number.isInteger(v) && Math.abs(v) < 1e15) return v.toLocaleString("en-US");
   return Math.abs(v) >= 1e15 || (Math.abs(v) < 1e-4 && v !== 0) ? v.toExponential(6) : String(Number(v.toPrecision(10)));
 }
 
 /** uPlot leaves a hole for null; NaN (a bucket with no finite value) becomes null. */
-function gapsAsNull(a: Float64Array): Float64Array | (number | null)[] {
+export function gapsAsNull(a: Float64Array): Float64Array | (number | null)[] {
   let hasNaN = false;
   for (let i = 0; i < a.length; i++) {
     if (Number.isNaN(a[i]!)) {
