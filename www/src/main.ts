@@ -42,7 +42,12 @@ window.addEventListener("unhandledrejection", (ev) => {
 });
 
 if (iframeMode) installParentBridge();
-else if (state.url) void viewer.openUrl(state.url, state);
+else if (state.urls && state.urls.length > 0) {
+  const opened = state.urls.map((u, i) => viewer.openUrl(u, i === state.active ? state : undefined));
+  // `compare=STREAM`: the compare view, once every archive given has opened (or failed to).
+  const compare = state.compare;
+  if (compare !== undefined) void Promise.all(opened).then(() => viewer.openCompare(compare, { columns: state.columns, from: state.from, to: state.to, shift: state.shift }));
+}
 
 function installParentBridge(): void {
   const parentWin = window.parent;

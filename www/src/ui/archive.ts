@@ -19,6 +19,8 @@ export interface ArchiveHost {
   dialog: Dialog;
   /** The view changed (selection, window, columns): the URL may follow. */
   changed(view: ArchiveView): void;
+  /** Compare stream `name` across every source of every open archive. */
+  compare?(name: string): void;
 }
 
 export interface ArchiveMeta {
@@ -688,6 +690,7 @@ export class ArchiveView {
         onWindow: (a, b) => this.setWindow(a, b),
         onColumns: () => this.host.changed(this),
         step: (dir) => this.step(dir),
+        ...(this.host.compare ? { compare: this.host.compare } : {}),
         schema: (source, stream) => {
           const ahead = this.schemaAhead;
           this.schemaAhead = null;

@@ -1,23 +1,16 @@
 // Who takes part in a comparison of one stream name: every source that has
 // the stream, across every open archive, each once; the words for who does
-// not (no such stream, the same source twice); and the legend name that
-// tells each one apart from the others.
+// not (no such stream, the same source twice: the registry of open
+// archives, archives.ts, knows which sources are copies); and the legend
+// name that tells each one apart from the others.
 
-import type { Alignment, ArchiveHandle, Description, Engine, SourceInfo, StreamInfo } from "../engine/types";
+import type { Alignment, Engine, SourceInfo, StreamInfo } from "../engine/types";
+import type { OpenArchive } from "./archives";
 import { streamSpan } from "./model";
-
-/** An open archive, as the compare view sees it. */
-export interface OpenArchive {
-  /** Distinct among the archives open in the page. */
-  key: string;
-  name: string;
-  handle: ArchiveHandle;
-  desc: Description;
-}
 
 /** One source's stream in a comparison. */
 export interface Member {
-  /** Stable and unique within the comparison: "archive key/source id". */
+  /** Stable and unique within the comparison: "archive id/source id". */
   key: string;
   archive: OpenArchive;
   source: SourceInfo;
@@ -40,28 +33,25 @@ export interface Gathered {
 /** The longest label value put in a legend (the rest is cut with an ellipsis). */
 const LABEL_MAX = 40;
 
-export function gather(archives: OpenArchive[], stream: string): Gathered {
+export function gather(archives: readonly OpenArchive[], stream: string): Gathered {
   const members: Member[] = [];
   const notes: string[] = [];
-  const byUuid = new Map<string, Member>();
   let without = 0;
   for (const archive of archives) {
-    for (const source of archive.desc.sources) {
+    for (const source of archive.description.sources) {
       const st = source.streams.find((s) => s.name === stream);
       if (!st) {
         without++;
         continue;
       }
-      const same = source.uuid !== null ? byUuid.get(source.uuid) : undefined;
-      if (same) {
+      const copy = archive.duplicates.get(source.id);
+      if (copy) {
         notes.push(
-          `Source ${source.id} of ${archive.name} is the same source as source ${same.source.id} of ${same.archive.name} (equal uuid ${source.uuid}): drawn once.`,
+          `Source ${source.id} of ${archive.name} is the same source as source ${copy.of.source} of ${copy.of.name} (equal uuid ${copy.uuid}): drawn once.`,
         );
         continue;
       }
-      const m: Member = { key: `${archive.key}/${source.id}`, archive, source, stream: st, label: "", parts: [], alignment: null };
-      if (source.uuid !== null) byUuid.set(source.uuid, m);
-      members.push(m);
+      members.push({ key: `${archive.id}/${source.id}`, archive, source, stream: st, label: "", parts: [], alignment: null });
     }
   }
   if (without > 0) notes.push(`${without} source${without === 1 ? " has" : "s have"} no stream of this name and ${without === 1 ? "is" : "are"} left out.`);
@@ -81,9 +71,17 @@ function name(members: Member[]): void {
     const seen = new Set(members.map((m) => (Object.hasOwn(m.source.labels, k) ? m.source.labels[k] : undefined)));
     return seen.size > 1;
   });
-  const archives = new Set(members.map((m) => m.archive.key)).size;
+  const archives = new Set(members.map((m) => m.archive.id)).size;
+  // One label that tells every source of an archive apart is enough (a
+  // host's region and role add nothing): `host` first, then by name.
+  const ordered = [...differing].sort((a, b) => (a === "host" ? -1 : b === "host" ? 1 : 0));
+  const alone = ordered.find((k) => {
+    const seen = new Set(members.map((m) => `${m.archive.id}\u0000${Object.hasOwn(m.source.labels, k) ? m.source.labels[k] : "\u0001"}`));
+    return seen.size === members.length;
+  });
+  const named = alone !== undefined ? [alone] : differing;
   for (const m of members) {
-    m.parts = differing.filter((k) => Object.hasOwn(m.source.labels, k)).map((k) => [k, cut(m.source.labels[k]!)]);
+    m.parts = named.filter((k) => Object.hasOwn(m.source.labels, k)).map((k) => [k, cut(m.source.labels[k]!)]);
     const words = m.parts.map(([k, v]) => `${cut(k)}=${v}`);
     m.label = [archives > 1 ? m.archive.name : null, ...words].filter((w) => w !== null).join(" · ");
   }

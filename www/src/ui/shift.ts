@@ -19,6 +19,9 @@ export interface ShiftHost {
   readonly from: bigint;
   readonly to: bigint;
   offsetOf(m: Member): bigint;
+  /** B = A − shiftBy (ns); the member compared with itself. Kept by the host, so a redraw or the URL keeps them. */
+  shiftBy: bigint;
+  shiftMember: string | null;
   read(m: Member, columns: string[], maxPoints: number, signal?: AbortSignal, from?: bigint, to?: bigint): Promise<RangeEnvelope>;
 }
 
@@ -42,9 +45,6 @@ export interface DrawnShift {
   paired: PairedShift;
 }
 
-/** The shift a person chose last, kept across redraws of the view. */
-let chosen: { member: string | null; shift: bigint } = { member: null, shift: 86_400n * S };
-
 export class ShiftCompare {
   readonly el: HTMLElement;
   private readonly plotBox: HTMLElement;
@@ -59,32 +59,32 @@ export class ShiftCompare {
     private readonly tz: () => TimeZoneMode,
   ) {
     const members = host.members;
-    if (!members.some((m) => m.key === chosen.member)) chosen = { ...chosen, member: members[0]?.key ?? null };
+    if (!members.some((m) => m.key === host.shiftMember)) host.shiftMember = members[0]?.key ?? null;
     const memberSelect = h(
       "select",
       {
         data: { testid: "shift-member" },
         on: {
           change: (e: Event) => {
-            chosen = { ...chosen, member: (e.target as HTMLSelectElement).value };
+            host.shiftMember = (e.target as HTMLSelectElement).value;
             void this.redraw();
           },
         },
       },
-      members.map((m) => h("option", { value: m.key, selected: m.key === chosen.member }, fileText(m.label, { max: 80, more: false }))),
+      members.map((m) => h("option", { value: m.key, selected: m.key === host.shiftMember }, fileText(m.label, { max: 80, more: false }))),
     );
     const seconds = h("input", {
       type: "number",
       step: "any",
       class: "dv-shift-input",
-      value: String(Number(chosen.shift) / 1e9),
+      value: String(Number(host.shiftBy) / 1e9),
       "aria-label": "B is this many seconds before A",
       data: { testid: "shift-seconds" },
       on: {
         change: (e: Event) => {
           const v = Number((e.target as HTMLInputElement).value);
           if (!Number.isFinite(v) || v === 0 || Math.abs(v) > 1e10) return;
-          chosen = { ...chosen, shift: BigInt(Math.round(v * 1e9)) };
+          host.shiftBy = BigInt(Math.round(v * 1e9));
           void this.redraw();
         },
       },
@@ -97,7 +97,7 @@ export class ShiftCompare {
           class: "dv-btn dv-btn-xs",
           on: {
             click: () => {
-              chosen = { ...chosen, shift: by };
+              host.shiftBy = by;
               seconds.value = String(Number(by) / 1e9);
               void this.redraw();
             },
@@ -139,9 +139,9 @@ export class ShiftCompare {
 
   /** Reads both windows, has the engine pair them, and draws A, B and A − B. */
   async draw(): Promise<string> {
-    const m = this.host.members.find((x) => x.key === chosen.member);
+    const m = this.host.members.find((x) => x.key === this.host.shiftMember);
     if (!m) return "No source to shift.";
-    const shift = chosen.shift;
+    const shift = this.host.shiftBy;
     const buckets = Math.max(100, this.width);
     const cols = [this.column];
     const { from, to } = this.host;
@@ -150,13 +150,17 @@ export class ShiftCompare {
       this.host.read(m, cols, buckets, this.abort.signal, from - shift, to - shift),
     ]);
     const off = this.host.offsetOf(m);
+    // About one row per bucket where rows are fewer than pixels: finer
+    // buckets would leave every other one empty and the lines in pieces.
+    const rows = Math.max(a.rows_in_window, b.rows_in_window);
+    const pairedBuckets = Math.max(10, Math.min(buckets, rows));
     const side = (env: RangeEnvelope) => {
       const c = env.columns.find((x) => x.name === this.column);
       const nan = new Float64Array(env.ts.length).fill(NaN);
       return { ts: env.ts, min: c?.min ?? nan, max: c?.max ?? nan };
     };
-    const paired = await this.engine.pairShift(from - off, to - off, buckets, side(a), side(b), shift);
-    const drawn: DrawnShift = { member: m.key, shift, offset: off, from, to, buckets, paired };
+    const paired = await this.engine.pairShift(from - off, to - off, pairedBuckets, side(a), side(b), shift);
+    const drawn: DrawnShift = { member: m.key, shift, offset: off, from, to, buckets: pairedBuckets, paired };
     (this.el as HTMLElement & { dendroShift?: DrawnShift }).dendroShift = drawn;
     for (const p of this.plots) p.destroy();
     this.plots = [];
@@ -176,7 +180,15 @@ export class ShiftCompare {
       series: [{}, ...series],
       bands,
     });
-    const line = (label: string, stroke: string, dash?: number[]): uPlot.Series => ({ label, stroke, width: 1.25, ...(dash ? { dash } : {}), value: (_u, v) => formatValue(v) });
+    // Dots as well as lines: a value between two gaps has no line to draw.
+    const line = (label: string, stroke: string, dash?: number[]): uPlot.Series => ({
+      label,
+      stroke,
+      width: 1.25,
+      points: { show: true, size: 3, fill: stroke },
+      ...(dash ? { dash } : {}),
+      value: (_u, v) => formatValue(v),
+    });
     const top = h("div", { class: "dv-plot", data: { testid: "shift-plot" } });
     const bottom = h("div", { class: "dv-plot", data: { testid: "shift-diff" } });
     const ago = Number(shift) / 1e9;

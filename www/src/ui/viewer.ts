@@ -4,6 +4,8 @@
 import { createEngine } from "../engine/client";
 import type { ArchiveHandle, Description, Engine, OpenMode } from "../engine/types";
 import { ArchiveView } from "./archive";
+import { ArchiveRegistry } from "./archives";
+import { type CompareInit, CompareView } from "./compare";
 import { type Child, FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace } from "./dom";
 import { type Explained, LoadError, explain, isChanged } from "./errors";
 import { bytes, instant, type TimeZoneMode } from "./format";
@@ -118,6 +120,11 @@ export class Viewer {
   private tzMode: TimeZoneMode;
   private readonly cleanup: (() => void)[] = [];
   private readonly syncUrl = debounce(() => this.writeUrl(), 80);
+  /** The archives open in this viewer, for the compare view. */
+  readonly archives = new ArchiveRegistry();
+  /** The compare view, above the tabs' panels while it is open. */
+  private compareView: CompareView | null = null;
+  private readonly compareSlot = h("div", { class: "dv-compare-slot" });
 
   constructor(
     container: HTMLElement | ShadowRoot,
@@ -166,7 +173,7 @@ export class Viewer {
     this.main = h("main", { class: "dv-main" }, this.welcome);
     this.dropOverlay = h("div", { class: "dv-drop-overlay", hidden: true }, h("div", { class: "dv-drop-box" }, "Drop to open the archive"));
     this.toasts = h("div", { class: "dv-toasts", "aria-live": "polite" });
-    this.root = h("div", { class: "dv-root" + (opts.embedded ? " dv-embedded" : ""), data: { testid: "viewer" } }, bar, this.fileInput, this.main, this.dropOverlay, this.toasts);
+    this.root = h("div", { class: "dv-root" + (opts.embedded ? " dv-embedded" : ""), data: { testid: "viewer" } }, bar, this.fileInput, this.compareSlot, this.main, this.dropOverlay, this.toasts);
     container.appendChild(this.root);
     this.tooltip = new Tooltip(this.root);
     this.dialog = new Dialog(this.root);
@@ -469,13 +476,14 @@ export class Viewer {
     init: ViewState | undefined,
   ): ArchiveView {
     const view = new ArchiveView(
-      { tz: () => this.tzMode, tooltip: this.tooltip, dialog: this.dialog, changed: (v) => this.viewChanged(v) },
+      { tz: () => this.tzMode, tooltip: this.tooltip, dialog: this.dialog, changed: (v) => this.viewChanged(v), compare: (stream) => void this.openCompare(stream) },
       handle,
       desc,
       { name, url, ...(getter.follow ? { follow: engine() } : {}) },
       init,
     );
     tab.state = { kind: "archive", view, handle };
+    this.archives.add(tab.id, name, url, view);
     tab.button.dataset["state"] = "open";
     tab.button.dataset["mode"] = handle.mode;
     replace(tab.el, view.el);
@@ -558,6 +566,8 @@ export class Viewer {
 
   /** Lets go of what a tab holds: its view, its archive, its file watch. */
   private retire(tab: Tab): void {
+    this.archives.remove(tab.id);
+    if (this.compareView?.members.some((m) => m.archive.id === tab.id)) void this.openCompare(this.compareView.stream);
     tab.watch?.stop();
     delete tab.watch;
     if (tab.state.kind === "archive") {
@@ -566,6 +576,47 @@ export class Viewer {
       void tab.state.view.handle.close().catch(() => {});
       tab.state = { kind: "loading" };
     }
+  }
+
+  // -------------------------------------------------------------------------
+  // Compare
+
+  /**
+   * Opens (or reopens) the compare view of stream `name` across every open
+   * archive; settles once it has drawn (or said why it cannot).
+   */
+  openCompare(name: string, init: CompareInit = {}): Promise<void> {
+    const before = this.compareView;
+    this.compareView?.destroy();
+    const view = new CompareView(
+      {
+        engine: engine(),
+        archives: () => this.archives.list(),
+        tz: () => this.tzMode,
+        openStream: (archive, source, stream, from, to) => {
+          const tab = this.tabs.find((t) => t.id === archive.id);
+          if (!tab || tab.state.kind !== "archive") return;
+          this.activate(tab);
+          tab.state.view.select(source, stream);
+          tab.state.view.setWindow(from, to);
+        },
+        close: () => this.closeCompare(),
+        changed: () => this.syncUrl(),
+      },
+      name,
+      before && before.stream === name ? { columns: before.columns(), from: before.from, to: before.to, mode: before.mode, shift: before.shiftBy, ...init } : init,
+    );
+    this.compareView = view;
+    replace(this.compareSlot, view.el);
+    this.syncUrl();
+    return view.init();
+  }
+
+  closeCompare(): void {
+    this.compareView?.destroy();
+    this.compareView = null;
+    replace(this.compareSlot);
+    this.syncUrl();
   }
 
   // -------------------------------------------------------------------------
@@ -594,6 +645,14 @@ export class Viewer {
     if (t?.state.kind === "archive") state = t.state.view.state();
     else if (t?.url) state = { url: t.url };
     state.tz = this.tzMode;
+    const cmp = this.compareView;
+    if (cmp) {
+      state.compare = cmp.stream;
+      state.columns = cmp.columns();
+      state.from = cmp.from;
+      state.to = cmp.to;
+      if (cmp.mode === "shift") state.shift = cmp.shiftBy;
+    }
     const search = stateToSearch(state, location.search);
     if (search !== location.search) history.replaceState(history.state, "", location.pathname + search + location.hash);
   }
