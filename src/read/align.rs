@@ -172,7 +172,7 @@ impl SourceClock {
     /// before any; `None` without observations.
     pub fn offset_at(&self, ts: i64) -> Option<i64> {
         let after = self.offsets.partition_point(|o| o.ts <= ts);
-        let at = after.checked_sub(1).unwrap_or(0);
+        let at = after.saturating_sub(1);
         self.offsets.get(at).map(|o| o.offset_ns)
     }
 

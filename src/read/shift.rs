@@ -121,7 +121,7 @@ mod tests {
             "B has no row there"
         );
         assert_eq!(p.d_min[3], 3.0);
-        assert_eq!(p.b_max[2].is_nan(), true);
+        assert!(p.b_max[2].is_nan());
         assert_eq!(p.a_max[2], 3.0);
     }
 
