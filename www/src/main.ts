@@ -42,12 +42,9 @@ window.addEventListener("unhandledrejection", (ev) => {
 });
 
 if (iframeMode) installParentBridge();
-else if (state.urls && state.urls.length > 0) {
-  const opened = state.urls.map((u, i) => viewer.openUrl(u, i === state.active ? state : undefined));
-  // `compare=STREAM`: the compare view, once every archive given has opened (or failed to).
-  const compare = state.compare;
-  if (compare !== undefined) void Promise.all(opened).then(() => viewer.openCompare(compare, { columns: state.columns, from: state.from, to: state.to, shift: state.shift }));
-}
+else if (state.urls && state.urls.length > 0) for (const [i, u] of state.urls.entries()) void viewer.openUrl(u, i === state.active ? state : undefined);
+// `compare=STREAM`: the compare view, once the archives given (by URL, or dropped later) have opened.
+if (!iframeMode && state.compare !== undefined) viewer.compareWhenOpen(state.compare, { columns: state.columns, from: state.from, to: state.to, shift: state.shift });
 
 function installParentBridge(): void {
   const parentWin = window.parent;

@@ -125,6 +125,10 @@ export class Viewer {
   /** The compare view, above the tabs' panels while it is open. */
   private compareView: CompareView | null = null;
   private readonly compareSlot = h("div", { class: "dv-compare-slot" });
+  /** A comparison asked for before its archives opened (the URL's `compare`), opened once none is loading. */
+  private pendingCompare: { stream: string; init: CompareInit } | null = null;
+  /** The archives (ids) the open comparison was gathered from. */
+  private comparedIds = "";
 
   constructor(
     container: HTMLElement | ShadowRoot,
@@ -484,6 +488,7 @@ export class Viewer {
     );
     tab.state = { kind: "archive", view, handle };
     this.archives.add(tab.id, name, url, view);
+    this.compareAgain();
     tab.button.dataset["state"] = "open";
     tab.button.dataset["mode"] = handle.mode;
     replace(tab.el, view.el);
@@ -500,6 +505,7 @@ export class Viewer {
     tab.button.dataset["state"] = "error";
     replace(tab.el, errorPanel(x, tab.url));
     if (!(e instanceof LoadError) && !(typeof e === "object" && e !== null && "kind" in e)) console.error(e);
+    this.compareAgain();
     const r: OpenResult = { ok: false, name: tab.name, error: x };
     this.opts.onOpen?.(r);
     return r;
@@ -607,9 +613,38 @@ export class Viewer {
       before && before.stream === name ? { columns: before.columns(), from: before.from, to: before.to, mode: before.mode, shift: before.shiftBy, ...init } : init,
     );
     this.compareView = view;
+    this.comparedIds = this.archives
+      .list()
+      .map((a) => a.id)
+      .join(",");
     replace(this.compareSlot, view.el);
     this.syncUrl();
     return view.init();
+  }
+
+  /**
+   * Opens the compare view of `stream` once no archive is still loading
+   * (at once if none is): the URL's `compare`, with archives given by URL
+   * or dropped after the page loaded.
+   */
+  compareWhenOpen(stream: string, init: CompareInit = {}): void {
+    this.pendingCompare = { stream, init };
+    this.compareAgain();
+  }
+
+  /** An archive opened or failed: the comparison asked for opens, or the open one takes in the new set of archives. */
+  private compareAgain(): void {
+    if (this.tabs.some((t) => t.state.kind === "loading")) return;
+    const ids = this.archives
+      .list()
+      .map((a) => a.id)
+      .join(",");
+    if (ids === "") return;
+    const p = this.pendingCompare;
+    if (p) {
+      this.pendingCompare = null;
+      void this.openCompare(p.stream, p.init);
+    } else if (this.compareView && ids !== this.comparedIds) void this.openCompare(this.compareView.stream);
   }
 
   closeCompare(): void {
