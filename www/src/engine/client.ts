@@ -29,6 +29,7 @@ import type {
   Engine,
   EngineError,
   EngineErrorKind,
+  EngineStats,
   FollowResult,
   LazyStats,
   LiveTail,
@@ -36,6 +37,7 @@ import type {
   RangeEnvelope,
   RangeOptions,
   RefusalDetail,
+  Sniffed,
   StreamSchema,
   VerifyReport,
 } from "./types";
@@ -233,6 +235,15 @@ class WorkerEngine implements Engine {
     if (r.unchanged) return r;
     const { handle, ...rest } = r;
     return { ...rest, handle: new Handle(this, handle, name, generation, "lazy") };
+  }
+
+  async sniff(headers: ArrayBuffer[]): Promise<Sniffed[]> {
+    if (headers.length === 0) return [];
+    return (await this.request({ op: "sniff", headers }, `sorting ${headers.length} files`, headers)) as Sniffed[];
+  }
+
+  async stats(): Promise<EngineStats> {
+    return (await this.request({ op: "stats" }, "the engine's counters")) as EngineStats;
   }
 
   /** Makes the worker's module trap, as a hostile segment would. For tests. */

@@ -79,6 +79,10 @@ export type Request =
    */
   | { id: number; op: "openFollow"; name: string; url: string; previous: number | null }
   | { id: number; op: "close"; handle: number }
+  /** Classifies files by their first bytes (each at least 100 of them): answers a Sniffed per header. */
+  | { id: number; op: "sniff"; headers: ArrayBuffer[] }
+  /** What the engine holds now: answers EngineStats. */
+  | { id: number; op: "stats" }
   /**
    * `cacheBytes`: the decoded-segment cache's budget. `decoder`: false
    * decodes inside this worker's own instance instead of a decoder worker.
