@@ -19,6 +19,8 @@ export interface ArchiveHost {
   dialog: Dialog;
   /** The view changed (selection, window, columns): the URL may follow. */
   changed(view: ArchiveView): void;
+  /** A person chose this window (not a followed archive's own move): other plots on the page may follow. */
+  windowChosen?(view: ArchiveView, from: bigint, to: bigint): void;
 }
 
 export interface ArchiveMeta {
@@ -629,6 +631,12 @@ export class ArchiveView {
       if (end !== null && to < end) this.setFollow(false);
     }
     this.applyWindow(from, to);
+    this.host.windowChosen?.(this, this.from, this.to);
+  }
+
+  /** The window shown, and the whole archive's. */
+  spans(): { window: Span; full: Span } {
+    return { window: [this.from, this.to], full: this.full };
   }
 
   private applyWindow(from: bigint, to: bigint): void {
