@@ -31,6 +31,7 @@ import type {
   Engine,
   EngineError,
   EngineErrorKind,
+  EngineStats,
   FollowResult,
   LazyStats,
   LiveTail,
@@ -40,6 +41,7 @@ import type {
   RangeOptions,
   RefusalDetail,
   ShiftSide,
+  Sniffed,
   StreamSchema,
   VerifyReport,
 } from "./types";
@@ -253,6 +255,15 @@ class WorkerEngine implements Engine {
     if (r.unchanged) return r;
     const { handle, ...rest } = r;
     return { ...rest, handle: new Handle(this, handle, name, generation, "lazy") };
+  }
+
+  async sniff(headers: ArrayBuffer[]): Promise<Sniffed[]> {
+    if (headers.length === 0) return [];
+    return (await this.request({ op: "sniff", headers }, `sorting ${headers.length} files`, headers)) as Sniffed[];
+  }
+
+  async stats(): Promise<EngineStats> {
+    return (await this.request({ op: "stats" }, "the engine's counters")) as EngineStats;
   }
 
   /** Makes the worker's module trap, as a hostile segment would. For tests. */

@@ -92,6 +92,10 @@ export type Request =
       b: { ts: BigInt64Array; min: Float64Array; max: Float64Array };
       shift: bigint;
     }
+  /** Classifies files by their first bytes (each at least 100 of them): answers a Sniffed per header. */
+  | { id: number; op: "sniff"; headers: ArrayBuffer[] }
+  /** What the engine holds now: answers EngineStats. */
+  | { id: number; op: "stats" }
   /**
    * `cacheBytes`: the decoded-segment cache's budget. `decoder`: false
    * decodes inside this worker's own instance instead of a decoder worker.

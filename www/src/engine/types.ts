@@ -435,6 +435,26 @@ export interface ShiftSide {
   max: Float64Array;
 }
 
+/** A file judged by its first bytes, as an open judges it before reading anything else. */
+export interface Sniffed {
+  /** An archive this build reads. */
+  readable: boolean;
+  /** Stamped as a dendro archive (perhaps of a schema this build does not read). */
+  archive: boolean;
+  /** The verdict in words: "a dendro archive, schema version 5", "not a dendro archive: ...". */
+  text: string;
+}
+
+/** What the engine holds now (`Engine.stats`): closing an archive gives its share back. */
+export interface EngineStats {
+  /** Archives open in the engine. */
+  archives: number;
+  /** Decoded segments in the shared cache, their bytes, and the cache's budget. */
+  cacheEntries: number;
+  cacheBytes: number;
+  cacheBudget: number;
+}
+
 /** The engine: a worker that holds any number of open archives. */
 export interface Engine {
   /**
@@ -449,6 +469,14 @@ export interface Engine {
    * has none.
    */
   pairShift(from: bigint, to: bigint, buckets: number, a: ShiftSide, b: ShiftSide, shift: bigint): Promise<PairedShift>;
+  /**
+   * Classifies files by their first bytes (give at least the first 100 of
+   * each; the buffers are transferred): what `open` would say of each
+   * before reading more. Nothing is opened.
+   */
+  sniff(headers: ArrayBuffer[]): Promise<Sniffed[]>;
+  /** What the engine holds now. */
+  stats(): Promise<EngineStats>;
   /** Takes ownership of the buffer (it is transferred to the worker). */
   open(bytes: ArrayBuffer, name: string): Promise<ArchiveHandle>;
   /** Reads a File (or Blob) in place: nothing is copied up front, and any size opens. */

@@ -22,13 +22,13 @@
 // queued behind it start: those are answered "Cancelled" without running.
 
 import init, * as module from "../../pkg/dendro.js";
-import { Archive, Prefetch, alignSources, decodingNow, pairShift, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
+import { Archive, Prefetch, alignSources, cacheStats, decodingNow, pairShift, sniffHeader, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import type { PackedDescription } from "./packing";
 import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, probeFollow, probeUrl } from "./sources";
 import { type DecoderHello, type DecoderReply, type DecoderRequest, type Packed, transferables } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
-import type { EngineError, EngineErrorKind, RefusalDetail } from "./types";
+import type { EngineError, EngineErrorKind, EngineStats, RefusalDetail, Sniffed } from "./types";
 
 /**
  * Set only by benches/browser/in-place.mjs (`self.__dendroTrace = true`, prepended
@@ -603,6 +603,12 @@ function run(req: Request): unknown {
       return alignAll(req.items);
     case "pairShift":
       return pairShift(req.from, req.to, req.buckets, req.a.ts, req.a.min, req.a.max, req.b.ts, req.b.min, req.b.max, req.shift);
+    case "sniff":
+      return req.headers.map((b) => sniffHeader(new Uint8Array(b)) as Sniffed);
+    case "stats": {
+      const c = cacheStats() as { entries: number; bytes: number; budget: number };
+      return { archives: archives.size, cacheEntries: c.entries, cacheBytes: c.bytes, cacheBudget: c.budget } satisfies EngineStats;
+    }
     case "config":
       if (req.cacheBytes !== undefined) setCacheBytes(req.cacheBytes);
       if (req.decoder !== undefined) useDecoder = req.decoder;

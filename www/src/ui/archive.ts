@@ -21,6 +21,8 @@ export interface ArchiveHost {
   changed(view: ArchiveView): void;
   /** Compare stream `name` across every source of every open archive. */
   compare?(name: string): void;
+  /** A person chose this window (not a followed archive's own move): other plots on the page may follow. */
+  windowChosen?(view: ArchiveView, from: bigint, to: bigint): void;
 }
 
 export interface ArchiveMeta {
@@ -631,6 +633,12 @@ export class ArchiveView {
       if (end !== null && to < end) this.setFollow(false);
     }
     this.applyWindow(from, to);
+    this.host.windowChosen?.(this, this.from, this.to);
+  }
+
+  /** The window shown, and the whole archive's. */
+  spans(): { window: Span; full: Span } {
+    return { window: [this.from, this.to], full: this.full };
   }
 
   private applyWindow(from: bigint, to: bigint): void {

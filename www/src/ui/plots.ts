@@ -24,6 +24,7 @@ import { ticks } from "./axis";
 import { clear, debounce, fileText, h, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { axisNumber, count, instant, type TimeZoneMode } from "./format";
+import { syncPlugin } from "./sync";
 
 export interface PlotHost {
   handle: ArchiveHandle;
@@ -381,6 +382,8 @@ export class PlotGroup {
       height: plotHeight(this.plots.length),
       legend: { show: false },
       padding: [6, 12, 0, 4],
+      // The page's cursor (sync.ts): the first plot drawn follows it, uPlot's sync the rest.
+      plugins: [syncPlugin(p.box, (x) => this.toNs(x), (ns) => this.toX(ns), () => this.plots.find((q) => q.plot) === p)],
       cursor: {
         sync: { key: this.syncKey, setSeries: false },
         drag: { x: true, y: false, setScale: false },
