@@ -10,6 +10,11 @@
 // Up to six sources are overlaid, one colour each; past that, small
 // multiples: a row per source on one time axis and one y-scale.
 //
+// The plots join the page's sync bus (sync.ts): the cursor moved here
+// moves every other plot of the page and of its sync group, and a window
+// chosen here is the group's window (the axis is wall-clock time, which is
+// each archive's own ts up to its clock offset).
+//
 // Three ways to look: the overlay (or small multiples), the fleet strip
 // (fleet.ts) and the time-shift comparison of one source (shift.ts). The
 // view says where it is in `data-state` ("reading", "drawn", "failed",
@@ -25,8 +30,9 @@ import type { TimeZoneMode } from "./format";
 import type { OpenArchive } from "./archives";
 import { align, gather, type Member, wallSpan } from "./members";
 import { isNumericType } from "./model";
-import { formatValue, gapsAsNull, PALETTE, timeAxes } from "./plots";
+import { formatValue, gapsAsNull, PALETTE, selectToWindow, timeAxes } from "./plots";
 import { ShiftCompare } from "./shift";
+import { busOf, type SyncBus, syncPlugin } from "./sync";
 import { markedCounter } from "./stream";
 
 export interface CompareHost {
@@ -115,6 +121,8 @@ export class CompareView {
   private shiftView: ShiftCompare | null = null;
   private destroyed = false;
   private readonly refetch = debounce(() => void this.draw(), 150);
+  private bus: SyncBus | null = null;
+  private stopBus: (() => void) | null = null;
 
   constructor(
     private readonly host: CompareHost,
@@ -152,8 +160,10 @@ export class CompareView {
     this.paintMode();
   }
 
-  /** Gathers, aligns and draws; settles once the first drawing is done (or failed). */
+  /** Gathers, aligns and draws; settles once the first drawing is done (or failed). Call once the view is in the page. */
   async init(): Promise<void> {
+    this.bus = busOf(this.el);
+    this.stopBus = this.bus?.onWindow((a, b, by) => by !== this && this.applyWindow(a, b)) ?? null;
     const found = gather(this.host.archives(), this.stream);
     this.members = found.members;
     this.notes = found.notes;
@@ -188,6 +198,7 @@ export class CompareView {
 
   destroy(): void {
     this.destroyed = true;
+    this.stopBus?.();
     this.inflight?.abort();
     for (const p of this.plots) p.destroy();
     this.strip?.destroy();
@@ -228,8 +239,15 @@ export class CompareView {
     this.host.openStream(m.archive, m.source.id, this.stream, this.from - off, this.to - off);
   }
 
+  /** A window chosen here: the page's other plots follow. */
   setWindow(from: bigint, to: bigint): void {
     if (to <= from) return;
+    this.bus?.setWindow(from, to, this);
+    this.applyWindow(from, to);
+  }
+
+  private applyWindow(from: bigint, to: bigint): void {
+    if (to <= from || this.members.length === 0) return;
     this.from = from;
     this.to = to;
     this.host.changed();
@@ -485,18 +503,9 @@ export class CompareView {
       axes: timeAxes(toX, toNs, range, this.host.tz),
       series: [{}, ...ser],
       bands,
-      hooks: {
-        setSelect: [
-          (u) => {
-            const { left, width: w } = u.select;
-            if (w < 3) return;
-            const a = u.posToVal(left, "x");
-            const b = u.posToVal(left + w, "x");
-            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-            if (b > a) this.setWindow(toNs(a), toNs(b));
-          },
-        ],
-      },
+      // The first plot drawn follows the bus for all (uPlot's own sync carries the rest).
+      plugins: [syncPlugin(box, toNs, toX, ((lead) => () => lead)(this.plots.length === 0))],
+      hooks: { setSelect: [selectToWindow(toNs, (a, b) => this.setWindow(a, b))] },
     });
     const pair = (s: DrawnMember): uPlot.Series[] => [
       { label: `${s.label} max`, stroke: colourAt(s), width: 1.25, value: (_u, v) => formatValue(v) },

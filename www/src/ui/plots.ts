@@ -412,16 +412,7 @@ export class PlotGroup {
       bands: [{ series: [1, 2], fill }],
       hooks: {
         draw: [() => this.drawn(p)],
-        setSelect: [
-          (u) => {
-            const { left, width: w } = u.select;
-            if (w < 3) return;
-            const a = u.posToVal(left, "x");
-            const b = u.posToVal(left + w, "x");
-            u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-            if (b > a) this.host.onWindow(this.toNs(a), this.toNs(b));
-          },
-        ],
+        setSelect: [selectToWindow((x) => this.toNs(x), (a, b) => this.host.onWindow(a, b))],
         setCursor: [
           (u) => {
             const i = u.cursor.idx;
@@ -458,6 +449,18 @@ export class PlotGroup {
       },
     };
   }
+}
+
+/** A drag across a plot (uPlot's select) as a window chosen: the selection is cleared, `onWindow` told its ends. */
+export function selectToWindow(toNs: (x: number) => bigint, onWindow: (from: bigint, to: bigint) => void): (u: uPlot) => void {
+  return (u) => {
+    const { left, width: w } = u.select;
+    if (w < 3) return;
+    const a = u.posToVal(left, "x");
+    const b = u.posToVal(left + w, "x");
+    u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+    if (b > a) onWindow(toNs(a), toNs(b));
+  };
 }
 
 /**
