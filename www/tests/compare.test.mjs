@@ -96,6 +96,10 @@ describe("compare across sources, archives and time", () => {
     }
     // b's first host: a wall clock 7 s ahead of its timestamps.
     sql(files.b, `UPDATE clock_offsets SET offset_ns = offset_ns + ${SKEW} WHERE source_id = 1`);
+    // b's second host: its wall clock set 5 s forward after its first observation;
+    // its third: no observation at all.
+    sql(files.b, `UPDATE clock_offsets SET offset_ns = offset_ns + 5000000000 WHERE source_id = 2 AND ts > (SELECT MIN(ts) FROM clock_offsets WHERE source_id = 2)`);
+    sql(files.b, `DELETE FROM clock_offsets WHERE source_id = 3`);
     // c: a's very sources again (equal uuids).
     files.c = join(dir, "c.dendro");
     copyFileSync(files.a, files.c);
@@ -157,6 +161,17 @@ describe("compare across sources, archives and time", () => {
     const b1 = series.find((s) => s.label.startsWith("b.dendro") && s.label.includes("web-01"));
     assert.equal(BigInt(b1.offset) - BigInt(a1.offset) - (medianOffset(files.b, 1) - medianOffset(files.a, 1)), 0n);
     assert.ok(BigInt(b1.offset) - BigInt(a1.offset) >= SKEW - 10_000n);
+    // The doubts, in words, next to the legend entries they concern (and no others).
+    const doubts = await page.locator('[data-testid="legend-entry"]').evaluateAll((els) =>
+      els.map((e) => ({ label: e.querySelector('[data-testid="legend-label"]').textContent, doubts: [...e.querySelectorAll('[data-testid="alignment-doubt"]')].map((d) => [d.dataset.kind, d.textContent]) })),
+    );
+    const of = (archive, host) => doubts.find((d) => d.label.startsWith(archive) && d.label.includes(host)).doubts;
+    assert.deepEqual(of("a.dendro", "web-01"), []);
+    assert.deepEqual(of("b.dendro", "web-01"), [], "a steady skew is aligned, not doubted");
+    assert.deepEqual(of("b.dendro", "web-02").map((d) => d[0]), ["clock_steps"]);
+    assert.match(of("b.dendro", "web-02")[0][1], /its wall clock stepped 1 time \(largest step 5 s\)/);
+    assert.deepEqual(of("b.dendro", "db-01").map((d) => d[0]), ["no_wall_offset"]);
+    assert.match(of("b.dendro", "db-01")[0][1], /no clock offsets recorded/);
     // The URL keeps the comparison.
     await page.waitForFunction(() => new URLSearchParams(location.search).get("compare") === "memory");
     await screenshot(page, "compare-two-archives.png", page.locator('[data-testid="compare-view"]'));
