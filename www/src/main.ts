@@ -47,7 +47,7 @@ if (iframeMode) installParentBridge();
 else {
   viewer.setCompare({ ...(state.compare !== undefined ? { compare: state.compare } : {}), ...(state.shift !== undefined ? { shift: state.shift } : {}) });
   // `compare=STREAM`: the compare view, once the archives given (by URL, or dropped later) have opened.
-  if (state.compare !== undefined) viewer.compareWhenOpen(state.compare, { columns: state.columns, from: state.from, to: state.to, shift: state.shift });
+  if (state.compare !== undefined) viewer.comparison.whenOpen(state.compare, { columns: state.columns, from: state.from, to: state.to, shift: state.shift });
   if (state.urls) void viewer.openUrls(state.urls, state);
   const list = params.get("list");
   if (list) void viewer.showListing(list);

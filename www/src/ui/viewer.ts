@@ -5,7 +5,7 @@ import { createEngine } from "../engine/client";
 import type { ArchiveHandle, Description, Engine, EngineStats, OpenMode } from "../engine/types";
 import { ArchiveView } from "./archive";
 import { ArchiveRegistry, duplicatesText } from "./archives";
-import { type CompareInit, CompareView } from "./compare";
+import { ComparePanel } from "./compare-panel";
 import { type Child, FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace, setText } from "./dom";
 import { type Explained, LoadError, explain, isChanged } from "./errors";
 import { bytes, count, instant, type TimeZoneMode } from "./format";
@@ -130,13 +130,21 @@ export class Viewer {
   readonly sync: SyncBus;
   /** What the compare view compares, kept in the URL (state.ts). */
   private compareState: Pick<ViewState, "compare" | "shift"> = {};
-  /** The compare view, above the tabs' panels while it is open. */
-  private compareView: CompareView | null = null;
-  private readonly compareSlot = h("div", { class: "dv-compare-slot" });
-  /** A comparison asked for before its archives opened (the URL's `compare`), opened once none is loading. */
-  private pendingCompare: { stream: string; init: CompareInit } | null = null;
-  /** The archives (ids) the open comparison was gathered from. */
-  private comparedIds = "";
+  /** The compare view's place above the tabs' panels, and when it opens (compare-panel.ts). */
+  readonly comparison: ComparePanel = new ComparePanel({
+    engine: () => engine(),
+    archives: this.archives,
+    tz: () => this.tzMode,
+    loading: () => this.tabs.some((t) => t.state.kind === "loading"),
+    openStream: (archive, source, stream, from, to) => {
+      const tab = this.tabs.find((t) => t.id === archive.id);
+      if (!tab || tab.state.kind !== "archive") return;
+      this.activate(tab);
+      tab.state.view.select(source, stream);
+      tab.state.view.setWindow(from, to);
+    },
+    changed: (c) => this.setCompare(c),
+  });
   /** Set while tabs are added in a batch: the first stays in front. */
   private background = false;
   /** Set while this viewer applies a window from its sync group, so it is not published back. */
@@ -205,7 +213,7 @@ export class Viewer {
     this.dropOverlay = h("div", { class: "dv-drop-overlay", hidden: true }, h("div", { class: "dv-drop-box" }, "Drop to open the archive"));
     this.toasts = h("div", { class: "dv-toasts", "aria-live": "polite" });
     this.reports = h("div", { class: "dv-reports" });
-    this.root = h("div", { class: "dv-root" + (opts.embedded ? " dv-embedded" : ""), data: { testid: "viewer" } }, bar, this.fileInput, this.folderInput, this.reports, this.compareSlot, this.main, this.dropOverlay, this.toasts);
+    this.root = h("div", { class: "dv-root" + (opts.embedded ? " dv-embedded" : ""), data: { testid: "viewer" } }, bar, this.fileInput, this.folderInput, this.reports, this.comparison.el, this.main, this.dropOverlay, this.toasts);
     container.appendChild(this.root);
     this.sync = syncBus(opts.syncGroup);
     provideBus(this.root, this.sync);
@@ -569,7 +577,7 @@ export class Viewer {
     if (early) early.described(desc);
     const view = early ?? this.showArchive(tab, handle, desc, name, url, getter, init);
     this.archives.add(tab.id, name, url, view);
-    this.compareAgain();
+    this.comparison.again();
     const r: OpenResult = { ok: true, name, description: desc };
     this.opts.onOpen?.(r);
     return r;
@@ -623,7 +631,7 @@ export class Viewer {
         tooltip: this.tooltip,
         dialog: this.dialog,
         changed: (v) => this.viewChanged(v),
-        compare: (stream) => void this.openCompare(stream),
+        compare: (stream) => void this.comparison.open(stream),
         windowChosen: (v, a, b) => {
           if (!this.following && this.active?.state.kind === "archive" && this.active.state.view === v) this.sync.setWindow(a, b, this);
         },
@@ -651,7 +659,7 @@ export class Viewer {
     tab.button.dataset["state"] = "error";
     replace(tab.el, errorPanel(x, tab.url));
     if (!(e instanceof LoadError) && !(typeof e === "object" && e !== null && "kind" in e)) console.error(e);
-    this.compareAgain();
+    this.comparison.again();
     const r: OpenResult = { ok: false, name: tab.name, error: x };
     this.opts.onOpen?.(r);
     return r;
@@ -764,89 +772,13 @@ export class Viewer {
     tab.watch?.stop();
     delete tab.watch;
     this.archives.remove(tab.id);
-    if (this.compareView?.members.some((m) => m.archive.id === tab.id)) void this.openCompare(this.compareView.stream);
+    this.comparison.closed(tab.id);
     if (tab.state.kind === "archive") {
       tab.state.view.destroy();
       // A followed view has moved on to newer images of the archive.
       void tab.state.view.handle.close().catch(() => {});
       tab.state = { kind: "loading" };
     }
-  }
-
-  // -------------------------------------------------------------------------
-  // Compare
-
-  /**
-   * Opens (or reopens) the compare view of stream `name` across every open
-   * archive; settles once it has drawn (or said why it cannot).
-   */
-  openCompare(name: string, init: CompareInit = {}): Promise<void> {
-    const before = this.compareView;
-    this.compareView?.destroy();
-    const view = new CompareView(
-      {
-        engine: engine(),
-        archives: () => this.archives.list(),
-        tz: () => this.tzMode,
-        openStream: (archive, source, stream, from, to) => {
-          const tab = this.tabs.find((t) => t.id === archive.id);
-          if (!tab || tab.state.kind !== "archive") return;
-          this.activate(tab);
-          tab.state.view.select(source, stream);
-          tab.state.view.setWindow(from, to);
-        },
-        close: () => this.closeCompare(),
-        changed: () => this.compareChanged(),
-      },
-      name,
-      before && before.stream === name ? { columns: before.columns(), from: before.from, to: before.to, mode: before.mode, shift: before.shiftBy, ...init } : init,
-    );
-    this.compareView = view;
-    this.comparedIds = this.archives
-      .list()
-      .map((a) => a.id)
-      .join(",");
-    replace(this.compareSlot, view.el);
-    this.compareChanged();
-    return view.init();
-  }
-
-  /**
-   * Opens the compare view of `stream` once no archive is still loading
-   * (at once if none is): the URL's `compare`, with archives given by URL
-   * or dropped after the page loaded.
-   */
-  compareWhenOpen(stream: string, init: CompareInit = {}): void {
-    this.pendingCompare = { stream, init };
-    this.compareAgain();
-  }
-
-  /** An archive opened or failed: the comparison asked for opens, or the open one takes in the new set of archives. */
-  private compareAgain(): void {
-    if (this.tabs.some((t) => t.state.kind === "loading")) return;
-    const ids = this.archives
-      .list()
-      .map((a) => a.id)
-      .join(",");
-    if (ids === "") return;
-    const p = this.pendingCompare;
-    if (p) {
-      this.pendingCompare = null;
-      void this.openCompare(p.stream, p.init);
-    } else if (this.compareView && ids !== this.comparedIds) void this.openCompare(this.compareView.stream);
-  }
-
-  /** The compare view's stream and shift into the URL (its columns and window go with the rest in writeUrl). */
-  private compareChanged(): void {
-    const v = this.compareView;
-    this.setCompare(v ? { compare: v.stream, ...(v.mode === "shift" ? { shift: v.shiftBy } : {}) } : {});
-  }
-
-  closeCompare(): void {
-    this.compareView?.destroy();
-    this.compareView = null;
-    replace(this.compareSlot);
-    this.compareChanged();
   }
 
   // -------------------------------------------------------------------------
@@ -900,7 +832,7 @@ export class Viewer {
       delete state.columns;
     }
     Object.assign(state, this.compareState);
-    const cmp = this.compareView;
+    const cmp = this.comparison.view;
     if (cmp) {
       state.columns = cmp.columns();
       state.from = cmp.from;
