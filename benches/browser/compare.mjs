@@ -94,26 +94,42 @@ function dropAndWait(kind) {
   fire("dragover");
   const t0 = performance.now();
   fire("drop");
+  // A strip row counts as drawn with 20 pixels off its background (#f6f8fa).
+  const painted = (canvas) => {
+    const d = canvas.getContext("2d")?.getImageData(0, 0, canvas.width, canvas.height).data ?? [];
+    let n = 0;
+    for (let i = 0; i < d.length; i += 4) if ((d[i] !== 246 || d[i + 1] !== 248 || d[i + 2] !== 250) && ++n >= 20) return true;
+    return false;
+  };
   return new Promise((resolve) => {
+    const marks = {};
     const tick = () => {
       const now = performance.now() - t0;
       const view = document.querySelector('[data-testid="compare-view"]');
+      // Where the time went: every archive open, and the compare view there.
+      const tabs = [...document.querySelectorAll('[data-testid="tab"]')];
+      if (marks.opened_ms === undefined && tabs.length >= files.length && tabs.every((t) => t.dataset.state !== "loading")) marks.opened_ms = now;
+      if (marks.view_ms === undefined && view) marks.view_ms = now;
       if (kind === "strip") {
         // Chosen as soon as the view is there, as a person would.
         const btn = view?.querySelector('[data-mode="strip"]');
         if (btn && view.dataset.mode !== "strip") btn.click();
         const rows = view?.querySelectorAll('[data-testid="strip-row"]') ?? [];
         const canvas = rows[rows.length - 1]?.querySelector("canvas");
-        if (view?.dataset.mode === "strip" && view.dataset.state === "drawn" && rows.length > 0 && canvas && window.__inked(canvas)) {
-          return resolve({ ms: now, rows: rows.length });
+        if (view?.dataset.mode === "strip" && view.dataset.state === "drawn" && rows.length > 0 && canvas && painted(canvas)) {
+          return resolve({ ms: now, rows: rows.length, ...marks });
         }
       } else {
         const legend = view?.querySelectorAll('[data-testid="legend-entry"]') ?? [];
         const canvas = view?.querySelector(".uplot canvas");
-        if (view?.dataset.state === "drawn" && legend.length >= 6 && canvas && window.__inked(canvas)) return resolve({ ms: now, sources: legend.length });
+        if (view?.dataset.state === "drawn" && legend.length >= 6 && canvas && window.__inked(canvas)) return resolve({ ms: now, sources: legend.length, ...marks });
       }
       if (view?.dataset.state === "failed") return resolve({ error: view.querySelector('[data-testid="compare-status"]')?.textContent });
-      if (now > 60_000) return resolve({ error: "timed out" });
+      if (now > 60_000) {
+        const rows = view?.querySelectorAll('[data-testid="strip-row"]').length ?? 0;
+        const tabs = [...document.querySelectorAll('[data-testid="tab"]')].map((t) => t.dataset.state).join(",");
+        return resolve({ error: `timed out: view ${view ? `${view.dataset.mode}/${view.dataset.state}` : "absent"}, ${rows} strip rows, tabs ${tabs}` });
+      }
       requestAnimationFrame(tick);
     };
     requestAnimationFrame(tick);
@@ -156,13 +172,13 @@ if (!skip.has("overlay")) {
   const list = [];
   for (let i = 0; i < runs; i++) list.push(await run("overlay", big, "compare=cpu"));
   out.overlay = { archive_bytes: big.map((p) => statSync(p).size), runs: list, median_ms: median(list.map((r) => r.ms)), median_peak_rss: median(list.map((r) => r.peak_rss)) };
-  log(`overlay: two archives of ${big.map((p) => mb(statSync(p).size)).join(" and ")} MB dropped together → first aligned overlay of ${list[0].sources} sources: median ${out.overlay.median_ms.toFixed(0)} ms (${list.map((r) => r.ms.toFixed(0)).join(", ")}); renderer peak ${mb(out.overlay.median_peak_rss)} MB`);
+  log(`overlay: two archives of ${big.map((p) => mb(statSync(p).size)).join(" and ")} MB dropped together → first aligned overlay of ${list[0].sources} sources: median ${out.overlay.median_ms.toFixed(0)} ms (${list.map((r) => r.ms.toFixed(0)).join(", ")}; archives open at ${list.map((r) => r.opened_ms?.toFixed(0)).join(", ")}); renderer peak ${mb(out.overlay.median_peak_rss)} MB`);
 }
 if (!skip.has("strip")) {
   const list = [];
   for (let i = 0; i < runs; i++) list.push(await run("strip", fleet, "compare=memory&col=used_bytes"));
   out.strip = { archives: fleet.length, archive_bytes: statSync(fleet[0]).size, runs: list, median_ms: median(list.map((r) => r.ms)), median_peak_rss: median(list.map((r) => r.peak_rss)) };
-  log(`strip: ${fleet.length} archives of ${mb(statSync(fleet[0]).size)} MB dropped together → fleet strip of one column, ${list[0].rows} rows: median ${out.strip.median_ms.toFixed(0)} ms (${list.map((r) => r.ms.toFixed(0)).join(", ")}); renderer peak resident ${mb(out.strip.median_peak_rss)} MB (max ${mb(Math.max(...list.map((r) => r.peak_rss)))} MB)`);
+  log(`strip: ${fleet.length} archives of ${mb(statSync(fleet[0]).size)} MB dropped together → fleet strip of one column, ${list[0].rows} rows: median ${out.strip.median_ms.toFixed(0)} ms (${list.map((r) => r.ms.toFixed(0)).join(", ")}; archives open at ${list.map((r) => r.opened_ms?.toFixed(0)).join(", ")}); renderer peak resident ${mb(out.strip.median_peak_rss)} MB (max ${mb(Math.max(...list.map((r) => r.peak_rss)))} MB)`);
 }
 console.log(JSON.stringify(out, null, 2));
 await browser.close();

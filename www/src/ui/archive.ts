@@ -21,6 +21,13 @@ export interface ArchiveHost {
   changed(view: ArchiveView): void;
   /** Compare stream `name` across every source of every open archive. */
   compare?(name: string): void;
+  /**
+   * Whether an archive opens quietly: no first plot unless a stream was
+   * asked for, and verify on a click (absent: not quietly). While a
+   * comparison is open: thirty-two archives' first plots and verifies
+   * would hold the worker ahead of it.
+   */
+  quiet?(): boolean;
   /** A person chose this window (not a followed archive's own move): other plots on the page may follow. */
   windowChosen?(view: ArchiveView, from: bigint, to: bigint): void;
 }
@@ -213,7 +220,7 @@ export class ArchiveView {
       const src = desc.sources.find((s) => s.id === init.source);
       if (src?.streams.some((s) => s.name === init.stream)) pick = { source: init.source, stream: init.stream, columns: init.columns };
     }
-    if (!pick) {
+    if (!pick && this.host.quiet?.() !== true) {
       outer: for (const src of desc.sources)
         for (const st of src.streams)
           if (st.segments.length > 0) {
@@ -397,6 +404,10 @@ export class ArchiveView {
     // a whole file's reading. Read in place, verify reads the whole file
     // again: past a size, or over the network, it waits for a click.
     if (this.overview.verifiesOnClick) return;
+    if (this.host.quiet?.() === true) {
+      this.overview.verifyLater();
+      return;
+    }
     const moment = () => new Promise<void>((r) => setTimeout(r, 2500));
     const first = this.streamView
       ? this.streamInit.then(() => Promise.race([this.streamView?.firstPlot(), moment()]))

@@ -57,6 +57,11 @@ export class ComparePanel {
     return view.init();
   }
 
+  /** Whether a comparison is open or waiting for its archives. */
+  active(): boolean {
+    return this.view !== null || this.pending !== null;
+  }
+
   /** Opens the comparison of `stream` once no archive is loading (at once if none is). */
   whenOpen(stream: string, init: CompareInit = {}): void {
     this.pending = { stream, init };

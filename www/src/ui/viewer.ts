@@ -632,6 +632,7 @@ export class Viewer {
         dialog: this.dialog,
         changed: (v) => this.viewChanged(v),
         compare: (stream) => void this.comparison.open(stream),
+        quiet: () => this.comparison.active(),
         windowChosen: (v, a, b) => {
           if (!this.following && this.active?.state.kind === "archive" && this.active.state.view === v) this.sync.setWindow(a, b, this);
         },
