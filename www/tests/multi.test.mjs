@@ -5,12 +5,14 @@
 // embedded viewers in one sync group sharing a cursor and a window.
 
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { FIXTURES, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
+import { dendroBin } from "./cli.mjs";
+import { DIST, FIXTURES, ROOT, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
 
 const missing = missingPrerequisite();
 const T = { timeout: 90_000, skip: !!missing };
@@ -266,5 +268,71 @@ describe("embedded viewers in one sync group", () => {
     assert.deepEqual(left, [A]);
     assert.deepEqual(page.problems, []);
     await page.context().close();
+  });
+});
+
+/** Starts `dendro serve DIR` on a free port; resolves once it listens, with what it printed so far. */
+function serveDir(dir) {
+  const child = spawn(dendroBin(), ["serve", "--port", "0", "--root", DIST, dir], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (b) => {
+      out += b;
+      const m = /every archive listed at http:\/\/127\.0\.0\.1:(\d+)\//.exec(out);
+      if (m) resolve({ child, port: Number(m[1]), out });
+    });
+    child.stderr.on("data", (b) => (out += b));
+    child.on("exit", (code) => reject(new Error(`dendro serve exited (${code}): ${out}`)));
+  });
+}
+
+describe("dendro serve DIR", () => {
+  let browser;
+  let dir;
+
+  before(async () => {
+    if (missing) return;
+    browser = await launch();
+    dir = mkdtempSync(join(tmpdir(), "dendro-serve-dir-"));
+  });
+
+  after(async () => {
+    await browser?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("lists every archive of the folder on the page, names the other files, and opens them all at once", T, async () => {
+    copyFileSync(join(FIXTURES, A), join(dir, "web-01.dendro"));
+    copyFileSync(join(FIXTURES, H), join(dir, "web-02.dendro"));
+    copyFileSync(join(FIXTURES, "i_truncated_half.dendro"), join(dir, "cut.dendro"));
+    writeFileSync(join(dir, '<img src=x onerror="alert(1)">.txt'), "words");
+    const served = await serveDir(dir);
+    try {
+      assert.match(served.out, /: 2 archive\(s\), 2 other file\(s\) skipped/);
+      const page = await newPage(browser);
+      await page.goto(`http://127.0.0.1:${served.port}/?list=/archives.json`);
+      const listing = page.locator('[data-testid="listing"]');
+      await listing.waitFor({ timeout: 20_000 });
+      assert.match(await listing.locator("b").textContent(), /^2 archives served at \/archives\.json$/);
+      assert.deepEqual(
+        (await listing.locator('[data-testid="listed"] .dv-mono').allTextContents()),
+        ["web-01.dendro", "web-02.dendro"],
+      );
+      const skipped = await listing.locator('[data-testid="skipped"]').allTextContents();
+      assert.equal(skipped.length, 2);
+      assert.ok(skipped.some((t) => t.startsWith("cut.dendro: ")), skipped.join("\n"));
+      assert.ok(skipped.includes('<img src=x onerror="alert(1)">.txt: not a dendro archive: not a SQLite database'), skipped.join("\n"));
+      assert.equal(await page.locator("img").count(), 0);
+      await listing.locator('[data-testid="open-all"]').click();
+      await settled(page, 2);
+      assert.deepEqual(await tabList(page), ["web-01.dendro:open", "web-02.dendro:open"]);
+      await page.waitForFunction(() => new URLSearchParams(location.search).getAll("url").length === 2);
+      assert.deepEqual(new URLSearchParams(await page.evaluate(() => location.search)).getAll("url"), ["/archives/web-01.dendro", "/archives/web-02.dendro"]);
+      await screenshot(page, "multi-serve-dir.png");
+      assert.deepEqual(page.problems, []);
+      await page.context().close();
+    } finally {
+      served.child.kill();
+    }
   });
 });
