@@ -64,7 +64,14 @@ pub fn archives_in(dir: &Path) -> Result<Found, String> {
             .into_owned();
         match offered(&root, &path) {
             Ok(()) => found.archives.push(path),
-            Err(reason) => found.skipped.push(Skipped { name, reason }),
+            Err(reason) => {
+                // The listing goes to a page: it names the file, not where
+                // the server keeps it.
+                let reason = [&path, &root.join(&name)]
+                    .iter()
+                    .fold(reason, |r, p| r.replace(&p.display().to_string(), &name));
+                found.skipped.push(Skipped { name, reason });
+            }
         }
     }
     Ok(found)
