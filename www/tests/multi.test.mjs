@@ -147,6 +147,26 @@ describe("several archives in one page", () => {
     await page.context().close();
   });
 
+  it("says a folder of no archives is one, and opens nothing", T, async () => {
+    const folder = join(dir, "notes");
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, "a.txt"), "words");
+    copyFileSync(join(FIXTURES, "i_not_archive.sqlite"), join(folder, "b.db"));
+    const page = await newPage(browser);
+    await page.goto(server.url + "/");
+    await page.locator('[data-testid="folder-input"]').setInputFiles(folder);
+    const report = page.locator('[data-testid="many-report"]');
+    await report.waitFor({ timeout: 20_000 });
+    assert.equal(await report.locator("b").textContent(), "Folder notes: opened 0 archives; 2 files not archives this viewer reads:");
+    const refused = (await report.locator('[data-testid="refused"]').allTextContents()).sort();
+    assert.equal(refused[0], "notes/a.txt: not a dendro archive: not a SQLite database");
+    assert.match(refused[1], /^notes\/b\.db: not a dendro archive: a SQLite database without dendro's header stamp/);
+    assert.equal(await tabs(page).count(), 0);
+    assert.equal(await page.locator('[data-testid="dropzone"]').count(), 1, "the welcome stays");
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+
   it("walks a dropped folder of thousands of files without hanging, and says what it left out", T, async () => {
     const page = await newPage(browser);
     await page.goto(server.url + "/");
@@ -237,17 +257,22 @@ describe("embedded viewers in one sync group", () => {
     });
     assert.ok(px(gone) < 0, gone);
     // A window dragged on the left plot is the right viewer's window.
+    const label = (v) => v.locator('[data-testid="window"]').textContent();
+    const before = await label(right);
+    for (const v of [left, right]) await v.locator('[data-testid="plot"]').first().scrollIntoViewIfNeeded();
     const box = await left.locator('[data-testid="plot"] .u-over').first().boundingBox();
     await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
     await page.mouse.down();
     await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
     await page.mouse.up();
-    const label = (v) => v.locator('[data-testid="window"]').textContent();
-    await page.waitForFunction(() => {
+    await page.waitForFunction((before) => {
       const w = (id) => document.getElementById(id).shadowRoot.querySelector('[data-testid="window"]').textContent;
-      return w("left") === w("right");
-    });
+      return w("left") !== before && w("left") === w("right");
+    }, before);
+    assert.notEqual(await label(right), before, "the right viewer's window moved");
     assert.equal(await label(left), await label(right));
+    // The mouse over the left plot: the right shows the cursor too.
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
     await screenshot(page, "multi-sync-group.png");
     assert.deepEqual(page.problems, []);
     await page.context().close();
