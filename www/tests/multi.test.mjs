@@ -5,12 +5,14 @@
 // embedded viewers in one sync group sharing a cursor and a window.
 
 import assert from "node:assert/strict";
+import { spawn } from "node:child_process";
 import { copyFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { FIXTURES, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
+import { dendroBin } from "./cli.mjs";
+import { DIST, FIXTURES, ROOT, launch, missingPrerequisite, newPage, screenshot, serve } from "./helpers.mjs";
 
 const missing = missingPrerequisite();
 const T = { timeout: 90_000, skip: !!missing };
@@ -145,6 +147,26 @@ describe("several archives in one page", () => {
     await page.context().close();
   });
 
+  it("says a folder of no archives is one, and opens nothing", T, async () => {
+    const folder = join(dir, "notes");
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, "a.txt"), "words");
+    copyFileSync(join(FIXTURES, "i_not_archive.sqlite"), join(folder, "b.db"));
+    const page = await newPage(browser);
+    await page.goto(server.url + "/");
+    await page.locator('[data-testid="folder-input"]').setInputFiles(folder);
+    const report = page.locator('[data-testid="many-report"]');
+    await report.waitFor({ timeout: 20_000 });
+    assert.equal(await report.locator("b").textContent(), "Folder notes: opened 0 archives; 2 files not archives this viewer reads:");
+    const refused = (await report.locator('[data-testid="refused"]').allTextContents()).sort();
+    assert.equal(refused[0], "notes/a.txt: not a dendro archive: not a SQLite database");
+    assert.match(refused[1], /^notes\/b\.db: not a dendro archive: a SQLite database without dendro's header stamp/);
+    assert.equal(await tabs(page).count(), 0);
+    assert.equal(await page.locator('[data-testid="dropzone"]').count(), 1, "the welcome stays");
+    assert.deepEqual(page.problems, []);
+    await page.context().close();
+  });
+
   it("walks a dropped folder of thousands of files without hanging, and says what it left out", T, async () => {
     const page = await newPage(browser);
     await page.goto(server.url + "/");
@@ -235,17 +257,22 @@ describe("embedded viewers in one sync group", () => {
     });
     assert.ok(px(gone) < 0, gone);
     // A window dragged on the left plot is the right viewer's window.
+    const label = (v) => v.locator('[data-testid="window"]').textContent();
+    const before = await label(right);
+    for (const v of [left, right]) await v.locator('[data-testid="plot"]').first().scrollIntoViewIfNeeded();
     const box = await left.locator('[data-testid="plot"] .u-over').first().boundingBox();
     await page.mouse.move(box.x + box.width * 0.2, box.y + box.height / 2);
     await page.mouse.down();
     await page.mouse.move(box.x + box.width * 0.6, box.y + box.height / 2, { steps: 5 });
     await page.mouse.up();
-    const label = (v) => v.locator('[data-testid="window"]').textContent();
-    await page.waitForFunction(() => {
+    await page.waitForFunction((before) => {
       const w = (id) => document.getElementById(id).shadowRoot.querySelector('[data-testid="window"]').textContent;
-      return w("left") === w("right");
-    });
+      return w("left") !== before && w("left") === w("right");
+    }, before);
+    assert.notEqual(await label(right), before, "the right viewer's window moved");
     assert.equal(await label(left), await label(right));
+    // The mouse over the left plot: the right shows the cursor too.
+    await page.mouse.move(box.x + box.width * 0.5, box.y + box.height / 2);
     await screenshot(page, "multi-sync-group.png");
     assert.deepEqual(page.problems, []);
     await page.context().close();
@@ -266,5 +293,71 @@ describe("embedded viewers in one sync group", () => {
     assert.deepEqual(left, [A]);
     assert.deepEqual(page.problems, []);
     await page.context().close();
+  });
+});
+
+/** Starts `dendro serve DIR` on a free port; resolves once it listens, with what it printed so far. */
+function serveDir(dir) {
+  const child = spawn(dendroBin(), ["serve", "--port", "0", "--root", DIST, dir], { cwd: ROOT, stdio: ["ignore", "pipe", "pipe"] });
+  return new Promise((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (b) => {
+      out += b;
+      const m = /every archive listed at http:\/\/127\.0\.0\.1:(\d+)\//.exec(out);
+      if (m) resolve({ child, port: Number(m[1]), out });
+    });
+    child.stderr.on("data", (b) => (out += b));
+    child.on("exit", (code) => reject(new Error(`dendro serve exited (${code}): ${out}`)));
+  });
+}
+
+describe("dendro serve DIR", () => {
+  let browser;
+  let dir;
+
+  before(async () => {
+    if (missing) return;
+    browser = await launch();
+    dir = mkdtempSync(join(tmpdir(), "dendro-serve-dir-"));
+  });
+
+  after(async () => {
+    await browser?.close();
+    if (dir) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("lists every archive of the folder on the page, names the other files, and opens them all at once", T, async () => {
+    copyFileSync(join(FIXTURES, A), join(dir, "web-01.dendro"));
+    copyFileSync(join(FIXTURES, H), join(dir, "web-02.dendro"));
+    copyFileSync(join(FIXTURES, "i_truncated_half.dendro"), join(dir, "cut.dendro"));
+    writeFileSync(join(dir, '<img src=x onerror="alert(1)">.txt'), "words");
+    const served = await serveDir(dir);
+    try {
+      assert.match(served.out, /: 2 archive\(s\), 2 other file\(s\) skipped/);
+      const page = await newPage(browser);
+      await page.goto(`http://127.0.0.1:${served.port}/?list=/archives.json`);
+      const listing = page.locator('[data-testid="listing"]');
+      await listing.waitFor({ timeout: 20_000 });
+      assert.match(await listing.locator("b").textContent(), /^2 archives served at \/archives\.json$/);
+      assert.deepEqual(
+        (await listing.locator('[data-testid="listed"] .dv-mono').allTextContents()),
+        ["web-01.dendro", "web-02.dendro"],
+      );
+      const skipped = await listing.locator('[data-testid="skipped"]').allTextContents();
+      assert.equal(skipped.length, 2);
+      assert.ok(skipped.some((t) => t.startsWith("cut.dendro: ")), skipped.join("\n"));
+      assert.ok(skipped.includes('<img src=x onerror="alert(1)">.txt: not a dendro archive: not a SQLite database'), skipped.join("\n"));
+      assert.equal(await page.locator("img").count(), 0);
+      await listing.locator('[data-testid="open-all"]').click();
+      await settled(page, 2);
+      assert.deepEqual(await tabList(page), ["web-01.dendro:open", "web-02.dendro:open"]);
+      await page.waitForFunction(() => new URLSearchParams(location.search).getAll("url").length === 2);
+      assert.deepEqual(new URLSearchParams(await page.evaluate(() => location.search)).getAll("url"), ["/archives/web-01.dendro", "/archives/web-02.dendro"]);
+      await screenshot(page, "multi-serve-dir.png");
+      assert.deepEqual(page.problems, []);
+      await page.context().close();
+    } finally {
+      served.child.kill();
+    }
   });
 });
