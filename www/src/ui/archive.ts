@@ -23,9 +23,10 @@ export interface ArchiveHost {
   compare?(name: string): void;
   /**
    * Whether an archive opens quietly: no first plot unless a stream was
-   * asked for, and verify on a click (absent: not quietly). While a
-   * comparison is open: thirty-two archives' first plots and verifies
-   * would hold the worker ahead of it.
+   * asked for, and verify on a click (absent: not quietly). The viewer
+   * says so for tabs behind the one in front while a comparison is open
+   * or asked for: thirty-two archives' first plots and verifies would
+   * hold the worker ahead of it.
    */
   quiet?(): boolean;
   /** A person chose this window (not a followed archive's own move): other plots on the page may follow. */

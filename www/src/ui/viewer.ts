@@ -632,7 +632,8 @@ export class Viewer {
         dialog: this.dialog,
         changed: (v) => this.viewChanged(v),
         compare: (stream) => void this.comparison.open(stream),
-        quiet: () => this.comparison.active(),
+        // The tab in front opens as ever; the others keep the worker free for the comparison.
+        quiet: () => this.comparison.active() && this.active !== tab,
         windowChosen: (v, a, b) => {
           if (!this.following && this.active?.state.kind === "archive" && this.active.state.view === v) this.sync.setWindow(a, b, this);
         },
