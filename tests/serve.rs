@@ -22,6 +22,8 @@ struct Server {
     root: String,
     /// The `?url=` values of the `open` lines it printed, in order.
     urls: Vec<String>,
+    /// Every line it printed up to the last of those.
+    said: Vec<String>,
 }
 
 impl Drop for Server {
@@ -45,6 +47,7 @@ fn serve_with(exe: &Path, cwd: &Path, args: &[&str], archives: usize) -> Result<
     let mut addr = None;
     let mut root = String::new();
     let mut urls = Vec::new();
+    let mut said = Vec::new();
     while addr.is_none() || urls.len() < archives {
         let Some(Ok(line)) = lines.next() else {
             let mut err = String::new();
@@ -52,6 +55,7 @@ fn serve_with(exe: &Path, cwd: &Path, args: &[&str], archives: usize) -> Result<
             let _ = child.wait();
             return Err(err);
         };
+        said.push(line.clone());
         if let Some((head, rest)) = line.split_once(" on http://127.0.0.1:") {
             root = head.trim_start_matches("dendro: serving ").to_string();
             let port: u16 = rest.trim_end_matches('/').parse().unwrap();
@@ -67,6 +71,7 @@ fn serve_with(exe: &Path, cwd: &Path, args: &[&str], archives: usize) -> Result<
         addr: addr.unwrap(),
         root,
         urls,
+        said,
     })
 }
 
@@ -678,4 +683,141 @@ fn a_client_that_stops_reading_is_dropped() {
         got < big.len(),
         "{got} bytes: the whole answer was kept for it"
     );
+}
+
+/// `dendro serve DIR`, once it printed the `open` lines of `archives` archives.
+fn serve_dir(root: &Path, dir: &Path, archives: usize) -> Server {
+    let args = ["--root", root.to_str().unwrap(), dir.to_str().unwrap()];
+    serve_with(
+        Path::new(env!("CARGO_BIN_EXE_dendro")),
+        root,
+        &args,
+        archives,
+    )
+    .unwrap()
+}
+
+/// One list of the listing (`/archives.json`): "archives" or "skipped".
+fn listing_entries(body: &[u8], list: &str) -> Vec<serde_json::Value> {
+    let v: serde_json::Value = serde_json::from_slice(body).unwrap();
+    v[list].as_array().unwrap().clone()
+}
+
+#[test]
+fn a_folder_is_served_archive_by_archive_and_its_other_files_named() {
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let a = fixture(d, "a_single_sealed.dendro", "host a.dendro");
+    let b = fixture(d, "b_multi_source.dendro", "b.data"); // an archive by content, whatever its name
+    fixture(d, "i_truncated_half.dendro", "cut.dendro");
+    fixture(d, "i_foreign_app.sqlite", "other.sqlite");
+    std::fs::write(d.join("notes.txt"), "not an archive").unwrap();
+    std::fs::write(d.join("evil\u{1b}[31m<b>.txt"), "words").unwrap();
+    std::fs::create_dir(d.join("sub")).unwrap();
+    fixture(d, "h_negative_ts.dendro", "sub/deeper.dendro");
+    let outside = tempfile::tempdir().unwrap();
+    let far = fixture(outside.path(), "h_negative_ts.dendro", "far.dendro");
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&far, d.join("link.dendro")).unwrap();
+
+    let server = serve_dir(root.path(), d, 2);
+    // Sorted by name: "b.data" before "host a.dendro".
+    // As the page reads them: escaped once more, for its fetch.
+    assert_eq!(
+        server.urls,
+        ["/archives/b.data", "/archives/host%20a.dendro"]
+    );
+    let said = server.said.join("\n");
+    assert!(said.contains(": 2 archive(s), "), "{said}");
+    for line in [
+        "dendro: skipped notes.txt: not a dendro archive: not a SQLite database",
+        "dendro: skipped sub: a folder (only the files directly in the given folder are served)",
+        // Escaped on the console: no terminal control sequence gets through.
+        "dendro: skipped evil\\u{1b}[31m<b>.txt: not a dendro archive: not a SQLite database",
+    ] {
+        assert!(said.contains(line), "{line} not in\n{said}");
+    }
+    // A truncated archive passes the sniff and fails to open: named by its
+    // file name alone, not by where the server keeps it.
+    let cut = said
+        .lines()
+        .find(|l| l.starts_with("dendro: skipped cut.dendro: "))
+        .unwrap();
+    assert!(cut.contains("cut.dendro: the archive is corrupt"), "{cut}");
+    assert!(!cut.contains(d.to_str().unwrap()), "{cut}");
+    assert!(
+        said.contains("dendro: skipped other.sqlite: not a dendro archive"),
+        "{said}"
+    );
+    #[cfg(unix)]
+    assert!(
+        said.contains("dendro: skipped link.dendro: a link that leads out of the folder"),
+        "{said}"
+    );
+
+    // The listing the page shows (?list=/archives.json).
+    let reply = get(&server, "/archives.json", "");
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.header("Content-Type"), Some("application/json"));
+    let archives = listing_entries(&reply.body, "archives");
+    let names: Vec<&str> = archives
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["b.data", "host a.dendro"]);
+    for (entry, file) in archives.iter().zip([&b, &a]) {
+        let url = entry["url"].as_str().unwrap();
+        assert_eq!(
+            entry["bytes"].as_u64().unwrap(),
+            std::fs::metadata(file).unwrap().len()
+        );
+        let reply = get(&server, url, "");
+        assert_eq!(reply.status, 200, "{url}");
+        assert_eq!(reply.body, std::fs::read(file).unwrap(), "{url}");
+    }
+    let skipped = listing_entries(&reply.body, "skipped");
+    let skipped: Vec<(String, String)> = skipped
+        .iter()
+        .map(|s| {
+            (
+                s["name"].as_str().unwrap().into(),
+                s["reason"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    assert!(
+        skipped.contains(&(
+            "notes.txt".into(),
+            "not a dendro archive: not a SQLite database".into()
+        )),
+        "{skipped:?}"
+    );
+    assert!(
+        skipped.iter().any(|(n, _)| n == "evil\u{1b}[31m<b>.txt"),
+        "{skipped:?}"
+    );
+    // Nothing in the folder but its archives is reachable, and nothing outside it.
+    for path in [
+        "/archives/notes.txt",
+        "/archives/cut.dendro",
+        "/archives/sub/deeper.dendro",
+        "/archives/link.dendro",
+        "/archives/far.dendro",
+    ] {
+        assert_eq!(get(&server, &as_fetched(path), "").status, 404, "{path}");
+    }
+}
+
+#[test]
+fn a_folder_of_no_archives_is_served_with_its_files_named() {
+    let root = root();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("a.txt"), "x").unwrap();
+    let server = serve_dir(root.path(), dir.path(), 0);
+    assert!(server.urls.is_empty());
+    let reply = get(&server, "/archives.json", "");
+    assert_eq!(reply.status, 200);
+    assert!(listing_entries(&reply.body, "archives").is_empty());
+    assert_eq!(listing_entries(&reply.body, "skipped").len(), 1);
 }

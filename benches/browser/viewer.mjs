@@ -43,7 +43,7 @@ import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, s
 import { mkdir, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { attachDevtools as devtools, WASM_MEMORY_HOOK, launch, root, installInked, startServer } from "../../www/support/index.mjs";
+import { attachDevtools as devtools, WASM_MEMORY_HOOK, launch, rendererRss, root, installInked, startServer } from "../../www/support/index.mjs";
 
 const args = process.argv.slice(2);
 const opt = (name) => (args.includes(name) ? args[args.indexOf(name) + 1] : undefined);
@@ -122,33 +122,6 @@ const quantile = (xs, q) => {
   return s.length ? s[Math.min(s.length - 1, Math.floor(q * s.length))] : NaN;
 };
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-
-/** The resident set, in bytes, of Chromium's renderer processes started from this script. */
-function rendererRss() {
-  const self = process.pid;
-  const parent = new Map();
-  for (const d of readdirSync("/proc")) {
-    if (!/^\d+$/.test(d)) continue;
-    try {
-      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
-      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
-    } catch {}
-  }
-  const under = (p) => {
-    for (let q = p, i = 0; q > 1 && i < 20; q = parent.get(q) ?? 0, i++) if (q === self) return true;
-    return false;
-  };
-  let rss = 0;
-  for (const pid of parent.keys()) {
-    if (!under(pid)) continue;
-    try {
-      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--type=renderer")) continue;
-      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
-      if (m) rss += Number(m[1]) * 1024;
-    } catch {}
-  }
-  return rss;
-}
 
 /**
  * Runs in the page before its own scripts: records main-thread long tasks,

@@ -20,12 +20,13 @@ pub struct ClockOffset {
 
 /// Reads of `clock_offsets`.
 impl Snapshot<'_> {
-    /// A source's clock observations in ts order.
-    pub fn clock_offsets(&self, source_id: i64) -> Result<Vec<ClockOffset>> {
+    /// A source's first `limit` clock observations in ts order (a reader
+    /// facing an untrusted file bounds what it holds).
+    pub fn clock_offsets_up_to(&self, source_id: i64, limit: u32) -> Result<Vec<ClockOffset>> {
         self.collect(
             "cannot read clock offsets",
-            "SELECT ts, offset_ns FROM clock_offsets WHERE source_id = ?1 ORDER BY ts",
-            [source_id],
+            "SELECT ts, offset_ns FROM clock_offsets WHERE source_id = ?1 ORDER BY ts LIMIT ?2",
+            [source_id, i64::from(limit)],
             |r| {
                 Ok(ClockOffset {
                     ts: r.get(0)?,
@@ -33,6 +34,11 @@ impl Snapshot<'_> {
                 })
             },
         )
+    }
+
+    /// A source's clock observations in ts order.
+    pub fn clock_offsets(&self, source_id: i64) -> Result<Vec<ClockOffset>> {
+        self.clock_offsets_up_to(source_id, u32::MAX)
     }
 }
 

@@ -6,6 +6,7 @@
 //! tail is read through the caller's encoder when given, else reported as
 //! data not read.
 
+pub mod align;
 pub mod cache;
 pub mod columns;
 mod describe;
@@ -16,6 +17,7 @@ pub mod prefetch;
 pub mod range;
 pub mod rates;
 pub mod region;
+pub mod shift;
 pub mod stats;
 mod streams;
 pub mod window;

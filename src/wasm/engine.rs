@@ -129,6 +129,24 @@ pub fn cache_stats() -> JsValue {
     })
 }
 
+/// Classifies a file from its first bytes, as an open would before it
+/// touches SQLite (`container::sniff_bytes`; give at least the first 100
+/// bytes): `{ readable, archive, text }`, `text` the verdict in words
+/// ("not a dendro archive: ..."). The viewer sorts a dropped folder with
+/// it, so a thousand files cost a thousand 100-byte reads, not opens.
+#[wasm_bindgen(js_name = sniffHeader)]
+pub fn sniff_header(bytes: &[u8]) -> JsValue {
+    let kind = crate::container::sniff_bytes(bytes);
+    js::Obj::new()
+        .set("readable", kind.is_readable())
+        .set(
+            "archive",
+            matches!(kind, crate::container::FileKind::Archive { .. }),
+        )
+        .set("text", kind.to_string())
+        .build()
+}
+
 /// The segment whose decoding was cut short by a trap, named for a person
 /// ("segment 3 of stream \"cpu\" (source 1) of run.dendro"), or
 /// `undefined`. Call it once after a `WebAssembly.RuntimeError`, before

@@ -15,6 +15,7 @@
 //! window decode each segment once.
 
 mod archive;
+mod compare;
 mod convert;
 mod distribution;
 mod engine;
@@ -32,6 +33,7 @@ use std::sync::Arc;
 use wasm_bindgen::prelude::*;
 
 pub use archive::JsArchive;
+pub use compare::*;
 pub use engine::*;
 #[cfg(feature = "test-hooks")]
 pub use hooks::*;

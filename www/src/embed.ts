@@ -28,6 +28,11 @@ export interface MountSource {
 
 export interface MountOptions extends MountSource {
   tz?: TimeZoneMode;
+  /**
+   * Viewers of this page mounted with the same group share one cursor and
+   * one time window: the cursor moved in one moves in the others at once.
+   */
+  syncGroup?: string;
   /** Follow a URL while a writer appends to it (ViewerOptions.follow). */
   follow?: boolean;
   onOpen?: (r: OpenResult) => void;
@@ -80,6 +85,7 @@ export function mountViewer(element: HTMLElement, options: MountOptions = {}): M
     embedded: true,
     ...(options.follow ? { follow: true } : {}),
     ...(options.tz ? { tz: options.tz } : {}),
+    ...(options.syncGroup ? { syncGroup: options.syncGroup } : {}),
     ...(options.onOpen ? { onOpen: options.onOpen } : {}),
   });
   return {
@@ -93,7 +99,11 @@ export function mountViewer(element: HTMLElement, options: MountOptions = {}): M
   };
 }
 
-/** `<dendro-viewer src="archive.dendro" tz="local" follow>`; fires `dendro-open` with an OpenResult. */
+/**
+ * `<dendro-viewer src="archive.dendro" tz="local" follow sync-group="g">`;
+ * fires `dendro-open` with an OpenResult. `sync-group` is read when the
+ * element is connected.
+ */
 export class DendroViewerElement extends HTMLElement {
   static get observedAttributes(): string[] {
     return ["src"];
@@ -106,8 +116,10 @@ export class DendroViewerElement extends HTMLElement {
     const shadow = this.shadowRoot ?? this.attachShadow({ mode: "open" });
     adoptStyles(shadow);
     const tz = this.getAttribute("tz");
+    const group = this.getAttribute("sync-group");
     this.viewer = new Viewer(shadow, {
       embedded: true,
+      ...(group ? { syncGroup: group } : {}),
       ...(this.hasAttribute("follow") ? { follow: true } : {}),
       ...(tz === "local" || tz === "utc" ? { tz } : {}),
       onOpen: (r) => this.dispatchEvent(new CustomEvent("dendro-open", { detail: r, bubbles: true, composed: true })),

@@ -1,7 +1,9 @@
 // The standalone viewer page (index.html), and its iframe mode.
 //
-// Plain page: drop or pick files, or open ?url=...; the view is mirrored in
-// the query string. With ?embed (iframe mode) the page posts
+// Plain page: drop or pick files or a folder, or open ?url=A&url=B...
+// (each in a tab), or ?list=ADDRESS (the archives `dendro serve DIR`
+// lists, each with a button); the view is mirrored in the query string
+// (www/README.md, "URL parameters"). With ?embed (iframe mode) the page posts
 // {dendro: {ready: true}} to its parent and then opens any
 // {dendro: {buffer, name}} the parent posts to it ({dendro: {ping: true}}
 // makes it repeat the handshake, for a parent that started listening late).
@@ -42,7 +44,14 @@ window.addEventListener("unhandledrejection", (ev) => {
 });
 
 if (iframeMode) installParentBridge();
-else if (state.url) void viewer.openUrl(state.url, state);
+else {
+  viewer.setCompare({ ...(state.compare !== undefined ? { compare: state.compare } : {}), ...(state.shift !== undefined ? { shift: state.shift } : {}) });
+  // `compare=STREAM`: the compare view, once the archives given (by URL, or dropped later) have opened.
+  if (state.compare !== undefined) viewer.comparison.whenOpen(state.compare, { columns: state.columns, from: state.from, to: state.to, shift: state.shift });
+  if (state.urls) void viewer.openUrls(state.urls, state);
+  const list = params.get("list");
+  if (list) void viewer.showListing(list);
+}
 
 function installParentBridge(): void {
   const parentWin = window.parent;

@@ -1,7 +1,10 @@
 // Shared by benches/browser/viewer.mjs and benches/browser/in-place.mjs: the
 // DevTools side of a viewer page in headless Chromium (a session that also
 // reaches the page's dedicated workers) and the worker module that keeps
-// their WebAssembly memories in reach, for memory figures.
+// their WebAssembly memories in reach, for memory figures; and the
+// renderer processes' resident memory.
+
+import { readdirSync, readFileSync } from "node:fs";
 
 /**
  * A DevTools session on `page` that also reaches its dedicated workers
@@ -60,3 +63,30 @@ const streaming = WebAssembly.instantiateStreaming;
 WebAssembly.instantiate = (...a) => instantiate.apply(WebAssembly, a).then(note);
 if (streaming) WebAssembly.instantiateStreaming = (...a) => streaming.apply(WebAssembly, a).then(note);
 `;
+
+/** The resident set, in bytes, of Chromium's renderer processes started from this script. */
+export function rendererRss() {
+  const self = process.pid;
+  const parent = new Map();
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    try {
+      const stat = readFileSync(`/proc/${d}/stat`, "utf8");
+      parent.set(Number(d), Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]));
+    } catch {}
+  }
+  const under = (p) => {
+    for (let q = p, i = 0; q > 1 && i < 20; q = parent.get(q) ?? 0, i++) if (q === self) return true;
+    return false;
+  };
+  let rss = 0;
+  for (const pid of parent.keys()) {
+    if (!under(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--type=renderer")) continue;
+      const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
+      if (m) rss += Number(m[1]) * 1024;
+    } catch {}
+  }
+  return rss;
+}

@@ -14,12 +14,12 @@ const dir = mkdtempSync(join(tmpdir(), "dendro-units-"));
 const entry = join(dir, "entry.ts");
 writeFileSync(
   entry,
-  ["format", "axis", "state", "model", "dom", "errors", "catalog", "laneindex"]
+  ["format", "axis", "state", "model", "dom", "errors", "catalog", "laneindex", "archives", "sync"]
     .map((m) => `export * as ${m} from ${JSON.stringify(join(WWW, "src/ui", m + ".ts"))};`)
     .join("\n"),
 );
 await esbuild.build({ entryPoints: [entry], bundle: true, format: "esm", platform: "neutral", outfile: join(dir, "out.mjs"), logLevel: "error" });
-const { format, axis, state, model, dom, errors, catalog, laneindex } = await import(pathToFileURL(join(dir, "out.mjs")).href);
+const { format, axis, state, model, dom, errors, catalog, laneindex, archives, sync } = await import(pathToFileURL(join(dir, "out.mjs")).href);
 
 const T0 = 1_700_000_000_000_000_000n;
 
@@ -85,12 +85,39 @@ describe("URL state", () => {
     const s = { url: "/a b.dendro", source: 2, stream: "disk/io", columns: ["value", "a,b"], from: -5n, to: T0, tz: "local" };
     const search = state.stateToSearch(s, "?embed=1&url=old");
     const back = state.parseState(search);
-    assert.deepEqual(back, s);
+    assert.deepEqual(back, { ...s, urls: [s.url], active: 0 });
     assert.match(search, /embed=1/);
     assert.match(search, /url=\/a%20b\.dendro/);
   });
   it("ignores nonsense", () => {
-    assert.deepEqual(state.parseState("?source=x&from=5&to=1&tz=mars"), {});
+    assert.deepEqual(state.parseState("?source=x&from=5&to=1&tz=mars&shift=1y&compare=&active=x"), {});
+  });
+  it("repeats url, names the one in front, and keeps a single-url link as it was", () => {
+    assert.deepEqual(state.parseState("?url=a.dendro&stream=cpu"), { url: "a.dendro", urls: ["a.dendro"], active: 0, stream: "cpu" });
+    const s = state.parseState("?url=a.dendro&url=b%26c.dendro&url=a.dendro&active=1&compare=cpu&col=user&shift=-1d&from=1&to=9");
+    assert.deepEqual(s.urls, ["a.dendro", "b&c.dendro", "a.dendro"]);
+    assert.equal(s.active, 1);
+    assert.equal(s.url, "b&c.dendro");
+    assert.equal(s.compare, "cpu");
+    assert.equal(s.shift, -86_400_000_000_000n);
+    assert.deepEqual(state.parseState(state.stateToSearch(s, "")), s);
+    assert.equal(state.stateToSearch({ url: "x.dendro" }, ""), "?url=x.dendro");
+    // An active past the list is the first; a list past MAX_URLS is cut.
+    assert.equal(state.parseState("?url=a&active=3").active, 0);
+    const many = Array.from({ length: state.MAX_URLS + 5 }, (_, i) => `url=${i}`).join("&");
+    assert.equal(state.parseState("?" + many).urls.length, state.MAX_URLS);
+  });
+  it("reads a shift in nanoseconds or in a unit, and writes it in the largest exact unit", () => {
+    assert.equal(state.parseShift("3600000000000"), 3_600_000_000_000n);
+    assert.equal(state.parseShift("-1h"), -3_600_000_000_000n);
+    assert.equal(state.parseShift("250ms"), 250_000_000n);
+    assert.equal(state.parseShift("7us"), 7_000n);
+    for (const bad of ["", "1y", "1.5h", "h", "--1s", "99999999999d"]) assert.equal(state.parseShift(bad), null, bad);
+    assert.equal(state.shiftText(86_400_000_000_000n), "1d");
+    assert.equal(state.shiftText(-90_000_000_000n), "-90s");
+    assert.equal(state.shiftText(1_500_000n), "1500us");
+    assert.equal(state.shiftText(7n), "7ns");
+    assert.equal(state.parseState("?shift=0").shift, undefined);
   });
 });
 
@@ -235,5 +262,77 @@ describe("escaping and errors", () => {
     assert.match(v.hint, /an unsupported schema version 99; this viewer reads versions 4 and 5\./);
     const one = errors.explain({ kind: "UnsupportedSchema", message: "w.dendro: refused", version: 6, supported_versions: [4] }, "w.dendro");
     assert.match(one.hint, /schema version 6; this viewer reads version 4\./);
+  });
+});
+
+describe("open archives (archives.ts)", () => {
+  const src = (id, uuid) => ({ id, uuid, labels: {}, metadata: {}, reserved: {}, complete: true, clock_anchor_wall_ns: 0n, caller_row_names: [], caller_row_counts: {}, streams: [] });
+  const view = (...sources) => ({ handle: { name: "h" }, desc: { file_bytes: 1, schema_version: 5, sources } });
+  it("lists what is open in order and tells listeners of every change", () => {
+    const r = new archives.ArchiveRegistry();
+    const seen = [];
+    const stop = r.onChange((list) => seen.push(list.map((a) => a.id)));
+    r.add(1, "a.dendro", "/a.dendro", view(src(1, "u1")));
+    r.add(2, "b.dendro", null, view(src(1, "u2")));
+    assert.deepEqual(r.list().map((a) => [a.id, a.name, a.url]), [[1, "a.dendro", "/a.dendro"], [2, "b.dendro", null]]);
+    r.remove(1);
+    stop();
+    r.remove(2);
+    assert.deepEqual(seen, [[1], [1, 2], [2]]);
+  });
+  it("reads the view's handle and description as they are now", () => {
+    const r = new archives.ArchiveRegistry();
+    const v = view(src(1, "u1"));
+    const a = r.add(1, "a", null, v);
+    v.handle = { name: "newer image" };
+    assert.equal(a.handle.name, "newer image");
+  });
+  it("counts a source once: equal uuids in a later archive are its duplicates, until the first closes", () => {
+    const r = new archives.ArchiveRegistry();
+    r.add(1, "a.dendro", null, view(src(1, "u1"), src(2, "u2"), src(3, null)));
+    r.add(2, "copy of a.dendro", null, view(src(1, "u1"), src(2, "u2")));
+    r.add(3, "c.dendro", null, view(src(7, "u2"), src(8, "u9"), src(9, null)));
+    const ids = () => r.sources().map((s) => `${s.archive.id}:${s.source.id}`);
+    assert.deepEqual(ids(), ["1:1", "1:2", "1:3", "3:8", "3:9"]);
+    assert.deepEqual([...r.get(2).duplicates.keys()], [1, 2]);
+    assert.deepEqual(r.get(3).duplicates.get(7).of, { archive: 1, name: "a.dendro", source: 2 });
+    assert.match(archives.duplicatesText(r.get(2)), /^copy of a\.dendro holds the same data as a\.dendro: All 2 of its sources are open already/);
+    assert.match(archives.duplicatesText(r.get(3)), /1 of its 3 sources are/);
+    assert.equal(archives.duplicatesText(r.get(1)), null);
+    r.remove(1);
+    assert.deepEqual(ids(), ["2:1", "2:2", "3:8", "3:9"]);
+    assert.equal(r.get(2).duplicates.size, 0);
+    assert.equal(r.get(3).duplicates.get(7).of.archive, 2);
+  });
+});
+
+describe("sync bus (sync.ts)", () => {
+  it("tells every member but the publisher, and a named group is one bus", () => {
+    const a = sync.syncBus("g1");
+    assert.equal(sync.syncBus("g1"), a);
+    assert.notEqual(sync.syncBus(""), sync.syncBus(""));
+    const heard = [];
+    const me = {};
+    const other = {};
+    const stop = a.onCursor((ns, by) => by !== me && heard.push(ns));
+    a.onCursor((ns, by) => by !== other && heard.push(`other ${ns}`));
+    a.cursor(5n, me);
+    a.cursor(null, other);
+    assert.deepEqual(heard, ["other 5", null]);
+    assert.equal(a.cursorAt, null);
+    stop();
+  });
+  it("does not publish again what a member does in answer, and drops a window it has", () => {
+    const b = sync.syncBus(null);
+    const seen = [];
+    b.onWindow((from, to) => {
+      seen.push([from, to]);
+      b.setWindow(from - 1n, to + 1n, "echo"); // a member re-rounding the window it was told
+    });
+    b.setWindow(10n, 20n, "x");
+    b.setWindow(10n, 20n, "x");
+    b.setWindow(30n, 20n, "x");
+    assert.deepEqual(seen, [[10n, 20n]]);
+    assert.deepEqual(b.window, [10n, 20n]);
   });
 });

@@ -150,7 +150,9 @@ enum Command {
     Subscribe(replicate::SubscribeArgs),
     /// Serve the built viewer on 127.0.0.1 and offer the given archives.
     Serve {
-        /// Archives to offer (each checked first).
+        /// Archives to offer (each checked first), or folders: every archive
+        /// directly in a folder is offered (found by content), the other
+        /// files are skipped and named.
         files: Vec<PathBuf>,
         /// Port on 127.0.0.1 (0 picks a free one).
         #[arg(long, default_value_t = 8080)]
@@ -639,13 +641,41 @@ fn run_demo(
     Ok(())
 }
 
-fn run_serve(files: Vec<PathBuf>, port: u16, root: Option<PathBuf>) -> Result<(), Failure> {
+fn run_serve(given: Vec<PathBuf>, port: u16, root: Option<PathBuf>) -> Result<(), Failure> {
     let root = serve::viewer_root(root).map_err(Failure::Error)?;
-    for file in &files {
-        // Refuse what the viewer would refuse, before a browser is involved.
-        Archive::open(file)?;
+    let mut files = Vec::new();
+    let mut skipped = Vec::new();
+    for path in given {
+        if path.is_dir() {
+            // A folder: every archive in it, found by content; the rest named.
+            let found = serve::archives_in(&path).map_err(Failure::Error)?;
+            println!(
+                "dendro: {}: {} archive(s), {} other file(s) skipped",
+                path.display(),
+                found.archives.len(),
+                found.skipped.len()
+            );
+            for s in &found.skipped {
+                println!("dendro: skipped {}: {}", s.name.escape_debug(), s.reason);
+            }
+            if found.not_looked_at > 0 {
+                println!(
+                    "dendro: {} more entries of {} not looked at (at most {} per folder)",
+                    found.not_looked_at,
+                    path.display(),
+                    serve::MAX_ENTRIES
+                );
+            }
+            files.extend(found.archives);
+            skipped.extend(found.skipped);
+        } else {
+            // Refuse what the viewer would refuse, before a browser is involved.
+            Archive::open(&path)?;
+            files.push(path);
+        }
     }
-    serve::serve(serve::Site::new(root, files), port).map_err(Failure::Error)
+    let site = serve::Site::new(root, files).skipping(skipped);
+    serve::serve(site, port).map_err(Failure::Error)
 }
 
 fn run_cat(

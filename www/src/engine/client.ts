@@ -21,6 +21,8 @@
 import { unpackDescription } from "./packing";
 import type { Calls, FollowAnswer, Method, Request, ToWorker, WorkerMessage } from "./protocol";
 import type {
+  AlignItem,
+  Alignment,
   ArchiveHandle,
   CallerRow,
   DocumentRevision,
@@ -30,17 +32,21 @@ import type {
   Engine,
   EngineError,
   EngineErrorKind,
+  EngineStats,
   FollowResult,
   Heatmap,
   HeatmapRequest,
   LazyStats,
   LiveTail,
   OpenMode,
+  PairedShift,
   RangeEnvelope,
   RangeOptions,
   RegionRequest,
   RegionStats,
   RefusalDetail,
+  ShiftSide,
+  Sniffed,
   StreamSchema,
   VerifyReport,
 } from "./types";
@@ -209,6 +215,22 @@ class WorkerEngine implements Engine {
     });
   }
 
+  async align(items: AlignItem[]): Promise<Alignment[]> {
+    const wire = items.map((it) => {
+      if (!(it.handle instanceof Handle) || !it.handle.liveIn(this, this.generation)) {
+        throw new EngineFailure("NotFound", `${it.handle.name}: the archive is not open in this engine.`);
+      }
+      const [from, to] = it.span ?? [1n, 0n];
+      return { handle: it.handle.workerId, source: it.source, from, to };
+    });
+    return (await this.request({ op: "align", items: wire }, "aligning sources by their clocks")) as Alignment[];
+  }
+
+  async pairShift(from: bigint, to: bigint, buckets: number, a: ShiftSide, b: ShiftSide, shift: bigint): Promise<PairedShift> {
+    const side = (x: ShiftSide) => ({ ts: BigInt64Array.from(x.ts), min: Float64Array.from(x.min), max: Float64Array.from(x.max) });
+    return (await this.request({ op: "pairShift", from, to, buckets, a: side(a), b: side(b), shift }, "pairing two windows")) as PairedShift;
+  }
+
   async open(bytes: ArrayBuffer, name: string): Promise<ArchiveHandle> {
     const generation = this.generation;
     const handle = (await this.request({ op: "open", name, bytes }, `opening ${name}`, [bytes])) as number;
@@ -238,6 +260,15 @@ class WorkerEngine implements Engine {
     if (r.unchanged) return r;
     const { handle, ...rest } = r;
     return { ...rest, handle: new Handle(this, handle, name, generation, "lazy") };
+  }
+
+  async sniff(headers: ArrayBuffer[]): Promise<Sniffed[]> {
+    if (headers.length === 0) return [];
+    return (await this.request({ op: "sniff", headers }, `sorting ${headers.length} files`, headers)) as Sniffed[];
+  }
+
+  async stats(): Promise<EngineStats> {
+    return (await this.request({ op: "stats" }, "the engine's counters")) as EngineStats;
   }
 
   /** Makes the worker's module trap, as a hostile segment would. For tests. */

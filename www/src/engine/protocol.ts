@@ -87,6 +87,23 @@ export type Request =
    */
   | { id: number; op: "openFollow"; name: string; url: string; previous: number | null }
   | { id: number; op: "close"; handle: number }
+  /** Aligns sources of open archives on one wall-clock axis (`alignSources`); `from > to` for a stream without rows. */
+  | { id: number; op: "align"; items: { handle: number; source: number; from: bigint; to: bigint }[] }
+  /** Window B on window A's axis and A − B (`pairShift`). */
+  | {
+      id: number;
+      op: "pairShift";
+      from: bigint;
+      to: bigint;
+      buckets: number;
+      a: { ts: BigInt64Array; min: Float64Array; max: Float64Array };
+      b: { ts: BigInt64Array; min: Float64Array; max: Float64Array };
+      shift: bigint;
+    }
+  /** Classifies files by their first bytes (each at least 100 of them): answers a Sniffed per header. */
+  | { id: number; op: "sniff"; headers: ArrayBuffer[] }
+  /** What the engine holds now: answers EngineStats. */
+  | { id: number; op: "stats" }
   /**
    * `cacheBytes`: the decoded-segment cache's budget. `decoder`: false
    * decodes inside this worker's own instance instead of a decoder worker.

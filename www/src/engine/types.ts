@@ -615,8 +615,91 @@ export type FollowResult =
       size: number;
     } & FollowTraffic);
 
+/** Why a source's place on the wall-clock axis may be wrong (`read::align::Doubt`). */
+export interface AlignmentDoubt {
+  /** "no_wall_offset", "clock_steps", "no_rows", "no_overlap" or "observations_cut". */
+  kind: string;
+  /** The sentence to show, written by the engine. */
+  words: string;
+}
+
+/** Where one source lands on the shared wall-clock axis (`read::align::Alignment`). */
+export interface Alignment {
+  /** Added to the source's ts to get wall-clock ns. */
+  offset_ns: bigint;
+  /** The compared stream's span on the wall-clock axis; null when it has no rows. */
+  wall_from: bigint | null;
+  wall_to: bigint | null;
+  doubts: AlignmentDoubt[];
+}
+
+/** One source of an alignment: an open archive, a source of it, and its compared stream's span (its own ts). */
+export interface AlignItem {
+  handle: ArchiveHandle;
+  source: number;
+  span: [bigint, bigint] | null;
+}
+
+/** Window B on window A's axis, bucket by bucket, and A − B (`read::shift`). */
+export interface PairedShift {
+  ts: BigInt64Array;
+  a_min: Float64Array;
+  a_max: Float64Array;
+  b_min: Float64Array;
+  b_max: Float64Array;
+  d_min: Float64Array;
+  d_max: Float64Array;
+}
+
+/** One side of a time-shift pairing: an envelope's points and one column's min and max. */
+export interface ShiftSide {
+  ts: BigInt64Array | bigint[];
+  min: Float64Array;
+  max: Float64Array;
+}
+
+/** A file judged by its first bytes, as an open judges it before reading anything else. */
+export interface Sniffed {
+  /** An archive this build reads. */
+  readable: boolean;
+  /** Stamped as a dendro archive (perhaps of a schema this build does not read). */
+  archive: boolean;
+  /** The verdict in words: "a dendro archive, schema version 5", "not a dendro archive: ...". */
+  text: string;
+}
+
+/** What the engine holds now (`Engine.stats`): closing an archive gives its share back. */
+export interface EngineStats {
+  /** Archives open in the engine. */
+  archives: number;
+  /** Decoded segments in the shared cache, their bytes, and the cache's budget. */
+  cacheEntries: number;
+  cacheBytes: number;
+  cacheBudget: number;
+}
+
 /** The engine: a worker that holds any number of open archives. */
 export interface Engine {
+  /**
+   * Aligns sources of any open archives on one wall-clock axis, from each
+   * one's clock observations, with the doubts about each in words.
+   */
+  align(items: AlignItem[]): Promise<Alignment[]>;
+  /**
+   * Pairs window B (`b`, its own ts; `b.ts + shift` lands on A's axis)
+   * with window A (`a`, window [from, to]) in `buckets` equal buckets,
+   * and computes A − B: exact where both have a value, NaN where either
+   * has none.
+   */
+  pairShift(from: bigint, to: bigint, buckets: number, a: ShiftSide, b: ShiftSide, shift: bigint): Promise<PairedShift>;
+  /**
+   * Classifies files by their first bytes (give at least the first 100 of
+   * each; the buffers are transferred): what `open` would say of each
+   * before reading more. Nothing is opened.
+   */
+  sniff(headers: ArrayBuffer[]): Promise<Sniffed[]>;
+  /** What the engine holds now. */
+  stats(): Promise<EngineStats>;
   /** Takes ownership of the buffer (it is transferred to the worker). */
   open(bytes: ArrayBuffer, name: string): Promise<ArchiveHandle>;
   /** Reads a File (or Blob) in place: nothing is copied up front, and any size opens. */

@@ -22,13 +22,13 @@
 // queued behind it start: those are answered "Cancelled" without running.
 
 import init, * as module from "../../pkg/dendro.js";
-import { Archive, Prefetch, decodingNow, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
+import { Archive, Prefetch, alignSources, cacheStats, decodingNow, pairShift, sniffHeader, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import type { PackedDescription } from "./packing";
 import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, probeFollow, probeUrl } from "./sources";
 import { type DecoderHello, type DecoderReply, type DecoderRequest, type Packed, transferables } from "./decoder-protocol";
 import type { Calls, FollowAnswer, Method, Request, Response, ToWorker, WorkerMessage } from "./protocol";
-import type { EngineError, EngineErrorKind, Heatmap, RefusalDetail, RegionStats } from "./types";
+import type { EngineError, EngineErrorKind, EngineStats, Heatmap, RefusalDetail, RegionStats, Sniffed } from "./types";
 
 /**
  * Set only by benches/browser/in-place.mjs (`self.__dendroTrace = true`, prepended
@@ -558,6 +558,23 @@ async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promis
   return call(a, req.method, req.args);
 }
 
+/** Each source's clock observations, then one alignment of them all. */
+async function alignAll(items: Extract<Request, { op: "align" }>["items"]): Promise<unknown> {
+  const offsets: BigInt64Array[] = [];
+  const cut = new Uint8Array(items.length);
+  const spans = new BigInt64Array(items.length * 2);
+  for (const [i, item] of items.entries()) {
+    const a = archive(item.handle);
+    await readyCatalog(a, item.handle);
+    const input = a.clockInput(item.source) as { offsets: BigInt64Array; cut: boolean };
+    offsets.push(input.offsets);
+    cut[i] = input.cut ? 1 : 0;
+    spans[2 * i] = item.from;
+    spans[2 * i + 1] = item.to;
+  }
+  return alignSources(offsets, cut, spans);
+}
+
 function run(req: Request): unknown {
   switch (req.op) {
     case "open": {
@@ -587,6 +604,16 @@ function run(req: Request): unknown {
       unlisted.delete(req.handle);
       followed.delete(req.handle);
       return null;
+    }
+    case "align":
+      return alignAll(req.items);
+    case "pairShift":
+      return pairShift(req.from, req.to, req.buckets, req.a.ts, req.a.min, req.a.max, req.b.ts, req.b.min, req.b.max, req.shift);
+    case "sniff":
+      return req.headers.map((b) => sniffHeader(new Uint8Array(b)) as Sniffed);
+    case "stats": {
+      const c = cacheStats() as { entries: number; bytes: number; budget: number };
+      return { archives: archives.size, cacheEntries: c.entries, cacheBytes: c.bytes, cacheBudget: c.budget } satisfies EngineStats;
     }
     case "config":
       if (req.cacheBytes !== undefined) setCacheBytes(req.cacheBytes);

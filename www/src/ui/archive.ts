@@ -20,6 +20,18 @@ export interface ArchiveHost {
   dialog: Dialog;
   /** The view changed (selection, window, columns): the URL may follow. */
   changed(view: ArchiveView): void;
+  /** Compare stream `name` across every source of every open archive. */
+  compare?(name: string): void;
+  /**
+   * Whether an archive opens quietly: no first plot unless a stream was
+   * asked for, and verify on a click (absent: not quietly). The viewer
+   * says so for tabs behind the one in front while a comparison is open
+   * or asked for: thirty-two archives' first plots and verifies would
+   * hold the worker ahead of it.
+   */
+  quiet?(): boolean;
+  /** A person chose this window (not a followed archive's own move): other plots on the page may follow. */
+  windowChosen?(view: ArchiveView, from: bigint, to: bigint): void;
 }
 
 export interface ArchiveMeta {
@@ -215,7 +227,7 @@ export class ArchiveView {
       const src = desc.sources.find((s) => s.id === init.source);
       if (src?.streams.some((s) => s.name === init.stream)) pick = { source: init.source, stream: init.stream, columns: init.columns };
     }
-    if (!pick) {
+    if (!pick && this.host.quiet?.() !== true) {
       outer: for (const src of desc.sources)
         for (const st of src.streams)
           if (st.segments.length > 0) {
@@ -399,6 +411,10 @@ export class ArchiveView {
     // a whole file's reading. Read in place, verify reads the whole file
     // again: past a size, or over the network, it waits for a click.
     if (this.overview.verifiesOnClick) return;
+    if (this.host.quiet?.() === true) {
+      this.overview.verifyLater();
+      return;
+    }
     const moment = () => new Promise<void>((r) => setTimeout(r, 2500));
     const first = this.streamView
       ? this.streamInit.then(() => Promise.race([this.streamView?.firstPlot(), moment()]))
@@ -636,6 +652,12 @@ export class ArchiveView {
       if (end !== null && to < end) this.setFollow(false);
     }
     this.applyWindow(from, to);
+    this.host.windowChosen?.(this, this.from, this.to);
+  }
+
+  /** The window shown, and the whole archive's. */
+  spans(): { window: Span; full: Span } {
+    return { window: [this.from, this.to], full: this.full };
   }
 
   private applyWindow(from: bigint, to: bigint): void {
@@ -695,6 +717,7 @@ export class ArchiveView {
         onWindow: (a, b) => this.setWindow(a, b),
         onColumns: () => this.host.changed(this),
         step: (dir) => this.step(dir),
+        ...(this.host.compare ? { compare: this.host.compare } : {}),
         schema: (source, stream) => {
           const ahead = this.schemaAhead;
           this.schemaAhead = null;

@@ -139,6 +139,11 @@ export class Overview {
     this.relabel();
   }
 
+  /** Verify waits for a click on the badge (something else holds the worker meanwhile). */
+  verifyLater(): void {
+    this.verifyOnClick();
+  }
+
   /** The badge as a button that starts verify (the archive read in place, or a newer image of it). */
   private verifyOnClick(): void {
     this.badge.className = "dv-badge";

@@ -24,8 +24,9 @@ import { ticks } from "./axis";
 import { clear, debounce, fileText, h, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { axisNumber, count, instant, type TimeZoneMode } from "./format";
-import { dragHooks, regionBand } from "./region";
+import { dragHooks, regionBand, takeSelection } from "./region";
 import { DERIVED_ROW_CAP, type DerivedAnswer, type DerivedSpec, readDerived } from "./derived";
+import { syncPlugin } from "./sync";
 
 export interface PlotHost {
   handle: ArchiveHandle;
@@ -57,7 +58,7 @@ export interface DrawnSeries {
   reduced: boolean;
 }
 
-const PALETTE = ["#2563eb", "#0d9488", "#c2410c", "#7c3aed", "#be123c", "#4d7c0f", "#0369a1", "#a16207"];
+export const PALETTE = ["#2563eb", "#0d9488", "#c2410c", "#7c3aed", "#be123c", "#4d7c0f", "#0369a1", "#a16207"];
 
 interface ColumnPlot {
   name: string;
@@ -489,6 +490,8 @@ export class PlotGroup {
       height: plotHeight(this.plots.length),
       legend: { show: false },
       padding: [6, 12, 0, 4],
+      // The page's cursor (sync.ts): the first plot drawn follows it, uPlot's sync the rest.
+      plugins: [syncPlugin(p.box, (x) => this.toNs(x), (ns) => this.toX(ns), () => this.plots.find((q) => q.plot) === p)],
       cursor: {
         sync: { key: this.syncKey, setSeries: false },
         drag: { x: true, y: false, setScale: false },
@@ -508,17 +511,7 @@ export class PlotGroup {
           },
         },
       },
-      axes: [
-        timeAxis({ toNs: (x) => this.toNs(x), toX: (ns) => this.toX(ns), xmin: () => this.xmin, xmax: () => this.xmax, tz }),
-        {
-          size: 58,
-          stroke: "#57606a",
-          grid: { stroke: "#eaeef2", width: 1 },
-          ticks: { stroke: "#d0d7de", width: 1, size: 4 },
-          font: "11px system-ui, sans-serif",
-          values: (_u, splits, _axis, _space, incr) => splits.map((v) => axisNumber(v, incr)),
-        },
-      ],
+      axes: timeAxes((ns) => this.toX(ns), (x) => this.toNs(x), () => [this.xmin, this.xmax], tz),
       series: [
         {},
         { label: "max", stroke: p.color, width: 1.25, points: { show: sparse, size: 4, fill: p.color } },
@@ -618,18 +611,45 @@ export function timeAxis(v: TimeView): uPlot.Axis {
   };
 }
 
+/** A drag across a plot (uPlot's select) as a window chosen: the selection is cleared, `onWindow` told its ends. */
+export function selectToWindow(toNs: (x: number) => bigint, onWindow: (from: bigint, to: bigint) => void): (u: uPlot) => void {
+  return (u) => {
+    const r = takeSelection(u);
+    if (r) onWindow(toNs(r[0]), toNs(r[1]));
+  };
+}
+
+/**
+ * The time axis (wall-clock ticks in the chosen zone) and the value axis
+ * of a plot whose x is `toX(ns)`; shared by the stream view's plots and
+ * the compare view's.
+ */
+export function timeAxes(toX: (ns: bigint) => number, toNs: (x: number) => bigint, range: () => [number, number], tz: () => TimeZoneMode): uPlot.Axis[] {
+  return [
+    timeAxis({ toNs, toX, xmin: () => range()[0], xmax: () => range()[1], tz }),
+    {
+      size: 58,
+      stroke: "#57606a",
+      grid: { stroke: "#eaeef2", width: 1 },
+      ticks: { stroke: "#d0d7de", width: 1, size: 4 },
+      font: "11px system-ui, sans-serif",
+      values: (_u, splits, _axis, _space, incr) => splits.map((v) => axisNumber(v, incr)),
+    },
+  ];
+}
+
 function plotHeight(n: number): number {
   return n <= 2 ? 190 : n <= 4 ? 150 : 120;
 }
 
-function formatValue(v: number): string {
+export function formatValue(v: number): string {
   if (!Number.isFinite(v)) return String(v);
   if (Number.isInteger(v) && Math.abs(v) < 1e15) return v.toLocaleString("en-US");
   return Math.abs(v) >= 1e15 || (Math.abs(v) < 1e-4 && v !== 0) ? v.toExponential(6) : String(Number(v.toPrecision(10)));
 }
 
 /** uPlot leaves a hole for null; NaN (a bucket with no finite value) becomes null. */
-function gapsAsNull(a: Float64Array): Float64Array | (number | null)[] {
+export function gapsAsNull(a: Float64Array): Float64Array | (number | null)[] {
   let hasNaN = false;
   for (let i = 0; i < a.length; i++) {
     if (Number.isNaN(a[i]!)) {

@@ -38,17 +38,23 @@ export function dragHooks(zoom: (a: number, b: number) => void, region: (a: numb
     ],
     setSelect: [
       (u) => {
-        const { left, width } = u.select;
-        if (width < 3) return;
-        const a = u.posToVal(left, "x");
-        const b = u.posToVal(left + width, "x");
-        u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
-        if (!(b > a)) return;
-        if (shift) region(a, b);
-        else zoom(a, b);
+        const r = takeSelection(u);
+        if (!r) return;
+        if (shift) region(r[0], r[1]);
+        else zoom(r[0], r[1]);
       },
     ],
   };
+}
+
+/** The x range a person dragged across (null when too narrow to mean one), and the selection cleared. */
+export function takeSelection(u: uPlot): [number, number] | null {
+  const { left, width } = u.select;
+  if (width < 3) return null;
+  const a = u.posToVal(left, "x");
+  const b = u.posToVal(left + width, "x");
+  u.setSelect({ left: 0, top: 0, width: 0, height: 0 }, false);
+  return b > a ? [a, b] : null;
 }
 
 /** A draw hook that shades the region `get()` returns (x values), if any. */

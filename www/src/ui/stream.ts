@@ -27,6 +27,8 @@ export interface StreamHost {
   onColumns(columns: string[]): void;
   /** Open the stream before (-1) or after (+1) this one; null when there is none. */
   step(dir: -1 | 1): void;
+  /** Compare this stream name across every source of every open archive (absent: no such button). */
+  compare?(name: string): void;
   /** A stream's schema (one asked for ahead, as the archive opened, where it is that stream's). */
   schema(source: number, stream: string): Promise<StreamSchema>;
 }
@@ -137,6 +139,19 @@ export class StreamView {
           },
           "▶",
         ),
+        host.compare
+          ? h(
+              "button",
+              {
+                type: "button",
+                class: "dv-btn",
+                title: "Overlay this stream of every source of every open archive on one wall-clock axis",
+                data: { action: "compare-stream", testid: "compare-button" },
+                on: { click: () => this.host.compare?.(st.name) },
+              },
+              "Compare across sources",
+            )
+          : null,
         span
           ? h(
               "button",

@@ -21,6 +21,7 @@ import { bytes, count, duration, instant, span as fmtSpan, type TimeZoneMode, zo
 import { carryIndex, firstReaching, laneIndex } from "./laneindex";
 import { type Span, sameEntries, sameLane, streamSpan } from "./model";
 import type { Tooltip } from "./overlay";
+import { type SyncBus, busOf } from "./sync";
 import type { ArchiveEvent, ProducerEpoch, WriterSession } from "../engine/types";
 
 export interface TimelineHost {
@@ -87,6 +88,11 @@ export class Timeline {
   /** The stream open in the stream view, given a lane past the cap. */
   private opened: StreamInfo | null = null;
   private selected: { source: number; stream: string | null } | null = null;
+  /** The page's cursor (sync.ts) across the lanes, and the bus it comes by once the timeline is in the page. */
+  private readonly cursorLine = h("div", { class: "dv-tl-cursor", hidden: true, data: { testid: "timeline-cursor" } });
+  private cursorAt: bigint | null = null;
+  private bus: SyncBus | null = null;
+  private unsync: (() => void) | null = null;
 
   constructor(
     private readonly host: TimelineHost,
@@ -158,9 +164,11 @@ export class Timeline {
       this.render();
     });
     this.resize.observe(this.body);
+    this.overlay.appendChild(this.cursorLine);
   }
 
   destroy(): void {
+    this.unsync?.();
     this.resize.disconnect();
     this.sight?.disconnect();
   }
@@ -458,6 +466,21 @@ export class Timeline {
       layer.style.left = `${this.axisLeft}px`;
       layer.style.width = `${width}px`;
     }
+    if (!this.bus) {
+      this.bus = busOf(this.el);
+      this.unsync = this.bus?.onCursor((ns, by) => by !== this && this.placeCursor(ns)) ?? null;
+      if (this.bus) this.cursorAt = this.bus.cursorAt;
+    }
+    this.placeCursor(this.cursorAt);
+  }
+
+  /** Draws the page's cursor at `ns` (hidden when null or outside the window). */
+  private placeCursor(ns: bigint | null): void {
+    this.cursorAt = ns;
+    const w = this.lastWidth;
+    const inside = ns !== null && ns >= this.from && ns <= this.to && w > 0;
+    this.cursorLine.hidden = !inside;
+    if (inside) this.cursorLine.style.transform = `translateX(${(Number(ns - this.from) / Number(this.to - this.from)) * w}px)`;
   }
 
   /** Draws the lanes in sight that are not drawn for this window, width and zone yet. */
@@ -716,8 +739,17 @@ export class Timeline {
       this.overlay.appendChild(sel);
       this.body.setPointerCapture(ev.pointerId);
     });
+    this.body.addEventListener("pointerleave", () => this.bus?.cursor(null, this));
     this.body.addEventListener("pointermove", (ev) => {
-      if (start === null || !sel) return;
+      if (start === null || !sel) {
+        // Over the lanes or the axis (not dragging): the page's cursor is here.
+        const t = ev.target as HTMLElement;
+        if (!this.bus || this.lastWidth <= 0 || !t.closest?.(".dv-tl-track") || t.closest(".dv-tl-mini")) return;
+        const ns = this.from + BigInt(Math.round((rel(ev) / this.lastWidth) * Number(this.to - this.from)));
+        this.placeCursor(ns);
+        this.bus.cursor(ns, this);
+        return;
+      }
       const x = rel(ev);
       if (Math.abs(x - start) > 3) this.dragged = true;
       sel.style.left = `${Math.min(x, start)}px`;

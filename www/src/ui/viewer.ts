@@ -2,15 +2,19 @@
 // archive, the zone toggle, and the page-level overlays.
 
 import { createEngine } from "../engine/client";
-import type { ArchiveHandle, Description, Engine, OpenMode } from "../engine/types";
+import type { ArchiveHandle, Description, Engine, EngineStats, OpenMode } from "../engine/types";
 import { ArchiveView } from "./archive";
-import { type Child, FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace } from "./dom";
+import { ArchiveRegistry, duplicatesText } from "./archives";
+import { ComparePanel } from "./compare-panel";
+import { type Child, FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace, setText } from "./dom";
 import { type Explained, LoadError, explain, isChanged } from "./errors";
-import { bytes, instant, type TimeZoneMode } from "./format";
+import { bytes, count, instant, type TimeZoneMode } from "./format";
 import { type FileSource, FileWatch, handlesOf, stampOf } from "./filewatch";
 import { fetchWithProgress, nameFromUrl, readFile } from "./load";
+import { MAX_FILES, MAX_OPEN, type Named, droppedFolders, fetchListing, listingPanel, manyReport, picked, sortByContent } from "./many";
 import { Dialog, Tooltip } from "./overlay";
 import { type ViewState, stateToSearch } from "./state";
+import { type SyncBus, provideBus, syncBus } from "./sync";
 
 let sharedEngine: Engine | null = null;
 
@@ -49,6 +53,11 @@ export interface ViewerOptions {
    * pans back. The URL is read in place, a range at a time.
    */
   follow?: boolean;
+  /**
+   * Viewers of one page given the same group share one cursor and one time
+   * window (see sync.ts); without it the viewer's plots share their own.
+   */
+  syncGroup?: string;
 }
 
 /**
@@ -115,6 +124,33 @@ export class Viewer {
   private readonly tzButtons: Record<TimeZoneMode, HTMLButtonElement>;
   private tabs: Tab[] = [];
   private active: Tab | null = null;
+  /** The archives open here, for views that look across them (archives.ts). */
+  readonly archives = new ArchiveRegistry();
+  /** The cursor and window every plot of this viewer (and its sync group) shares. */
+  readonly sync: SyncBus;
+  /** What the compare view compares, kept in the URL (state.ts). */
+  private compareState: Pick<ViewState, "compare" | "shift"> = {};
+  /** The compare view's place above the tabs' panels, and when it opens (compare-panel.ts). */
+  readonly comparison: ComparePanel = new ComparePanel({
+    engine: () => engine(),
+    archives: this.archives,
+    tz: () => this.tzMode,
+    loading: () => this.tabs.some((t) => t.state.kind === "loading"),
+    openStream: (archive, source, stream, from, to) => {
+      const tab = this.tabs.find((t) => t.id === archive.id);
+      if (!tab || tab.state.kind !== "archive") return;
+      this.activate(tab);
+      tab.state.view.select(source, stream);
+      tab.state.view.setWindow(from, to);
+    },
+    changed: (c) => this.setCompare(c),
+  });
+  /** Set while tabs are added in a batch: the first stays in front. */
+  private background = false;
+  /** Set while this viewer applies a window from its sync group, so it is not published back. */
+  private following = false;
+  private readonly folderInput: HTMLInputElement;
+  private readonly reports: HTMLElement;
   private tzMode: TimeZoneMode;
   private readonly cleanup: (() => void)[] = [];
   private readonly syncUrl = debounce(() => this.writeUrl(), 80);
@@ -126,11 +162,21 @@ export class Viewer {
     this.tzMode = opts.tz ?? "utc";
     this.fileInput = h("input", { type: "file", multiple: true, class: "dv-file-input", "aria-label": "Open archive files", data: { testid: "file-input" } });
     this.fileInput.addEventListener("change", () => {
-      const files = Array.from(this.fileInput.files ?? []);
+      const files = picked(this.fileInput.files ?? []);
       this.fileInput.value = "";
-      for (const f of files) void this.openFile(f);
+      if (files.length === 1) void this.openFile(files[0]!.file);
+      else if (files.length > 1) void this.openMany(files, `${files.length} files`);
+    });
+    this.folderInput = h("input", { type: "file", multiple: true, class: "dv-file-input", "aria-label": "Open a folder of archives", data: { testid: "folder-input" } });
+    this.folderInput.webkitdirectory = true;
+    this.folderInput.addEventListener("change", () => {
+      const files = picked(this.folderInput.files ?? []);
+      this.folderInput.value = "";
+      const top = files[0]?.name.split("/")[0] ?? "the folder";
+      void this.openMany(files, `Folder ${top}`);
     });
     const pick = () => this.fileInput.click();
+    const pickFolder = () => this.folderInput.click();
     this.tabBar = h("nav", { class: "dv-tabs", role: "tablist", "aria-label": "Open archives" });
     this.tzButtons = {
       utc: h("button", { type: "button", class: "dv-seg-btn", data: { tz: "utc" }, on: { click: () => this.setTz("utc") } }, "UTC"),
@@ -162,12 +208,17 @@ export class Viewer {
       opts.embedded ? null : urlForm,
       h("span", { class: "dv-seg-group", role: "group", "aria-label": "Time zone" }, this.tzButtons.utc, this.tzButtons.local),
     );
-    this.welcome = this.buildWelcome(pick);
+    this.welcome = this.buildWelcome(pick, pickFolder);
     this.main = h("main", { class: "dv-main" }, this.welcome);
     this.dropOverlay = h("div", { class: "dv-drop-overlay", hidden: true }, h("div", { class: "dv-drop-box" }, "Drop to open the archive"));
     this.toasts = h("div", { class: "dv-toasts", "aria-live": "polite" });
-    this.root = h("div", { class: "dv-root" + (opts.embedded ? " dv-embedded" : ""), data: { testid: "viewer" } }, bar, this.fileInput, this.main, this.dropOverlay, this.toasts);
+    this.reports = h("div", { class: "dv-reports" });
+    this.root = h("div", { class: "dv-root" + (opts.embedded ? " dv-embedded" : ""), data: { testid: "viewer" } }, bar, this.fileInput, this.folderInput, this.reports, this.comparison.el, this.main, this.dropOverlay, this.toasts);
     container.appendChild(this.root);
+    this.sync = syncBus(opts.syncGroup);
+    provideBus(this.root, this.sync);
+    this.cleanup.push(this.sync.onWindow((a, b, by) => by !== this && this.followWindow(a, b)));
+    this.archives.onChange(() => this.paintDuplicates());
     this.tooltip = new Tooltip(this.root);
     this.dialog = new Dialog(this.root);
     this.root.addEventListener(FULL_VALUE_EVENT, (ev) => {
@@ -181,7 +232,7 @@ export class Viewer {
     engine();
   }
 
-  private buildWelcome(pick: () => void): HTMLElement {
+  private buildWelcome(pick: () => void, pickFolder: () => void): HTMLElement {
     return h(
       "div",
       { class: "dv-welcome" },
@@ -190,8 +241,15 @@ export class Viewer {
         { class: "dv-dropzone", data: { testid: "dropzone" } },
         h("div", { class: "dv-drop-icon", "aria-hidden": "true" }),
         h("h1", null, "Drop a .dendro archive here"),
-        h("p", null, "or anywhere on this page, or ", h("button", { type: "button", class: "dv-btn dv-btn-primary", on: { click: pick } }, "choose a file…")),
-        h("p", { class: "dv-muted" }, "The file is read in this browser tab, by a worker; nothing is uploaded. Open several to compare them in tabs."),
+        h(
+          "p",
+          null,
+          "or anywhere on this page, or ",
+          h("button", { type: "button", class: "dv-btn dv-btn-primary", on: { click: pick } }, "choose files…"),
+          " ",
+          h("button", { type: "button", class: "dv-btn", data: { testid: "open-folder" }, on: { click: pickFolder } }, "a folder…"),
+        ),
+        h("p", { class: "dv-muted" }, "Files are read in this browser tab, by a worker; nothing is uploaded. Open several (or a folder) to compare them: each opens in a tab, and their plots share one cursor and one time window."),
       ),
     );
   }
@@ -227,8 +285,19 @@ export class Viewer {
       const files = Array.from(d.dataTransfer?.files ?? []);
       if (files.length === 0) return;
       d.preventDefault();
+      // A folder among what was dropped: walk it, sort by content.
+      const folders = droppedFolders(d.dataTransfer?.items);
+      if (folders) {
+        const what = files.length === 1 ? `Folder ${files[0]!.name}` : `${files.length} dropped items`;
+        void this.openMany(folders.chunks, what, folders.leftOut);
+        return;
+      }
       const handles = handlesOf(d.dataTransfer?.items);
-      files.forEach((f, i) => void this.openDropped(f, handles[i] ?? Promise.resolve(null), null));
+      if (files.length === 1) {
+        void this.openDropped(files[0]!, handles[0] ?? Promise.resolve(null), null);
+        return;
+      }
+      void this.openMany(picked(files), `${files.length} dropped files`, () => 0, handles);
     };
     const pairs: [string, (ev: Event) => void][] = [
       ["dragenter", onEnter],
@@ -247,6 +316,92 @@ export class Viewer {
     return this.load(n, null, this.fileGetter(file, n), init);
   }
 
+  /**
+   * Opens many files at once: sorted by content first (the engine's sniff
+   * of each one's first bytes), archives opened in tabs (at most MAX_OPEN;
+   * the first stays in front), the rest named in a report with the reason.
+   * `handles`: the dropped files' handles, by position, to watch them.
+   */
+  async openMany(files: Named[] | AsyncIterable<Named[]>, what: string, leftOut = () => 0, handles: Promise<FileSource | null>[] = []): Promise<OpenResult[]> {
+    const opened: Promise<OpenResult>[] = [];
+    // The first archive found comes to the front when nothing else is.
+    let front = this.active === null;
+    const open = (found: Named[]) => {
+      this.background = !front;
+      try {
+        for (const n of found) {
+          if (opened.length >= MAX_OPEN) break;
+          const k = Array.isArray(files) ? files.indexOf(n) : -1;
+          opened.push(handles[k] ? this.openDropped(n.file, handles[k], null, undefined, n.name) : this.openFile(n.file, undefined, n.name));
+          this.background = true;
+          front = false;
+        }
+      } finally {
+        this.background = false;
+      }
+    };
+    const status = h("div", { class: "dv-many-report", role: "status", data: { testid: "many-progress" } });
+    if (!Array.isArray(files) || files.length > 200) this.reports.appendChild(status);
+    let sorted;
+    try {
+      sorted = await sortByContent(
+        files,
+        (headers) => engine().sniff(headers),
+        (found, looked) => {
+          open(found);
+          setText(status, `${what}: sorting files by content (at most ${count(MAX_FILES)})… ${count(looked)} looked at, ${count(opened.length)} opened`);
+        },
+      );
+    } catch (e) {
+      this.toast(`${what} could not be sorted: ${explain(e, what).message}`);
+      return Promise.all(opened);
+    } finally {
+      status.remove();
+    }
+    sorted.leftOut += leftOut();
+    const report = manyReport(what, sorted, sorted.archives.slice(MAX_OPEN), () => report?.remove());
+    if (report) this.reports.appendChild(report);
+    if (sorted.archives.length === 0 && !report) this.toast(`${what}: nothing to open.`);
+    return Promise.all(opened);
+  }
+
+  /**
+   * Opens every URL in a tab, in order: the one at `init.active` gets the
+   * view `init` describes (source, stream, columns) and stays in front;
+   * every one opens on its window.
+   */
+  openUrls(urls: string[], init: ViewState = {}): Promise<OpenResult[]> {
+    const { source: _s, stream: _t, columns: _c, ...shared } = init;
+    const active = init.active ?? 0;
+    const opened: Promise<OpenResult>[] = [];
+    try {
+      urls.forEach((u, i) => {
+        this.background = i !== active && (i > 0 || active > 0);
+        opened.push(this.openUrl(u, i === active ? { ...init, url: u } : { ...shared, url: u }));
+      });
+    } finally {
+      this.background = false;
+    }
+    return Promise.all(opened);
+  }
+
+  /** Lists the archives a `dendro serve DIR` offers (`?list=/archives.json`), each with a button to open it. */
+  async showListing(url: string): Promise<void> {
+    let panel: HTMLElement;
+    try {
+      const listing = await fetchListing(url);
+      panel = listingPanel(url, listing, (urls) => void this.openUrls(urls), bytes);
+    } catch (e) {
+      panel = h("div", { class: "dv-many-report", role: "alert", data: { testid: "listing" } }, fileText(e instanceof Error ? e.message : String(e), { max: 600 }));
+    }
+    this.reports.appendChild(panel);
+  }
+
+  /** The engine's counters: what it holds now (closing a tab gives its archive's share back). */
+  engineStats(): Promise<EngineStats> {
+    return engine().stats();
+  }
+
   private fileGetter(file: File | Blob, name: string): Getter {
     const mode = this.opts.openMode ?? "auto";
     const lazy = mode === "lazy" || (mode === "auto" && file.size >= LAZY_FROM_BYTES);
@@ -261,9 +416,9 @@ export class Viewer {
    * Opens a dropped file (into `into`, reloading it, or a new tab) and,
    * where the browser gave its handle, watches it for a newer version.
    */
-  private async openDropped(file: File, handle: Promise<FileSource | null>, into: Tab | null, init?: ViewState): Promise<OpenResult> {
-    const tab = into ?? this.addTab(file.name, null);
-    const opened = this.load(file.name, null, this.fileGetter(file, file.name), init, tab);
+  private async openDropped(file: File, handle: Promise<FileSource | null>, into: Tab | null, init?: ViewState, name = file.name): Promise<OpenResult> {
+    const tab = into ?? this.addTab(name, null);
+    const opened = this.load(name, null, this.fileGetter(file, name), init, tab);
     const source = await handle;
     if (source && this.tabs.includes(tab)) {
       tab.watch?.stop();
@@ -291,7 +446,7 @@ export class Viewer {
     const file = await source.getFile().catch(() => seen);
     const init = tab.state.kind === "archive" ? tab.state.view.state() : undefined;
     this.retire(tab);
-    await this.openDropped(file, Promise.resolve(source), tab, init);
+    await this.openDropped(file, Promise.resolve(source), tab, init, tab.name);
   }
 
   /** The buffer is handed to the worker (detached here). */
@@ -420,7 +575,9 @@ export class Viewer {
       return { ok: true, name, description: desc };
     }
     if (early) early.described(desc);
-    else this.showArchive(tab, handle, desc, name, url, getter, init);
+    const view = early ?? this.showArchive(tab, handle, desc, name, url, getter, init);
+    this.archives.add(tab.id, name, url, view);
+    this.comparison.again();
     const r: OpenResult = { ok: true, name, description: desc };
     this.opts.onOpen?.(r);
     return r;
@@ -469,7 +626,18 @@ export class Viewer {
     init: ViewState | undefined,
   ): ArchiveView {
     const view = new ArchiveView(
-      { tz: () => this.tzMode, tooltip: this.tooltip, dialog: this.dialog, changed: (v) => this.viewChanged(v) },
+      {
+        tz: () => this.tzMode,
+        tooltip: this.tooltip,
+        dialog: this.dialog,
+        changed: (v) => this.viewChanged(v),
+        compare: (stream) => void this.comparison.open(stream),
+        // The tab in front opens as ever; the others keep the worker free for the comparison.
+        quiet: () => this.comparison.active() && this.active !== tab,
+        windowChosen: (v, a, b) => {
+          if (!this.following && this.active?.state.kind === "archive" && this.active.state.view === v) this.sync.setWindow(a, b, this);
+        },
+      },
       handle,
       desc,
       { name, url, ...(getter.follow ? { follow: engine() } : {}) },
@@ -481,6 +649,7 @@ export class Viewer {
     replace(tab.el, view.el);
     if (this.active === tab) {
       view.shown();
+      this.takeGroupWindow(view);
       this.syncUrl();
     }
     return view;
@@ -492,6 +661,7 @@ export class Viewer {
     tab.button.dataset["state"] = "error";
     replace(tab.el, errorPanel(x, tab.url));
     if (!(e instanceof LoadError) && !(typeof e === "object" && e !== null && "kind" in e)) console.error(e);
+    this.comparison.again();
     const r: OpenResult = { ok: false, name: tab.name, error: x };
     this.opts.onOpen?.(r);
     return r;
@@ -522,7 +692,8 @@ export class Viewer {
     this.tabBar.appendChild(button);
     this.welcome.remove();
     this.main.appendChild(el);
-    this.activate(tab);
+    if (this.background && this.active) el.hidden = true;
+    else this.activate(tab);
     return tab;
   }
 
@@ -534,8 +705,50 @@ export class Viewer {
       t.button.classList.toggle("dv-active", on);
       t.button.setAttribute("aria-selected", String(on));
     }
-    if (tab.state.kind === "archive") tab.state.view.shown();
+    if (tab.state.kind === "archive") {
+      tab.state.view.shown();
+      this.takeGroupWindow(tab.state.view);
+    }
     this.syncUrl();
+  }
+
+  /** A window another plot of the sync group chose: the tab in front takes it (the others when shown). */
+  private followWindow(from: bigint, to: bigint): void {
+    if (this.active?.state.kind === "archive") this.takeGroupWindow(this.active.state.view, [from, to]);
+  }
+
+  /**
+   * Shows the sync group's window in `view` where it overlaps the
+   * archive's span: an archive with nothing in that window keeps its own
+   * rather than showing an empty plot.
+   */
+  private takeGroupWindow(view: ArchiveView, w: [bigint, bigint] | null = this.sync.window): void {
+    if (!w) return;
+    const { window: mine, full } = view.spans();
+    if (w[1] <= full[0] || w[0] >= full[1] || (mine[0] === w[0] && mine[1] === w[1])) return;
+    this.following = true;
+    try {
+      view.setWindow(w[0], w[1]);
+    } finally {
+      this.following = false;
+    }
+  }
+
+  /** Says in each tab whose sources are copies of ones open in an earlier tab (archives.ts). */
+  private paintDuplicates(): void {
+    for (const t of this.tabs) {
+      const entry = this.archives.get(t.id);
+      const text = entry ? duplicatesText(entry) : null;
+      const old = t.el.querySelector<HTMLElement>(':scope > [data-testid="duplicate"]');
+      t.button.classList.toggle("dv-duplicate", text !== null);
+      if (!text) {
+        old?.remove();
+        continue;
+      }
+      const note = h("div", { class: "dv-file-changed", role: "status", data: { testid: "duplicate" } }, fileText(text, { max: 600 }));
+      if (old) old.replaceWith(note);
+      else t.el.prepend(note);
+    }
   }
 
   closeTab(tab: Tab): void {
@@ -560,6 +773,8 @@ export class Viewer {
   private retire(tab: Tab): void {
     tab.watch?.stop();
     delete tab.watch;
+    this.archives.remove(tab.id);
+    this.comparison.closed(tab.id);
     if (tab.state.kind === "archive") {
       tab.state.view.destroy();
       // A followed view has moved on to newer images of the archive.
@@ -587,12 +802,44 @@ export class Viewer {
     if (this.active?.state.kind === "archive" && this.active.state.view === view) this.syncUrl();
   }
 
+  /** The compare view's part of the URL (state.ts): what it compares, and the shift. */
+  setCompare(c: Pick<ViewState, "compare" | "shift">): void {
+    this.compareState = { ...c };
+    this.syncUrl();
+  }
+
+  compare(): Pick<ViewState, "compare" | "shift"> {
+    return { ...this.compareState };
+  }
+
+  /**
+   * The page's address for this view: every archive opened from a URL (in
+   * tab order), which of them is in front with its source, stream and
+   * columns, the window, the zone, and the compare view's state.
+   */
   private writeUrl(): void {
     if (!this.opts.urlState) return;
     let state: ViewState = {};
     const t = this.active;
     if (t?.state.kind === "archive") state = t.state.view.state();
     else if (t?.url) state = { url: t.url };
+    const urls = this.tabs.flatMap((x) => (x.url ? [x.url] : []));
+    state.urls = urls;
+    if (t?.url) state.active = this.tabs.filter((x) => x.url).indexOf(t);
+    else {
+      // The tab in front is a file, which no URL can name: its source and
+      // stream would be taken for another archive's.
+      delete state.source;
+      delete state.stream;
+      delete state.columns;
+    }
+    Object.assign(state, this.compareState);
+    const cmp = this.comparison.view;
+    if (cmp) {
+      state.columns = cmp.columns();
+      state.from = cmp.from;
+      state.to = cmp.to;
+    }
     state.tz = this.tzMode;
     const search = stateToSearch(state, location.search);
     if (search !== location.search) history.replaceState(history.state, "", location.pathname + search + location.hash);

@@ -200,6 +200,7 @@ pub async fn answer(site: Arc<Site>, request: Request<Incoming>) -> Response<Rep
                 })
         }
         Some(Target::Archive(path) | Target::File(path)) => answer_file(&path, &asked),
+        Some(Target::Listing) => answer_listing(&site),
     };
     if head {
         // The headers, Content-Length included, as a GET would have them.
@@ -306,6 +307,18 @@ fn content_type(path: &Path) -> &'static str {
         "png" => "image/png",
         _ => "application/octet-stream",
     }
+}
+
+/// What is offered, as JSON; never cached (archives come and go with a restart).
+fn answer_listing(site: &Site) -> Response<Reply> {
+    let body = site.listing();
+    let length = body.len().to_string();
+    let mut response = Response::new(Reply::text(body));
+    set(&mut response, "Content-Type", "application/json");
+    set(&mut response, "X-Content-Type-Options", "nosniff");
+    set(&mut response, "Cache-Control", "no-store");
+    set(&mut response, "Content-Length", &length);
+    response
 }
 
 fn answer_file(path: &Path, asked: &Asked) -> Response<Reply> {

@@ -13,8 +13,11 @@
 //! ([`net::Limits`]).
 
 mod answer;
+mod dir;
 mod net;
 mod ranges;
+
+pub use dir::{archives_in, Skipped, MAX_ENTRIES};
 
 use std::collections::HashMap;
 use std::path::{Component, Path, PathBuf};
@@ -24,7 +27,8 @@ use super::snapshot;
 
 /// What is served: the viewer's folder, and archives under
 /// `/archives/NAME` (`/archives/K/NAME` for the K-th archive given when an
-/// earlier one has the same name). The first archive is also the
+/// earlier one has the same name), listed with the files a folder held
+/// that are not archives at `/archives.json` (what `?list=` shows). The first archive is also the
 /// embedding examples' sample (`/examples/sample.dendro`, what they open
 /// unless given `?src=`), so `dendro serve FILE` shows FILE in every
 /// example.
@@ -33,6 +37,8 @@ pub struct Site {
     /// The root with its links resolved: what a file served must be under.
     canonical_root: PathBuf,
     archives: Vec<Offered>,
+    /// Files of the folders given that are not offered, and why.
+    skipped: Vec<Skipped>,
     /// Images of the archives being written, by path.
     live: Mutex<HashMap<PathBuf, snapshot::Live>>,
     /// The port served on, which `Host` and `Origin` must name.
@@ -50,7 +56,12 @@ struct Offered {
 pub enum Target {
     Archive(PathBuf),
     File(PathBuf),
+    /// The offered archives and the skipped files, as JSON.
+    Listing,
 }
+
+/// Where the listing of what is offered is served.
+pub const LISTING: &str = "/archives.json";
 
 impl Site {
     pub fn new(root: PathBuf, archives: Vec<PathBuf>) -> Site {
@@ -67,9 +78,36 @@ impl Site {
             canonical_root: root.canonicalize().unwrap_or_else(|_| root.clone()),
             root,
             archives: offered,
+            skipped: Vec::new(),
             live: Mutex::new(HashMap::new()),
             port: 0,
         }
+    }
+
+    /// The site, also listing these files as skipped.
+    pub fn skipping(mut self, skipped: Vec<Skipped>) -> Site {
+        self.skipped = skipped;
+        self
+    }
+
+    /// `/archives.json`: `{"archives": [{"name", "url", "bytes"}], "skipped":
+    /// [{"name", "reason"}]}`, each `url` escaped for `fetch` as it is.
+    pub fn listing(&self) -> String {
+        let archives: Vec<serde_json::Value> = self
+            .archives
+            .iter()
+            .map(|o| {
+                let name = o.path.file_name().unwrap_or_default().to_string_lossy();
+                let bytes = std::fs::metadata(&o.path).map_or(0, |m| m.len());
+                serde_json::json!({ "name": name, "url": escaped(&o.url), "bytes": bytes })
+            })
+            .collect();
+        let skipped: Vec<serde_json::Value> = self
+            .skipped
+            .iter()
+            .map(|s| serde_json::json!({ "name": s.name, "reason": s.reason }))
+            .collect();
+        serde_json::json!({ "archives": archives, "skipped": skipped }).to_string()
     }
 
     /// The page's address for each archive (`/?url=...`), escaped so that a
@@ -99,6 +137,9 @@ impl Site {
     /// the root (no `..`, no absolute paths, nothing a link leads out of),
     /// or an offered archive.
     fn resolve(&self, path: &str) -> Option<Target> {
+        if path == LISTING {
+            return Some(Target::Listing);
+        }
         if let Some(o) = self.archives.iter().find(|o| o.url == path) {
             return Some(Target::Archive(o.path.clone()));
         }
@@ -124,8 +165,8 @@ impl Site {
         if full.is_dir() {
             full = full.join("index.html");
         }
-        let real = full.canonicalize().ok()?;
-        (real.starts_with(&self.canonical_root) && real.is_file()).then_some(Target::File(full))
+        let real = dir::inside(&self.canonical_root, &full)?;
+        real.is_file().then_some(Target::File(full))
     }
 }
 
@@ -217,6 +258,9 @@ pub fn serve(mut site: Site, port: u16) -> Result<(), String> {
     );
     for url in site.open_urls() {
         println!("dendro: open http://127.0.0.1:{bound}{url}");
+    }
+    if site.archives.len() > 1 || !site.skipped.is_empty() {
+        println!("dendro: every archive listed at http://127.0.0.1:{bound}/?list={LISTING}");
     }
     if let Some(first) = site.archives.first() {
         println!(
