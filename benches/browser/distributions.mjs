@@ -8,7 +8,7 @@
 // what is left is the summing and the conversion to JS. Medians of wall
 // time in milliseconds, one JSON line per figure.
 //
-//   cargo bench --bench distributions && node benches/node/distributions.mjs [--runs N]
+//   cargo bench --bench distributions && node benches/browser/distributions.mjs [--runs N]
 
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
