@@ -58,7 +58,7 @@ fn write_day(path: &std::path::Path) {
             s ^= s << 13;
             s ^= s >> 7;
             s ^= s << 17;
-            let slow = (43_200..43_260).contains(&i) && s % 5 == 0;
+            let slow = (43_200..43_260).contains(&i) && s.is_multiple_of(5);
             let b = if slow {
                 50 + (s % 6) as usize
             } else {
