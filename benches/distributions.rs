@@ -52,6 +52,7 @@ fn write_day(path: &std::path::Path) {
     let source = writer.add_source(Labels::new(), metadata).unwrap();
     let mut rows = RowEncoder::new(id, schema).unwrap();
     let mut totals = vec![0u64; BUCKETS];
+    let mut minute = Vec::with_capacity(60);
     let mut s = 0x9e37_79b9_7f4a_7c15u64;
     for i in 0..DAY {
         for _ in 0..200 {
@@ -68,16 +69,18 @@ fn write_day(path: &std::path::Path) {
         }
         let row = rows.encode(&[Value::Histogram(totals.clone())]).unwrap();
         let ts = T0 + i as i64 * 1_000_000_000;
-        source
-            .wal(vec![(
-                "http".into(),
-                WalRow {
-                    ts,
-                    wall_offset: 0,
-                    row,
-                },
-            )])
-            .unwrap();
+        // A minute a commit: the rows are what is measured, not the writer.
+        minute.push((
+            "http".to_string(),
+            WalRow {
+                ts,
+                wall_offset: 0,
+                row,
+            },
+        ));
+        if i % 60 == 59 {
+            source.wal(std::mem::take(&mut minute)).unwrap();
+        }
         if i % 3600 == 3599 {
             source.seal(["http"]).unwrap();
         }
