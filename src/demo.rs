@@ -32,9 +32,15 @@ use crate::error::{Error, Result};
 use crate::format::keys;
 use crate::segment::{segment_of_rows, Segment, SegmentEncoder};
 use crate::typed::{self, Column, ColumnType, TypedEncoder, Value};
+
+mod hostile;
+mod latency;
 use crate::write::{
     wall_clock_ns, Event, NewSource, SealPolicy, SourceWriter, TickRows, Writer, WriterOptions,
 };
+use hostile::{hostile_labels, hostile_metadata, HOSTILE, HOSTILE_STREAM};
+pub use latency::{latency_bounds, stalled, LATENCY_STREAM};
+use latency::{latency_schema, LATENCY_BUCKETS};
 
 /// The version [`DemoEncoder`] reports, stored as each source's `encoder`.
 pub const DEMO_ENCODER_VERSION: &str = "dendro-demo-v1";
@@ -440,58 +446,11 @@ impl Host {
         self.latency.iter_mut().flatten().for_each(|c| *c = 0);
     }
 
-    /// The latency stream's row at tick `i` of `ticks`: running totals of
-    /// request latency (lognormal, slower under load) and disk I/O latency,
-    /// both with a tail during the storage stall ([`stalled`]).
+    /// The latency stream's row at tick `i` of `ticks` ([`latency`]).
     fn latency_sample(&mut self, i: u64, ticks: u64, busy: f64) -> Vec<Value> {
         let load = (busy * self.weight).min(1.0);
-        let stall = stalled(i, ticks);
-        let requests = 150.0 + 900.0 * load * (0.8 + 0.4 * self.noise.unit());
-        let ios = 60.0 + 300.0 * load * (0.8 + 0.4 * self.noise.unit());
-        // (count, median ns, spread) of each population.
-        let request_mix = [
-            (
-                requests * if stall { 0.7 } else { 1.0 },
-                2.5e6 * (1.0 + 2.0 * load),
-                0.55,
-            ),
-            (requests * if stall { 0.3 } else { 0.002 }, 6.0e8, 0.35),
-        ];
-        let disk_mix = [
-            (
-                ios * if stall { 0.8 } else { 1.0 },
-                1.2e5 * (1.0 + load),
-                0.7,
-            ),
-            (ios * if stall { 0.2 } else { 0.0 }, 4.0e7, 0.4),
-        ];
-        let mut values = Vec::with_capacity(2);
-        let edges = latency_bounds();
-        for (h, mix) in [request_mix, disk_mix].iter().enumerate() {
-            // Expected counts below each edge: values outside the outer
-            // edges land in the end buckets.
-            let mut below = vec![0.0; LATENCY_BUCKETS + 1];
-            for &(n, median, spread) in mix {
-                for j in 1..LATENCY_BUCKETS {
-                    below[j] += n * normal_cdf((edges[j] / median).ln() / spread);
-                }
-                below[LATENCY_BUCKETS] += n;
-            }
-            let row = &mut self.latency[h];
-            for b in 0..LATENCY_BUCKETS {
-                let expected = below[b + 1] - below[b];
-                // Rounded at random, so a rare bucket is hit now and then.
-                let count = (expected + self.noise.unit()).floor().max(0.0) as u64;
-                // Requests are running totals, disk I/O counts per interval.
-                row[b] = if h == 0 {
-                    row[b].saturating_add(count)
-                } else {
-                    count
-                };
-            }
-            values.push(Value::Histogram(row.clone()));
-        }
-        values
+        let noise = &mut self.noise;
+        latency::sample(&mut self.latency, || noise.unit(), load, stalled(i, ticks))
     }
 
     fn bump(&mut self, slot: usize, by: f64) -> i64 {
@@ -585,104 +544,12 @@ impl Host {
     }
 }
 
-/// Buckets of the demo's latency histograms.
-const LATENCY_BUCKETS: usize = 32;
-
-/// The demo's latency bucket edges in nanoseconds: 32 µs to about 2 s, two
-/// buckets per factor of two (each edge √2 times the last, rounded).
-pub fn latency_bounds() -> Vec<f64> {
-    (0..=LATENCY_BUCKETS)
-        .map(|i| (32e3 * 2f64.powf(i as f64 / 2.0)).round())
-        .collect()
-}
-
-/// The demo's latency stream: histograms of request latency (running
-/// totals, as most agents export) and disk I/O latency (counts per
-/// interval), in nanoseconds.
-pub const LATENCY_STREAM: &str = "latency";
-
-fn latency_schema() -> typed::Schema {
-    use typed::histogram::Cumulation;
-    typed::Schema::new(vec![
-        Column::histogram("request_ns", latency_bounds(), Cumulation::Counter).unit("ns"),
-        Column::histogram("disk_io_ns", latency_bounds(), Cumulation::Delta).unit("ns"),
-    ])
-}
-
-/// The storage stall: from 45% to 47% of the history (27 to 28.2 minutes
-/// into the default hour), disk I/O stalls and a third of the requests
-/// take about 0.6 s. Every host sees it, so the first heatmap opened
-/// shows a tail.
-pub fn stalled(i: u64, ticks: u64) -> bool {
-    let x = i as f64 / ticks.max(1) as f64;
-    (0.45..0.47).contains(&x)
-}
-
-/// The standard normal distribution function, by Abramowitz and Stegun
-/// 7.1.26 (error below 1.5e-7): enough to shape demo data.
-fn normal_cdf(z: f64) -> f64 {
-    let x = z.abs() / std::f64::consts::SQRT_2;
-    let t = 1.0 / (1.0 + 0.327_591_1 * x);
-    let poly = t
-        * (0.254_829_592
-            + t * (-0.284_496_736
-                + t * (1.421_413_741 + t * (-1.453_152_027 + t * 1.061_405_429))));
-    let erf = 1.0 - poly * (-x * x).exp();
-    if z >= 0.0 {
-        0.5 * (1.0 + erf)
-    } else {
-        0.5 * (1.0 - erf)
-    }
-}
-
 /// Time-of-day load: a slow wave with a burst around two thirds of the way.
 fn busy_at(i: u64, ticks: u64) -> f64 {
     let x = i as f64 / ticks.max(1) as f64;
     let wave = 0.35 + 0.2 * (x * std::f64::consts::TAU).sin();
     let burst = if (0.62..0.7).contains(&x) { 0.35 } else { 0.0 };
     (wave + burst).clamp(0.05, 1.0)
-}
-
-/// Markup, script and text a viewer must show as text and never run.
-const HOSTILE: &[&str] = &[
-    "<script>alert('dendro')</script>",
-    "\"><img src=x onerror=alert(document.domain)>",
-    "javascript:alert(1)",
-    "<svg/onload=alert(1)>",
-    "{{constructor.constructor('alert(1)')()}}",
-    "\u{202e}cod.exe\u{202c} right-to-left override",
-    "tab\there, newline\nthere, bell\u{7}, escape\u{1b}[31mred\u{1b}[0m, nul \u{0} end",
-    "zero\u{200b}width\u{200d}joiners and \u{fe0f}\u{1f4a3} emoji",
-    "' OR 1=1; DROP TABLE segments; --",
-];
-
-/// The stream whose name is itself hostile text.
-const HOSTILE_STREAM: &str = "<img src=x onerror=alert('stream')>\u{202e}kcatta";
-
-fn hostile_labels(host: &str) -> Labels {
-    let mut labels = Labels::new();
-    labels.insert(
-        "host".into(),
-        format!("{host}<script>alert('{host}')</script>"),
-    );
-    labels.insert("<b onmouseover=alert(1)>role</b>".into(), HOSTILE[1].into());
-    labels.insert("bidi".into(), HOSTILE[5].into());
-    labels.insert("controls".into(), HOSTILE[6].into());
-    labels
-}
-
-fn hostile_metadata() -> Labels {
-    let mut metadata = Labels::new();
-    let long: String = "A".repeat(1 << 20);
-    metadata.insert("huge".into(), long);
-    for (i, text) in HOSTILE.iter().enumerate() {
-        metadata.insert(format!("hostile_{i}"), text.to_string());
-    }
-    metadata.insert(
-        keys::PRODUCER_VERSION.into(),
-        format!("agent <i>2.4.1</i>{}", HOSTILE[0]),
-    );
-    metadata
 }
 
 /// Writes a demo archive at `path` (which must not exist).

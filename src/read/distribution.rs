@@ -352,3 +352,68 @@ pub fn heatmap(
         problems,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_quantile_rule_takes_the_upper_edge_where_the_count_is_reached() {
+        let bounds = [0.0, 1.0, 2.0, 4.0];
+        // Ten values: 5 in [0,1), 4 in [1,2), 1 in [2,4).
+        let counts = [5, 4, 1];
+        assert_eq!(
+            quantile(&counts, &bounds, 0.5),
+            Some(1.0),
+            "rank 5 is in the first bucket"
+        );
+        assert_eq!(
+            quantile(&counts, &bounds, 0.51),
+            Some(2.0),
+            "rank 6 is in the second"
+        );
+        assert_eq!(quantile(&counts, &bounds, 0.9), Some(2.0));
+        assert_eq!(quantile(&counts, &bounds, 0.91), Some(4.0));
+        assert_eq!(
+            quantile(&counts, &bounds, 0.0),
+            Some(1.0),
+            "at least rank 1"
+        );
+        assert_eq!(quantile(&[0, 0, 0], &bounds, 0.5), None);
+        assert_eq!(max_bucket(&[0, 3, 0], &bounds), Some(2.0));
+        assert_eq!(max_bucket(&[0, 0, 0], &bounds), None);
+        // Counts past u64 in total do not overflow.
+        assert_eq!(quantile(&[u64::MAX, u64::MAX, 1], &bounds, 1.0), Some(4.0));
+    }
+
+    #[test]
+    fn a_field_claiming_to_be_a_histogram_must_be_one() {
+        let field = |ty: DataType, bounds: &str, kind: &str| {
+            Field::new("h", ty, true).with_metadata(
+                [
+                    (BOUNDS_METADATA.to_string(), bounds.to_string()),
+                    (KIND_METADATA.to_string(), kind.to_string()),
+                ]
+                .into_iter()
+                .collect::<std::collections::HashMap<_, _>>(),
+            )
+        };
+        let good = crate::typed::histogram_type(2);
+        assert!(histogram_of(&field(good.clone(), "[0,1,2]", "counter"))
+            .unwrap()
+            .is_some());
+        assert!(histogram_of(&Field::new("x", DataType::Int64, true))
+            .unwrap()
+            .is_none());
+        for (ty, bounds, kind, cause) in [
+            (good.clone(), "[0,1,2,3]", "counter", "holds"),
+            (good.clone(), "[0,2,1]", "counter", "ascend"),
+            (good.clone(), "[0,1,2]", "gauge", "kind"),
+            (good, "zero", "delta", "not a list"),
+            (DataType::Int64, "[0,1,2]", "delta", "holds"),
+        ] {
+            let err = histogram_of(&field(ty, bounds, kind)).unwrap_err();
+            assert!(err.contains(cause), "{err}");
+        }
+    }
+}
