@@ -7,10 +7,9 @@
 //! stdout and a table on stderr.
 //!
 //! The content: one source, 8 streams of 500 segments of 8 KiB, each
-//! segment with a caller index, written as schema 4 by this crate; then a
-//! copy turned into schema 5 with SQL as the original's 0.6 lays it out
-//! (the tables of the schema-5 fixtures' `schema5.catalog_sql`, the
-//! indexes moved, the column dropped, `user_version` 5). Both files are
+//! segment with a caller index, written by this crate once as schema 4 and
+//! once as schema 5 (the catalog 0.6.1 lays down, `CreateSchema::V5`: the
+//! indexes in their own table). Both files are
 //! vacuumed, so neither carries free pages the other lacks. Twice: with
 //! indexes of 200 bytes (kept in their cells) and of 4 KiB (spilling to
 //! overflow pages in both layouts). Each figure alternates the two files
@@ -24,6 +23,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use dendro::container::CreateSchema;
 use dendro::read;
 use dendro::{Archive, ArchiveMut, Labels, Segment, SegmentEncoder, WalRow};
 
@@ -38,39 +38,17 @@ impl SegmentEncoder for NoTail {
     }
 }
 
-/// The tables a schema-5 file adds, as the original's 0.6.1 creates them
-/// (its fixtures' manifests quote the DDL), and the move of the indexes.
-const TO_SCHEMA_5: &str = "
-CREATE TABLE segment_indexes(
-  source_id INTEGER NOT NULL,
-  stream TEXT NOT NULL,
-  seq INTEGER NOT NULL,
-  bytes BLOB NOT NULL,
-  PRIMARY KEY (source_id, stream, seq),
-  FOREIGN KEY (source_id, stream, seq)
-    REFERENCES segments(source_id, stream, seq) ON DELETE CASCADE
-) WITHOUT ROWID;
-CREATE TABLE documents(
-  id INTEGER PRIMARY KEY,
-  uuid TEXT NOT NULL UNIQUE,
-  kind TEXT NOT NULL,
-  name TEXT NOT NULL,
-  schema TEXT,
-  body TEXT,
-  created_wall_ns INTEGER NOT NULL,
-  supersedes INTEGER REFERENCES documents(id),
-  CHECK ((schema IS NULL) = (body IS NULL))
-);
-CREATE INDEX documents_by_name ON documents(kind, name, id);
-INSERT INTO segment_indexes
-  SELECT source_id, stream, seq, caller_index FROM segments WHERE caller_index IS NOT NULL;
-ALTER TABLE segments DROP COLUMN caller_index;
-PRAGMA user_version = 5;";
-
-/// Writes the schema-4 archive: `streams` x `segments` segments of
+/// Writes an archive of `schema`: `streams` x `segments` segments of
 /// `payload` bytes, each with an index of `index` bytes.
-fn build(path: &Path, streams: usize, segments: usize, payload: usize, index: usize) {
-    let mut archive = ArchiveMut::create(path).unwrap();
+fn build(
+    path: &Path,
+    schema: CreateSchema,
+    streams: usize,
+    segments: usize,
+    payload: usize,
+    index: usize,
+) {
+    let mut archive = ArchiveMut::create_with_schema(path, schema).unwrap();
     let tx = archive.transaction().unwrap();
     let source = tx
         .insert_source(
@@ -99,20 +77,16 @@ fn build(path: &Path, streams: usize, segments: usize, payload: usize, index: us
     tx.commit().unwrap();
 }
 
-/// The schema-4 file at `four` and a schema-5 copy of it beside it, both
-/// vacuumed.
+/// The same content written as schema 4 at `four` and as schema 5 beside
+/// it, both vacuumed.
 fn pair(dir: &Path, name: &str, index: usize, segments: usize) -> (PathBuf, PathBuf) {
     let four = dir.join(format!("{name}-v4.dendro"));
     let five = dir.join(format!("{name}-v5.dendro"));
-    build(&four, 8, segments, 8 << 10, index);
-    std::fs::copy(&four, &five).unwrap();
-    let conn = rusqlite::Connection::open(&five).unwrap();
-    conn.execute_batch(TO_SCHEMA_5).unwrap();
-    conn.execute_batch("VACUUM;").unwrap();
-    drop(conn);
-    let conn = rusqlite::Connection::open(&four).unwrap();
-    conn.execute_batch("VACUUM;").unwrap();
-    drop(conn);
+    for (path, schema) in [(&four, CreateSchema::V4), (&five, CreateSchema::V5)] {
+        build(path, schema, 8, segments, 8 << 10, index);
+        let conn = rusqlite::Connection::open(path).unwrap();
+        conn.execute_batch("VACUUM;").unwrap();
+    }
     (four, five)
 }
 
