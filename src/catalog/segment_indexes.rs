@@ -32,7 +32,8 @@ impl Snapshot<'_> {
     /// Sets `caller_index` on each of `records` that has a row in
     /// `segment_indexes` (schema 5; in the other layouts the query that
     /// read the records set it already). One scan of the table's keys, or
-    /// of one stream's when all the records are of one stream.
+    /// of one stream's seqs from the records' first to their last when all
+    /// the records are of one stream.
     pub(crate) fn flag_indexed(&self, records: &mut [SegmentRecord]) -> Result<()> {
         if self.shape.layout.indexes != IndexPlace::Table || records.is_empty() {
             return Ok(());
@@ -44,10 +45,15 @@ impl Snapshot<'_> {
             .iter()
             .all(|r| r.source_id == owner && r.stream == stream)
         {
+            // Only the keys between the records' first and last seq: a
+            // window's few segments cost a seek, not a scan of the stream.
+            let low = records.iter().map(|r| r.seq).min().unwrap_or(0);
+            let high = records.iter().map(|r| r.seq).max().unwrap_or(0);
             self.collect(
                 what,
-                "SELECT seq FROM segment_indexes WHERE source_id = ?1 AND stream = ?2",
-                params![owner, stream],
+                "SELECT seq FROM segment_indexes
+                 WHERE source_id = ?1 AND stream = ?2 AND seq BETWEEN ?3 AND ?4",
+                params![owner, stream, low, high],
                 |r| Ok((owner, stream.clone(), r.get(0)?)),
             )?
         } else {
@@ -200,6 +206,22 @@ mod tests {
         );
         let listing = crate::catalog::Listing::read(&s).unwrap();
         assert_eq!(listing.all().iter().filter(|r| r.caller_index).count(), 3);
+        // A window's few records of one stream, flagged afresh: only their
+        // own seqs count, whichever neighbours have an index.
+        let stream = s.segments(1, "a").unwrap();
+        for (window, expected) in [
+            (0..1, vec![false]),
+            (1..3, vec![true, true]),
+            (0..2, vec![false, true]),
+        ] {
+            let mut records = stream[window].to_vec();
+            records.iter_mut().for_each(|r| r.caller_index = false);
+            s.flag_indexed(&mut records).unwrap();
+            assert_eq!(
+                records.iter().map(|r| r.caller_index).collect::<Vec<_>>(),
+                expected
+            );
+        }
     }
 
     #[test]
