@@ -226,7 +226,7 @@ fn the_demo_archive_is_sound_and_reads_back_through_the_schemas_it_lists() {
             assert!(md.contains_key(key), "{key}");
         }
         let names: Vec<&str> = source.streams.iter().map(|s| s.name.as_str()).collect();
-        assert_eq!(names, ["cpu", "disk", "memory", "network"]);
+        assert_eq!(names, ["cpu", "disk", "latency", "memory", "network"]);
         for stream in &source.streams {
             assert!(!stream.sealed.is_empty(), "most of it sealed");
             assert!(
