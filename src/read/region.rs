@@ -236,8 +236,10 @@ pub fn region_stats(
         }
     }
     // A region no segment overlaps knows no column: it is empty (its
-    // answer says so), not a region lacking the columns asked for.
-    let known = !found.is_empty() || !other.is_empty();
+    // answer says so), not a region lacking the columns asked for. Where
+    // rows were read, a column asked for that they lack is named (the
+    // read may have left it out as unknown, so its absence is the sign).
+    let known = pieces.iter().any(|p| !p.batches.is_empty());
     if let Some(asked) = columns.filter(|_| known) {
         for name in asked {
             if !found.iter().any(|(n, _)| n == name) {

@@ -99,8 +99,14 @@ fn region_stats_in_js_carry_what_the_reader_computes() {
         .as_string()
         .unwrap()
         .contains("no rows"));
-    let err = js
+    // A column the region's rows lack is an error in words; a region with
+    // no rows at all knows no columns, so it is only empty.
+    let nothing = js
         .region_stats(1.0, "s", 0, 1, Some(vec!["nope".into()]))
+        .unwrap();
+    assert!(get(&nothing, "empty").as_string().is_some());
+    let err = js
+        .region_stats(1.0, "s", window.0, window.1, Some(vec!["nope".into()]))
         .unwrap_err();
     assert!(message(&err).contains("\"nope\""), "{}", message(&err));
 }
