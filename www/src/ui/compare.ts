@@ -32,7 +32,8 @@ import { align, gather, type Member, wallSpan } from "./members";
 import { isNumericType } from "./model";
 import { formatValue, gapsAsNull, PALETTE, selectToWindow, timeAxes } from "./plots";
 import { ShiftCompare } from "./shift";
-import { busOf, type SyncBus, syncPlugin } from "./sync";
+import { busOf, type SyncBus } from "./sync";
+import { syncPlugin } from "./syncplot";
 import { markedCounter } from "./stream";
 
 export interface CompareHost {

@@ -26,7 +26,7 @@ import { explain } from "./errors";
 import { axisNumber, count, instant, type TimeZoneMode } from "./format";
 import { dragHooks, regionBand, takeSelection } from "./region";
 import { DERIVED_ROW_CAP, type DerivedAnswer, type DerivedSpec, readDerived } from "./derived";
-import { syncPlugin } from "./sync";
+import { syncPlugin } from "./syncplot";
 
 export interface PlotHost {
   handle: ArchiveHandle;
