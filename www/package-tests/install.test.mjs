@@ -29,8 +29,8 @@ const version = /^version\s*=\s*"([^"]+)"/m.exec(readFileSync(join(ROOT, "Cargo.
 const TARBALL = join(ROOT, "target", `dendro-viewer-${version}.tgz`);
 const ARCHIVE = join(FIXTURES, "b_multi_source.dendro");
 const T = { timeout: 240_000 };
-/** What the wasm a dashboard loads may weigh, gzip -9 (issue 15). */
-const WASM_BUDGET = 1_200_000;
+/** What the wasm a dashboard loads may weigh, gzip -9 (issue 15; raised for issues 31, 32 and 34: docs/measurements/2026-12-07-wasm-size.md). */
+const WASM_BUDGET = 1_250_000;
 
 function missing() {
   const m = missingPrerequisite();
