@@ -2,6 +2,25 @@
 
 use crate::format::{Layout, LayoutFacts};
 
+/// The `sources` table, which schema 4 and schema 5 (`schema5.rs`) create
+/// with the same text.
+macro_rules! sources_table_sql {
+    () => {
+        "CREATE TABLE sources(
+  id INTEGER PRIMARY KEY,
+  labels TEXT NOT NULL,
+  metadata TEXT NOT NULL,
+  complete INTEGER NOT NULL DEFAULT 0,
+  clock_anchor_wall_ns INTEGER NOT NULL,
+  uuid TEXT,
+  heartbeat INTEGER,
+  heartbeat_interval_ns INTEGER
+);
+"
+    };
+}
+pub(super) use sources_table_sql;
+
 /// The statements of `wal`, `clock_offsets` and `caller_rows`, which
 /// schema 4 and schema 5 (`schema5.rs`) create with the same text.
 macro_rules! wal_tables_sql {
@@ -39,18 +58,9 @@ pub(super) use wal_tables_sql;
 /// keeps an archive we write usable by a writer of those releases. Other
 /// implementations read and copy these tables, and select by name.
 pub const SCHEMA_SQL: &str = concat!(
-    "
-CREATE TABLE sources(
-  id INTEGER PRIMARY KEY,
-  labels TEXT NOT NULL,
-  metadata TEXT NOT NULL,
-  complete INTEGER NOT NULL DEFAULT 0,
-  clock_anchor_wall_ns INTEGER NOT NULL,
-  uuid TEXT,
-  heartbeat INTEGER,
-  heartbeat_interval_ns INTEGER
-);
-CREATE TABLE segments(
+    "\n",
+    sources_table_sql!(),
+    "CREATE TABLE segments(
   source_id INTEGER NOT NULL REFERENCES sources(id),
   stream TEXT NOT NULL,
   seq INTEGER NOT NULL,

@@ -59,17 +59,8 @@ impl CreateSchema {
 
 /// Schema 5's tables and indexes, in the order 0.6.1 creates them.
 pub const SCHEMA5_SQL: &str = concat!(
-    "CREATE TABLE sources(
-  id INTEGER PRIMARY KEY,
-  labels TEXT NOT NULL,
-  metadata TEXT NOT NULL,
-  complete INTEGER NOT NULL DEFAULT 0,
-  clock_anchor_wall_ns INTEGER NOT NULL,
-  uuid TEXT,
-  heartbeat INTEGER,
-  heartbeat_interval_ns INTEGER
-);
-CREATE TABLE segments(
+    super::schema::sources_table_sql!(),
+    "CREATE TABLE segments(
   source_id INTEGER NOT NULL REFERENCES sources(id),
   stream TEXT NOT NULL,
   seq INTEGER NOT NULL,
