@@ -629,7 +629,7 @@ mod tests {
                     // Now and then a step back in time, which a counter skips.
                     t += (xorshift(&mut s) % 4) as i64 * 250_000_000 - 50_000_000;
                     let r = xorshift(&mut s);
-                    total = if r % 97 == 0 {
+                    total = if r.is_multiple_of(97) {
                         0
                     } else {
                         total + (r % 1000) as i64
@@ -640,9 +640,9 @@ mod tests {
                         2 => Some(-0.0),
                         _ => Some((r % 10_000) as f64 / 7.0 - 600.0),
                     };
-                    let cv = (r % 17 != 0).then_some(total);
-                    let fv = (r % 11 != 0).then_some((r % 333) as f32 / 3.0);
-                    let uv = (r % 5 != 0).then_some((r % 60_000) as u16);
+                    let cv = (!r.is_multiple_of(17)).then_some(total);
+                    let fv = (!r.is_multiple_of(11)).then_some((r % 333) as f32 / 3.0);
+                    let uv = (!r.is_multiple_of(5)).then_some((r % 60_000) as u16);
                     all.push([
                         (t, gv),
                         (t, cv.map(|v| v as f64)),
