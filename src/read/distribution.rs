@@ -25,7 +25,7 @@ use arrow_array::Array;
 use arrow_schema::{DataType, Field};
 
 use crate::read::window::{each_batch, Piece, Problems};
-use crate::typed::histogram::{check_bounds, step, Cumulation, Step, BOUNDS_METADATA};
+use crate::typed::histogram::{check_bounds, step_into, Cumulation, BOUNDS_METADATA};
 use crate::typed::{KIND_METADATA, UNIT_METADATA};
 
 /// A histogram column as its segments describe it.
@@ -102,7 +102,10 @@ pub fn each_interval(
     mut each: impl FnMut(i64, &[u64]),
 ) -> Option<HistogramColumn> {
     let mut spec: Option<HistogramColumn> = None;
-    let mut previous: Option<Vec<u64>> = None;
+    // The previous row is read in place (the pieces outlive the pass) and
+    // each interval is differenced into one buffer: no row allocates.
+    let mut previous: Option<&[u64]> = None;
+    let mut delta: Vec<u64> = Vec::new();
     each_batch(pieces, stream, problems, |slice, problems| {
         let schema = slice.batch.schema();
         let Ok(c) = schema.index_of(column) else {
@@ -157,16 +160,16 @@ pub fn each_interval(
                 each(ts, row);
                 continue;
             }
-            if let Some(before) = &previous {
-                match step(before, row) {
-                    Ok(Step::Counts(delta)) | Ok(Step::Reset(delta)) => each(ts, &delta),
+            if let Some(before) = previous {
+                match step_into(before, row, &mut delta) {
+                    Ok(_) => each(ts, &delta),
                     Err(e) => {
                         let e = format!("histogram column {column:?}: {e}");
                         problems.push(slice.problem(stream, i, e));
                     }
                 }
             }
-            previous = Some(row.to_vec());
+            previous = Some(row);
         }
     });
     spec

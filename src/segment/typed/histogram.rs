@@ -152,6 +152,18 @@ pub enum Step {
 /// neither a reset nor growth explains it. Rows of different widths are an
 /// error too.
 pub fn step(previous: &[u64], row: &[u64]) -> Result<Step, String> {
+    let mut counts = Vec::with_capacity(row.len());
+    Ok(match step_into(previous, row, &mut counts)? {
+        true => Step::Reset(counts),
+        false => Step::Counts(counts),
+    })
+}
+
+/// [`step`] into `counts` (emptied first), which a reader of many rows
+/// keeps from row to row so that no row allocates: whether the row is a
+/// reset, or why it is neither a reset nor growth.
+pub fn step_into(previous: &[u64], row: &[u64], counts: &mut Vec<u64>) -> Result<bool, String> {
+    counts.clear();
     if previous.len() != row.len() {
         return Err(format!(
             "{} buckets after a row of {}",
@@ -161,21 +173,22 @@ pub fn step(previous: &[u64], row: &[u64]) -> Result<Step, String> {
     }
     let total = |r: &[u64]| r.iter().map(|&c| u128::from(c)).sum::<u128>();
     if total(row) < total(previous) {
-        return Ok(Step::Reset(row.to_vec()));
+        counts.extend_from_slice(row);
+        return Ok(true);
     }
-    let mut counts = Vec::with_capacity(row.len());
     for (i, (&before, &now)) in previous.iter().zip(row).enumerate() {
         match now.checked_sub(before) {
             Some(d) => counts.push(d),
             None => {
+                counts.clear();
                 return Err(format!(
                     "bucket {i} went back from {before} to {now} while the total did not fall \
                      (not a reset)"
-                ))
+                ));
             }
         }
     }
-    Ok(Step::Counts(counts))
+    Ok(false)
 }
 
 #[cfg(test)]
@@ -253,5 +266,20 @@ mod tests {
             step(&[u64::MAX, u64::MAX], &[u64::MAX, u64::MAX]).unwrap(),
             Step::Counts(vec![0, 0])
         );
+    }
+
+    #[test]
+    fn step_into_reuses_its_buffer_and_answers_as_step() {
+        let mut counts = Vec::with_capacity(2);
+        let room = counts.as_ptr();
+        assert_eq!(step_into(&[1, 2], &[3, 2], &mut counts), Ok(false));
+        assert_eq!(counts, [2, 0]);
+        assert_eq!(step_into(&[5, 5], &[1, 0], &mut counts), Ok(true));
+        assert_eq!(counts, [1, 0]);
+        assert_eq!(counts.as_ptr(), room, "no new allocation");
+        let err = step_into(&[5, 5], &[9, 4], &mut counts).unwrap_err();
+        assert!(err.contains("bucket 1"), "{err}");
+        assert!(counts.is_empty(), "an error leaves no half-made counts");
+        assert!(step_into(&[1], &[1, 2], &mut counts).is_err());
     }
 }
