@@ -24,6 +24,12 @@ pub fn default_budget(open_bytes: u64) -> usize {
     (open_bytes / 4).clamp(MIN, MAX) as usize
 }
 
+/// The most the working window raises the decoded-segment budget to
+/// ([`ReaderCache::begin_window`]): what an archive read in place gets
+/// by default (a quarter of its 256 MiB weight), so no archive's cache
+/// grows past what the in-place reader's memory bound already allows.
+pub const WORKING_CAP: usize = 64 << 20;
+
 /// Footer summaries kept at most: a few hundred bytes each.
 const MAX_STATS_ENTRIES: usize = 1 << 16;
 
@@ -79,8 +85,14 @@ pub fn identity_of(record: &crate::catalog::SegmentRecord) -> Identity {
 
 /// The reader's caches over every open archive: decoded segments under one
 /// byte budget, and footer summaries (`None`: the footer says nothing
-/// exact). The budget follows the open archives' sizes
-/// ([`default_budget`]) until a holder chooses one.
+/// exact). Until a holder chooses one, the budget is the larger of
+/// [`default_budget`] of the open archives' sizes and the working window:
+/// the most decoded bytes one exact read (a heatmap, region statistics)
+/// has held at once, up to [`WORKING_CAP`]. Such a read holds its whole
+/// window in memory while it runs, so wasm memory, which never shrinks,
+/// has grown to hold it anyway; keeping it costs no more memory, and the
+/// next read of that window (zooming in it, another region) decodes
+/// nothing instead of everything.
 pub struct ReaderCache {
     decoded: SegmentCache<DecodeKey>,
     stats: HashMap<SegmentKey, Option<Stats>>,
@@ -91,6 +103,10 @@ pub struct ReaderCache {
     /// the same archive key their entries under); entries go with the last.
     sharing: HashMap<u32, u32>,
     chosen: Option<usize>,
+    /// The largest working window seen, capped.
+    working: usize,
+    /// Bytes held so far by the window being read, when one is.
+    window: Option<usize>,
 }
 
 impl Default for ReaderCache {
@@ -102,6 +118,8 @@ impl Default for ReaderCache {
             open: HashMap::new(),
             sharing: HashMap::new(),
             chosen: None,
+            working: 0,
+            window: None,
         }
     }
 }
@@ -161,8 +179,33 @@ impl ReaderCache {
     fn resize(&mut self) {
         let budget = self
             .chosen
-            .unwrap_or_else(|| default_budget(self.open.values().sum()));
+            .unwrap_or_else(|| default_budget(self.open.values().sum()).max(self.working));
         self.decoded.set_budget(budget);
+    }
+
+    /// An exact read begins: every decoded segment it holds until
+    /// [`ReaderCache::end_window`] counts toward its working window.
+    pub fn begin_window(&mut self) {
+        self.window = Some(0);
+    }
+
+    /// The exact read has ended.
+    pub fn end_window(&mut self) {
+        self.window = None;
+    }
+
+    /// The read in progress holds `bytes` more: the budget grows with its
+    /// window (up to the cap) before they are kept, so its first segments
+    /// are not evicted for its last.
+    fn hold(&mut self, bytes: usize) {
+        if let Some(window) = self.window.as_mut() {
+            *window = window.saturating_add(bytes);
+            let grown = (*window).min(WORKING_CAP);
+            if grown > self.working {
+                self.working = grown;
+                self.resize();
+            }
+        }
     }
 
     fn enabled(&self) -> bool {
@@ -171,12 +214,15 @@ impl ReaderCache {
 
     /// The decoded batches for `key`, if cached.
     pub fn decoded(&mut self, key: &DecodeKey) -> Option<Batches> {
-        self.decoded.get(key)
+        let hit = self.decoded.get(key)?;
+        self.hold(weight(&hit));
+        Some(hit)
     }
 
     /// Keeps decoded batches (when caching is on).
     pub fn keep_decoded(&mut self, key: DecodeKey, batches: Batches) {
         if self.enabled() {
+            self.hold(weight(&batches));
             self.decoded.insert(key, batches);
         }
     }
@@ -218,6 +264,11 @@ impl ReaderCache {
 /// Decoded batches of one segment, shared between the cache and readers.
 pub type Batches = Arc<Vec<RecordBatch>>;
 
+/// Bytes of Arrow memory `batches` hold: what the cache weighs them at.
+fn weight(batches: &Batches) -> usize {
+    batches.iter().map(RecordBatch::get_array_memory_size).sum()
+}
+
 struct Entry {
     batches: Batches,
     bytes: usize,
@@ -257,7 +308,7 @@ impl<K: Eq + Hash + Clone> SegmentCache<K> {
     /// Keeps `batches` under `key`, evicting the least recently used
     /// entries until the budget holds.
     pub fn insert(&mut self, key: K, batches: Batches) {
-        let bytes: usize = batches.iter().map(RecordBatch::get_array_memory_size).sum();
+        let bytes = weight(&batches);
         if let Some(old) = self.entries.remove(&key) {
             self.used -= old.bytes;
         }
@@ -360,10 +411,6 @@ mod tests {
         ])
     }
 
-    fn weight(b: &Batches) -> usize {
-        b.iter().map(RecordBatch::get_array_memory_size).sum()
-    }
-
     #[test]
     fn the_least_recently_used_entry_goes_first() {
         let one = weight(&batches(1000));
@@ -429,6 +476,59 @@ mod tests {
         cache.choose_budget(1 << 20);
         cache.opened(3, 1 << 30);
         assert_eq!(cache.budget(), 1 << 20, "a chosen budget stays chosen");
+    }
+
+    #[test]
+    fn an_exact_reads_window_stays_whole_up_to_the_cap_and_only_then_goes_oldest_first() {
+        let one = weight(&batches(100_000));
+        assert!(one > 512 << 10, "each entry weighs about 800 KB");
+        let floor = default_budget(0);
+        // A window of three times the default budget: before the rule, a
+        // second read of it found none of its first segments.
+        let n = (3 * floor / one) as i64 + 1;
+        let mut cache = ReaderCache::default();
+        cache.opened(1, 0);
+        cache.begin_window();
+        for seq in 0..n {
+            assert!(cache.decoded(&key(1, seq)).is_none());
+            cache.keep_decoded(key(1, seq), batches(100_000));
+        }
+        cache.end_window();
+        assert!(cache.budget() >= n as usize * one && cache.budget() <= WORKING_CAP);
+        assert_eq!(cache.usage().0, n as usize, "the whole window is kept");
+        // Read again: every segment a hit, none evicted by the others.
+        cache.begin_window();
+        assert!((0..n).all(|seq| cache.decoded(&key(1, seq)).is_some()));
+        cache.end_window();
+        // Reads outside a window (an envelope's, a segment at a time) do
+        // not grow the budget; they evict the least recently used.
+        let budget = cache.budget();
+        for seq in n..2 * n {
+            cache.keep_decoded(key(1, seq), batches(100_000));
+        }
+        assert_eq!(cache.budget(), budget);
+        assert!(cache.usage().1 <= budget);
+        assert!(cache.decoded(&key(1, 0)).is_none(), "the oldest went first");
+        assert!(cache.decoded(&key(1, 2 * n - 1)).is_some());
+        // A window past the cap keeps its newest segments within the cap.
+        let past = (WORKING_CAP / one) as i64 + 8;
+        cache.begin_window();
+        for seq in 100..100 + past {
+            cache.keep_decoded(key(1, seq), batches(100_000));
+        }
+        cache.end_window();
+        assert_eq!(cache.budget(), WORKING_CAP);
+        assert!(cache.usage().1 <= WORKING_CAP);
+        assert!(cache.decoded(&key(1, 100)).is_none());
+        assert!(cache.decoded(&key(1, 99 + past)).is_some());
+        // A chosen budget overrides the working window, and zero still
+        // turns caching off.
+        cache.choose_budget(1 << 20);
+        assert_eq!(cache.budget(), 1 << 20);
+        cache.choose_budget(0);
+        cache.begin_window();
+        cache.keep_decoded(key(1, 1000), batches(10));
+        assert_eq!(cache.usage(), (0, 0));
     }
 
     #[test]
