@@ -13,10 +13,10 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use dendro::read::distribution::{heatmap, MAX_CELLS, MAX_PIXELS};
+use dendro::read::distribution::{empty_heatmap, heatmap, histogram_of, MAX_CELLS, MAX_PIXELS};
 use dendro::read::range::decode_for_range;
 use dendro::read::region::region_stats;
-use dendro::read::window::{read_window, Piece};
+use dendro::read::window::{read_window, read_window_led, Piece};
 use dendro::typed::histogram::Cumulation;
 use dendro::typed::{self, Column, ColumnType, RowEncoder, Schema, TypedEncoder, Value};
 use dendro::write::Writer;
@@ -481,6 +481,93 @@ fn heatmap_pixels_hold_exactly_the_counts_of_their_rows() {
     )
     .unwrap();
     assert!(fine.present.iter().any(|p| !p));
+}
+
+/// The window's pieces with the row before it ([`read_window_led`]), as
+/// the engine reads a heatmap's.
+fn led_pieces(archive: &Archive, window: (i64, i64), column: &str) -> Vec<Piece> {
+    let wanted = [column.to_string()];
+    read_window_led(archive, 1, "s", window, Some(&wanted), |r, c| {
+        decode_for_range(archive, r, c)
+    })
+    .unwrap()
+}
+
+#[test]
+fn a_heatmap_window_starting_at_a_row_counts_that_row_in_its_first_column() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path());
+    let rows = cat(&path);
+    let archive = Archive::open(&path).unwrap();
+    // The row before the window in the same segment (250), in the segment
+    // before, which does not overlap the window (200: segment 2's first
+    // row), in the live tail (450), and in the last sealed segment while
+    // the window starts in the tail (400); 350 is the reset.
+    for first in [250usize, 200, 450, 400, 350] {
+        let window = (ts_of(&rows[first]), ts_of(&rows[first + 30]));
+        // Three pixel columns of ten rows' width: column 0 holds the
+        // window's first row.
+        let pixels = 3;
+        let map = heatmap(&led_pieces(&archive, window, "h"), "s", "h", window, pixels).unwrap();
+        let span = (window.1 - window.0) as i128 + 1;
+        let mut expected = vec![0u64; pixels * 5];
+        let mut counted = 0;
+        // The running totals' increments are the per-interval column's
+        // counts, row for row (the reset at 350 starts again from zero).
+        for row in &rows[first..=first + 30] {
+            let p = ((ts_of(row) - window.0) as i128 * pixels as i128 / span) as usize;
+            for (b, c) in counts_of(row, "d").unwrap().iter().enumerate() {
+                expected[p * 5 + b] += c;
+            }
+            counted += 1;
+        }
+        assert_eq!(
+            &map.counts[..5],
+            &expected[..5],
+            "column 0 from row {first}"
+        );
+        assert_eq!(map.counts, expected, "from row {first}");
+        assert_eq!(
+            map.rows, counted,
+            "every row of the window counted, from row {first}"
+        );
+        // What the per-interval column says of the same window.
+        let d = heatmap(&led_pieces(&archive, window, "d"), "s", "d", window, pixels).unwrap();
+        assert_eq!(map.counts, d.counts, "from row {first}");
+    }
+    // The stream's first row has nothing before it: a baseline still.
+    let window = (ts_of(&rows[0]), ts_of(&rows[30]));
+    let map = heatmap(&led_pieces(&archive, window, "h"), "s", "h", window, 1).unwrap();
+    assert_eq!(map.rows, 30);
+}
+
+#[test]
+fn a_window_between_rows_or_before_the_stream_is_empty_not_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path());
+    let rows = cat(&path);
+    let archive = Archive::open(&path).unwrap();
+    // Between two rows of a segment: the segment overlaps, no row lies in it.
+    let between = (ts_of(&rows[250]) + 1, ts_of(&rows[251]) - 1);
+    let map = heatmap(&led_pieces(&archive, between, "h"), "s", "h", between, 10).unwrap();
+    assert_eq!(map.rows, 0);
+    assert!(map.present.iter().all(|p| !p));
+    assert!(map.lines.iter().flatten().all(|v| v.is_nan()));
+    // Before the stream: no piece at all, so the column's buckets come
+    // from its schema (as the engine takes them from the first footer).
+    let before = (T0 - 10_000, T0 - 1);
+    assert!(led_pieces(&archive, before, "h").is_empty());
+    let all = led_pieces(&archive, (i64::MIN, i64::MAX), "h");
+    let schema = all[0].batches[0].schema();
+    let spec = || {
+        histogram_of(schema.field_with_name("h").unwrap())
+            .unwrap()
+            .unwrap()
+    };
+    let map = empty_heatmap(spec(), before, 10).unwrap();
+    assert_eq!((map.rows, map.counts.len()), (0, 50));
+    assert!(map.present.iter().all(|p| !p) && map.totals.iter().all(|&t| t == 0));
+    assert!(empty_heatmap(spec(), (5, 4), 10).is_err(), "still checked");
 }
 
 #[test]

@@ -4,13 +4,18 @@
 //! heatmap, whose every pixel column is the sum of the interval counts of
 //! the rows it covers, so zooming out never loses a tail.
 //!
-//! **Which rows count.** Only rows whose time lies in the window. The
-//! first row of a cumulative histogram in the window is its baseline: its
-//! interval began before the window, so it adds no counts (a per-interval
-//! histogram's first row counts in full). A row whose buckets go back
-//! without a reset is a problem named by stream, segment and row; it adds
-//! nothing and becomes the baseline of the next row, so one bad row is one
-//! problem.
+//! **Which rows count.** Only rows whose time lies in the window. A
+//! cumulative row's interval counts are its difference from the row
+//! before it. For a heatmap that row may lie before the window (its
+//! pieces are read with a lead-in, [`super::window::read_window_led`]):
+//! the window's first row then counts in full, so a pixel column holds the
+//! same counts whatever window it is drawn in. Without a row before it (a
+//! region's statistics depend on the region alone, and the stream's
+//! first row has none) the first cumulative row is a baseline that adds no
+//! counts. A per-interval histogram's first row counts in full. A row
+//! whose buckets go back without a reset is a problem named by stream,
+//! segment and row; it adds nothing and becomes the baseline of the next
+//! row, so one bad row is one problem.
 //!
 //! **Quantile rule.** For `q` in `(0, 1]` over counts of total `n > 0`: the
 //! upper edge of the first bucket at which the running count reaches
@@ -90,6 +95,8 @@ pub fn histogram_of(field: &Field) -> Result<Option<HistogramColumn>, String> {
 
 /// Calls `each(ts, counts)` with the interval counts of every row of the
 /// histogram `column` in `[from, to]`, in order (see the module's rules).
+/// With `lead_in`, a cumulative row before `from` is the baseline of the
+/// next (it is never counted); without, rows before `from` are not read.
 /// Returns the column as the first segment holding it describes it, `None`
 /// when no piece has it. A batch whose column is malformed or whose edges
 /// differ from the first is a problem of its first row, and is skipped.
@@ -98,6 +105,7 @@ pub fn each_interval(
     stream: &str,
     column: &str,
     (from, to): (i64, i64),
+    lead_in: bool,
     problems: &mut Problems,
     mut each: impl FnMut(i64, &[u64]),
 ) -> Option<HistogramColumn> {
@@ -144,7 +152,8 @@ pub fn each_interval(
         let holes = values.nulls().filter(|n| n.null_count() > 0);
         let counts = values.values();
         for (i, &ts) in slice.times.iter().enumerate() {
-            if !(from..=to).contains(&ts) || lists.is_null(i) {
+            let before = ts < from && lead_in && cumulative;
+            if !(before || (from..=to).contains(&ts)) || lists.is_null(i) {
                 continue;
             }
             let start = lists.value_offset_at(i);
@@ -152,8 +161,16 @@ pub fn each_interval(
                 continue;
             };
             if holes.is_some_and(|n| (start..start + k).any(|j| n.is_null(j))) {
-                let e = format!("histogram column {column:?} has a null count in this row");
-                problems.push(slice.problem(stream, i, e));
+                if !before {
+                    let e = format!("histogram column {column:?} has a null count in this row");
+                    problems.push(slice.problem(stream, i, e));
+                }
+                continue;
+            }
+            if before {
+                // A baseline alone: what it differs from its own previous
+                // row by is outside the window, and not this read's to judge.
+                previous = Some(row);
                 continue;
             }
             if !cumulative {
@@ -287,6 +304,7 @@ pub fn heatmap(
         stream,
         column,
         (from, to),
+        true,
         &mut problems,
         |ts, row| {
             if refused.is_some() {
@@ -317,6 +335,41 @@ pub fn heatmap(
     let column = spec.ok_or_else(|| {
         format!("stream {stream:?} has no histogram column {column:?} in this window")
     })?;
+    summed(column, (from, to), pixels, counts, present, rows, problems)
+}
+
+/// The heatmap of a window no row of `column` lies in (a gap of the
+/// stream, or before or after it): every pixel column absent. The column
+/// is described by the stream's other segments, which the caller read.
+pub fn empty_heatmap(
+    column: HistogramColumn,
+    (from, to): (i64, i64),
+    pixels: usize,
+) -> Result<Heatmap, String> {
+    check_heatmap_request(from, to, pixels)?;
+    let present = vec![false; pixels];
+    summed(
+        column,
+        (from, to),
+        pixels,
+        Vec::new(),
+        present,
+        0,
+        Problems::default(),
+    )
+}
+
+/// A heatmap from its summed `counts` (empty: none counted), with the
+/// totals and quantile lines of each pixel column.
+fn summed(
+    column: HistogramColumn,
+    (from, to): (i64, i64),
+    pixels: usize,
+    mut counts: Vec<u64>,
+    present: Vec<bool>,
+    rows: u64,
+    problems: Problems,
+) -> Result<Heatmap, String> {
     let k = column.buckets();
     if counts.is_empty() {
         if pixels.saturating_mul(k) > MAX_CELLS {

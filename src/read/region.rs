@@ -407,15 +407,23 @@ pub fn region_stats(
         }
         let mut counts: Vec<u64> = Vec::new();
         let mut summed = 0u64;
-        let spec = each_interval(pieces, stream, name, (from, to), &mut problems, |_, row| {
-            if counts.len() != row.len() {
-                counts = vec![0; row.len()];
-            }
-            for (sum, &c) in counts.iter_mut().zip(row) {
-                *sum = sum.saturating_add(c);
-            }
-            summed += 1;
-        });
+        let spec = each_interval(
+            pieces,
+            stream,
+            name,
+            (from, to),
+            false,
+            &mut problems,
+            |_, row| {
+                if counts.len() != row.len() {
+                    counts = vec![0; row.len()];
+                }
+                for (sum, &c) in counts.iter_mut().zip(row) {
+                    *sum = sum.saturating_add(c);
+                }
+                summed += 1;
+            },
+        );
         let Some(column) = spec else { continue };
         if counts.is_empty() {
             counts = vec![0; column.buckets()];

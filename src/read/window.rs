@@ -34,14 +34,52 @@ pub fn read_window(
     archive: &Archive,
     source_id: i64,
     stream: &str,
+    window: (i64, i64),
+    columns: Option<&[String]>,
+    decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
+) -> Result<Vec<Piece>> {
+    read_pieces(archive, source_id, stream, window, false, columns, decode)
+}
+
+/// [`read_window`] with a lead-in: the pieces also hold the stream's last
+/// row before `from` (where it has one), so that a cumulative row at the
+/// window's start has the row it differs from. When a segment overlapping
+/// the window starts before it, that row is in it already; else the
+/// segment ending last before `from` is read too, and the live tail's rows
+/// before the window with it.
+pub fn read_window_led(
+    archive: &Archive,
+    source_id: i64,
+    stream: &str,
+    window: (i64, i64),
+    columns: Option<&[String]>,
+    decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
+) -> Result<Vec<Piece>> {
+    read_pieces(archive, source_id, stream, window, true, columns, decode)
+}
+
+fn read_pieces(
+    archive: &Archive,
+    source_id: i64,
+    stream: &str,
     (from, to): (i64, i64),
+    lead_in: bool,
     columns: Option<&[String]>,
     mut decode: impl FnMut(&SegmentRecord, Option<&[String]>) -> Result<Decoded>,
 ) -> Result<Vec<Piece>> {
     let (segments, tail) = archive.read_snapshot(|s| {
         let source = s.source(source_id)?;
-        let segments = s.segments_overlapping(source_id, stream, from, to)?;
-        let tail = crate::read::streams::typed_tail(s, &source, stream, from, to)?;
+        let mut segments = s.segments_overlapping(source_id, stream, from, to)?;
+        let mut tail_from = from;
+        if lead_in && from > i64::MIN && segments.iter().all(|r| r.first_ts >= from) {
+            // Every segment starting before the window ends before it here.
+            let before = s.segments_overlapping(source_id, stream, i64::MIN, from - 1)?;
+            if let Some(lead) = before.into_iter().max_by_key(|r| (r.last_ts, r.seq)) {
+                segments.insert(0, lead);
+            }
+            tail_from = i64::MIN;
+        }
+        let tail = crate::read::streams::typed_tail(s, &source, stream, tail_from, to)?;
         Ok((segments, tail))
     })?;
     let mut pieces = Vec::with_capacity(segments.len() + 1);

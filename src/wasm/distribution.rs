@@ -8,13 +8,14 @@ use js_sys::{Float64Array, Uint8Array};
 use wasm_bindgen::prelude::*;
 
 use super::js::{big, Obj};
-use super::{cached, describe_segment, fail, normalized, noting, range_key, whole};
+use super::{cached, describe_segment, fail, normalized, noting, range_key, whole, CACHE};
 use super::{JsArchive, JsResult};
+use crate::catalog::SegmentRecord;
 use crate::error::Error;
-use crate::read::distribution::{heatmap, HistogramColumn, QUANTILES};
+use crate::read::distribution::{empty_heatmap, heatmap, histogram_of, HistogramColumn, QUANTILES};
 use crate::read::range::decode_for_range;
 use crate::read::region::region_stats;
-use crate::read::window::{read_window, Piece, Problems};
+use crate::read::window::{read_window, read_window_led, Piece, Problems};
 use crate::typed::histogram::Cumulation;
 
 #[wasm_bindgen(js_class = Archive)]
@@ -32,7 +33,7 @@ impl JsArchive {
         columns: Option<Vec<String>>,
     ) -> JsResult<JsValue> {
         let columns = normalized(columns);
-        let pieces = self.window_pieces(source, stream, (from, to), columns.as_deref())?;
+        let pieces = self.window_pieces(source, stream, (from, to), columns.as_deref(), false)?;
         let stats = region_stats(&pieces, stream, columns.as_deref(), (from, to))
             .map_err(|message| self.invalid(message))?;
         let column_stats = js_sys::Array::new();
@@ -104,9 +105,23 @@ impl JsArchive {
         crate::read::distribution::check_heatmap_request(from, to, pixels as usize)
             .map_err(|message| self.invalid(message))?;
         let wanted = [column.to_string()];
-        let pieces = self.window_pieces(source, stream, (from, to), Some(&wanted))?;
-        let map = heatmap(&pieces, stream, column, (from, to), pixels as usize)
-            .map_err(|message| self.invalid(message))?;
+        let pieces = self.window_pieces(source, stream, (from, to), Some(&wanted), true)?;
+        let window = (from, to);
+        let map = match pieces.iter().any(|p| !p.batches.is_empty()) {
+            true => heatmap(&pieces, stream, column, window, pixels as usize),
+            // A window no segment overlaps (a gap, a URL opened into
+            // one): empty, in the buckets the stream's schema gives it.
+            false => match self.histogram_column(source, stream, column)? {
+                Some(spec) => empty_heatmap(spec, window, pixels as usize),
+                None => Err(format!(
+                    "stream {stream:?} has no histogram column {column:?}"
+                )),
+            },
+        }
+        .map_err(|message| self.invalid(message))?;
+        let empty = (map.rows == 0).then(|| {
+            format!("stream {stream:?} has no rows of {column:?} between {from} and {to} ns")
+        });
         let seconds = map.pixel_seconds();
         let counts: Vec<f64> = map.counts.iter().map(|&c| c as f64).collect();
         let rates: Vec<f64> = counts.iter().map(|&c| c / seconds).collect();
@@ -130,40 +145,84 @@ impl JsArchive {
                 .set("present", Uint8Array::from(&present[..]))
                 .set("totals", Float64Array::from(&totals[..]))
                 .set("lines", lines.build())
-                .set("rows", map.rows as f64),
+                .set("rows", map.rows as f64)
+                .set(
+                    "empty",
+                    empty.map_or(JsValue::NULL, |m| JsValue::from_str(&m)),
+                ),
             &map.problems,
         ))
     }
 }
 
 impl JsArchive {
-    /// The decoded pieces of a window, segments through the shared cache.
+    /// The decoded pieces of a window, segments through the shared cache;
+    /// with `lead_in`, the row before it too ([`read_window_led`]).
     fn window_pieces(
         &self,
         source: f64,
         stream: &str,
         window: (i64, i64),
         columns: Option<&[String]>,
+        lead_in: bool,
     ) -> JsResult<Vec<Piece>> {
         let file = self.archive.file();
         let source = whole("source", file, source)?;
         self.require_stream(source, stream)?;
-        read_window(
-            &self.archive,
-            source,
-            stream,
-            window,
-            columns,
-            |record, columns| {
-                cached(range_key(self.cache_id, record, columns), || {
-                    noting(
-                        || describe_segment(file, record.source_id, &record.stream, record.seq),
-                        || decode_for_range(&self.archive, record, columns),
-                    )
-                })
-            },
-        )
-        .map_err(fail)
+        let decode = |record: &SegmentRecord, columns: Option<&[String]>| {
+            cached(range_key(self.cache_id, record, columns), || {
+                noting(
+                    || describe_segment(file, record.source_id, &record.stream, record.seq),
+                    || decode_for_range(&self.archive, record, columns),
+                )
+            })
+        };
+        // The window's segments count toward the cache's working window
+        // (src/read/cache.rs): kept for the next read of it.
+        CACHE.with(|c| c.borrow_mut().begin_window());
+        let pieces = if lead_in {
+            read_window_led(&self.archive, source, stream, window, columns, decode)
+        } else {
+            read_window(&self.archive, source, stream, window, columns, decode)
+        };
+        CACHE.with(|c| c.borrow_mut().end_window());
+        pieces.map_err(fail)
+    }
+
+    /// Histogram `column` as the stream's schema describes it (its first
+    /// segment's footer, or the self-describing encoder's schema when
+    /// nothing is sealed); `None` when it has no such histogram.
+    fn histogram_column(
+        &self,
+        source: f64,
+        stream: &str,
+        column: &str,
+    ) -> JsResult<Option<HistogramColumn>> {
+        let file = self.archive.file();
+        let source = whole("source", file, source)?;
+        let listing = self.listing()?;
+        let probed = noting(
+            || describe_first(file, source, stream),
+            || crate::read::probe_listed(&self.archive, source, stream, Some(&listing)),
+        );
+        let schema = match probed.map_err(fail)? {
+            Some((_, Ok(schema))) => Some(schema),
+            Some((_, Err(_))) => None,
+            None => {
+                let metadata = self
+                    .archive
+                    .read_snapshot(|s| s.source(source))
+                    .map_err(fail)?
+                    .source
+                    .metadata;
+                crate::typed::stream_schema(&metadata, stream)
+                    .ok()
+                    .flatten()
+                    .map(std::sync::Arc::new)
+            }
+        };
+        let field = schema.as_ref().and_then(|s| s.field_with_name(column).ok());
+        Ok(field.and_then(|f| histogram_of(f).ok().flatten()))
     }
 
     /// A refused request as a JS error naming the archive.
@@ -173,6 +232,11 @@ impl JsArchive {
             message,
         })
     }
+}
+
+/// What a trap while reading the stream's first footer names.
+fn describe_first(file: &str, source: i64, stream: &str) -> String {
+    format!("the footer of the first segment of stream {stream:?} (source {source}) of {file}")
 }
 
 /// `HistogramInfo` of types.ts.

@@ -351,6 +351,11 @@ export interface Heatmap {
   lines: { p50: Float64Array; p90: Float64Array; p99: Float64Array; p999: Float64Array; max: Float64Array };
   /** Rows whose counts were summed. */
   rows: number;
+  /**
+   * When no row of the column lies in the window (a gap, or before or after
+   * the stream), what that is, in words; every pixel column is absent.
+   */
+  empty: string | null;
   problems: RowProblem[];
   problems_left_out: number;
 }

@@ -202,8 +202,7 @@ export class HeatmapPlot {
       if (x.kind === "NotFound" && this.data) {
         this.status.classList.remove("dv-busy");
         this.inflight = null;
-        this.draw(noRows(this.data, this.from, this.to, columns), w);
-        this.status.append(" · ", fileText(x.message, { max: 300, more: false }));
+        this.draw({ ...noRows(this.data, this.from, this.to, columns), empty: x.message }, w);
         return;
       }
       this.lastKey = "";
@@ -235,7 +234,11 @@ export class HeatmapPlot {
     let absent = 0;
     for (let c = 0; c < n; c++) absent += a.present[c] ? 0 : 1;
     const problems = a.problems.length + a.problems_left_out;
-    setText(
+    if (a.rows === 0) {
+      // A window without rows (a gap opened or zoomed into) is drawn
+      // empty, every column hatched, and says so in words.
+      replace(this.status, h("span", { data: { testid: "heatmap-empty" } }, "No rows in this window", a.empty ? [" (", fileText(a.empty, { max: 300, more: false }), ")"] : null, "."));
+    } else setText(
       this.status,
       `${count(a.rows)} rows in this window · ${count(a.buckets)} buckets · ${count(n)} columns of ${fmt(a.pixel_seconds)} s` +
         (absent > 0 ? ` · ${count(absent)} without rows (hatched)` : "") +
@@ -422,6 +425,7 @@ function noRows(like: Heatmap, from: bigint, to: bigint, pixels: number): Heatma
     totals: new Float64Array(pixels),
     lines: { p50: none(), p90: none(), p99: none(), p999: none(), max: none() },
     rows: 0,
+    empty: null,
     problems: [],
     problems_left_out: 0,
   };
