@@ -8,7 +8,7 @@
 use dendro::read::distribution::heatmap;
 use dendro::read::range::decode_for_range;
 use dendro::read::region::region_stats;
-use dendro::read::window::{read_window, Piece};
+use dendro::read::window::{each_batch, read_window, Piece, Problems};
 use dendro::wasm::JsArchive;
 use js_sys::{Array, Float64Array, Uint8Array};
 use wasm_bindgen::{JsCast, JsValue};
@@ -203,4 +203,62 @@ fn hostile_heatmap_requests_are_refused_before_reading() {
     );
     let err = js.heatmap(1.0, "nope", "h", ALL.0, ALL.1, 10).unwrap_err();
     assert_eq!(kind(&err), "NotFound");
+}
+
+#[wasm_bindgen_test]
+fn a_heatmap_window_without_rows_is_drawn_empty_and_says_so() {
+    let js = open();
+    // Before the stream's first row (a URL opened into no data): no
+    // segment overlaps, the buckets come from the stream's schema.
+    let before = (1_600_000_000_000_000_000, 1_600_000_100_000_000_000);
+    for (from, to) in [before, (ALL.1 - 10, ALL.1)] {
+        let map = js.heatmap(1.0, "s", "h", from, to, 40).unwrap();
+        assert_eq!(number(&map, "rows"), Some(0.0));
+        assert_eq!(number(&map, "buckets"), Some(5.0));
+        let empty = get(&map, "empty").as_string().expect("said in words");
+        assert!(empty.contains("no rows"), "{empty}");
+        let present = get(&map, "present").dyn_into::<Uint8Array>().unwrap();
+        assert!(present.to_vec().iter().all(|&p| p == 0));
+        assert_eq!(present.length(), 40);
+        assert!(floats(&get(&get(&map, "lines"), "p50"))
+            .iter()
+            .all(|v| v.is_nan()));
+    }
+    // A column the stream does not have as a histogram is still an error.
+    let err = js
+        .heatmap(1.0, "s", "g", before.0, before.1, 10)
+        .unwrap_err();
+    assert!(
+        message(&err).contains("no histogram column"),
+        "{}",
+        message(&err)
+    );
+    // A window with rows says nothing of being empty.
+    let map = js.heatmap(1.0, "s", "h", ALL.0, ALL.1, 10).unwrap();
+    assert!(get(&map, "empty").is_null());
+}
+
+#[wasm_bindgen_test]
+fn a_heatmaps_first_column_counts_the_windows_first_row() {
+    let js = open();
+    // Windows that start on a row: the cumulative column's pixels equal
+    // the per-interval column's, row for row, the first row included
+    // (its baseline is the row before the window).
+    let all = pieces(&js, "s", ALL);
+    let mut times: Vec<i64> = Vec::new();
+    each_batch(&all, "s", &mut Problems::default(), |slice, _| {
+        times.extend_from_slice(&slice.times)
+    });
+    assert!(times.len() > 450, "{} rows", times.len());
+    for first in [200usize, 250, 400] {
+        let (from, to) = (times[first], times[first + 20]);
+        let h = js.heatmap(1.0, "s", "h", from, to, 3).unwrap();
+        let d = js.heatmap(1.0, "s", "d", from, to, 3).unwrap();
+        assert_eq!(
+            floats(&get(&h, "counts")),
+            floats(&get(&d, "counts")),
+            "from row {first}"
+        );
+        assert_eq!(number(&h, "rows"), Some(21.0));
+    }
 }
