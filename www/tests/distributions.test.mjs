@@ -126,8 +126,12 @@ describe("histogram heatmaps and region statistics", () => {
     const span = to - from + 1n;
     const counts = new Array(pixels * BUCKETS).fill(0);
     const present = new Array(pixels).fill(0);
-    const ivs = intervals(inWindow, column, cumulative);
-    const used = cumulative ? inWindow.slice(1) : inWindow;
+    // A cumulative row's interval is its difference from the row before,
+    // which may lie before the window; the stream's first row has none.
+    const before = rows.filter((r) => tsOf(r) < from).at(-1);
+    const led = cumulative && before ? [before, ...inWindow] : inWindow;
+    const ivs = intervals(led, column, cumulative);
+    const used = cumulative && !before ? inWindow.slice(1) : inWindow;
     used.forEach((r, i) => {
       const p = Math.min(pixels - 1, Number(((tsOf(r) - from) * BigInt(pixels)) / span));
       present[p] = 1;
@@ -220,7 +224,7 @@ describe("histogram heatmaps and region statistics", () => {
     assert.equal(rows.filter((r) => tsOf(r) >= BigInt(gap.from) && tsOf(r) <= BigInt(gap.to)).length, 0, "the window lies in the gap");
     assert.equal(gap.rows, 0);
     assert.ok(gap.present.every((p) => p === 0), "every column without rows");
-    assert.match(await page.locator('[data-testid="heatmap"]').innerText(), /0 rows in this window/);
+    assert.match(await page.locator('[data-testid="heatmap"]').innerText(), /No rows in this window/);
     await page.context().close();
   });
 
@@ -256,6 +260,39 @@ describe("histogram heatmaps and region statistics", () => {
     await open(page, ["latency_total"]);
     const got = await heatmapOf(page, "latency_total");
     assertHeatmap(got, expectedHeatmap(BigInt(got.from), BigInt(got.to), got.pixels, "latency_total", true), "cumulative");
+    // A window starting on a row: that row's counts are in column 0, its
+    // baseline the row before the window (the per-interval column's counts
+    // are the same intervals).
+    const from = tsOf(rows[1000]);
+    const to = tsOf(rows[1400]);
+    await open(page, ["latency_total", "latency"], `&from=${from}&to=${to}`);
+    await page.locator('[data-testid="heatmap"][data-column="latency"][data-state="drawn"]').waitFor({ timeout: 60_000 });
+    const cum = await heatmapOf(page, "latency_total");
+    assert.equal(cum.from, String(from));
+    assertHeatmap(cum, expectedHeatmap(from, to, cum.pixels, "latency_total", true), "cumulative, zoomed");
+    const per = await heatmapOf(page, "latency");
+    assert.deepEqual(cum.counts.slice(0, BUCKETS), per.counts.slice(0, BUCKETS), "column 0 holds the window's first row");
+    const first = rows[1000].latency.map(Number);
+    assert.ok(first.every((c, b) => cum.counts[b] >= c) && first.some((c) => c > 0), "its counts among column 0's");
+    await page.context().close();
+  });
+
+  it("opens straight into a gap: the heatmap says there are no rows and draws empty", T, async () => {
+    const page = await newPage(browser);
+    // The middle of the five minutes without rows.
+    let k = 1;
+    while (tsOf(rows[k]) - tsOf(rows[k - 1]) < 60_000_000_000n) k++;
+    const from = tsOf(rows[k - 1]) + 60_000_000_000n;
+    const to = tsOf(rows[k]) - 60_000_000_000n;
+    await open(page, ["latency"], `&from=${from}&to=${to}`);
+    const gap = await heatmapOf(page);
+    assert.equal(gap.rows, 0);
+    assert.ok(gap.present.every((p) => p === 0), "every column without rows");
+    const el = page.locator('[data-testid="heatmap"]');
+    assert.equal(await el.getAttribute("data-state"), "drawn");
+    assert.match(await page.locator('[data-testid="heatmap-empty"]').innerText(), /^No rows in this window \(.*no rows.*\)\.$/);
+    assert.doesNotMatch(await el.innerText(), /NotFound|not found/i);
+    await screenshot(page, "heatmap-gap.png", el);
     await page.context().close();
   });
 

@@ -44,8 +44,8 @@ const QUANTILE_COLORS = ["#ffffff", "#ff9f1c", "#ff2d55", "#d946ef", "#111827"];
 const ZERO_COLOR = "#f1f3f6";
 const HEIGHT = 240;
 
-/** 256 colours from dark blue through teal and green to yellow: low rates dark, high rates bright. */
-const PALETTE: string[] = (() => {
+/** 256 colours from dark blue through teal and green to yellow: low rates dark, high rates bright, as [r, g, b]. */
+const RGB: [number, number, number][] = (() => {
   const stops: [number, number, number][] = [
     [48, 18, 59],
     [40, 86, 160],
@@ -53,17 +53,27 @@ const PALETTE: string[] = (() => {
     [94, 201, 98],
     [253, 231, 37],
   ];
-  const out: string[] = [];
+  const out: [number, number, number][] = [];
   for (let i = 0; i < 256; i++) {
     const t = (i / 255) * (stops.length - 1);
     const k = Math.min(stops.length - 2, Math.floor(t));
     const f = t - k;
     const a = stops[k]!;
     const b = stops[k + 1]!;
-    out.push(`rgb(${Math.round(a[0] + (b[0] - a[0]) * f)},${Math.round(a[1] + (b[1] - a[1]) * f)},${Math.round(a[2] + (b[2] - a[2]) * f)})`);
+    out.push([Math.round(a[0] + (b[0] - a[0]) * f), Math.round(a[1] + (b[1] - a[1]) * f), Math.round(a[2] + (b[2] - a[2]) * f)]);
   }
   return out;
 })();
+/** The palette as CSS colours, for the legend. */
+const PALETTE: string[] = RGB.map(([r, g, b]) => `rgb(${r},${g},${b})`);
+
+/** An opaque colour as one pixel of an ImageData seen as 32-bit words (byte order R, G, B, A in memory). */
+const LITTLE_ENDIAN = new Uint8Array(new Uint32Array([1]).buffer)[0] === 1;
+function word(r: number, g: number, b: number): number {
+  return LITTLE_ENDIAN ? ((255 << 24) | (b << 16) | (g << 8) | r) >>> 0 : ((r << 24) | (g << 16) | (b << 8) | 255) >>> 0;
+}
+const WORDS = Uint32Array.from(RGB, ([r, g, b]) => word(r, g, b));
+const ZERO_WORD = word(0xf1, 0xf3, 0xf6);
 
 /** Where value `v` sits on the bucket scale: bucket b's lower edge is b, its upper edge b + 1. */
 export function bucketPosition(bounds: Float64Array, v: number): number {
@@ -271,45 +281,74 @@ export class HeatmapPlot {
     );
   }
 
-  private colour(rate: number): string {
+  /** The palette index of `rate` (> 0) on the colour scale in force. */
+  private shade(rate: number): number {
     const [lo, hi] = this.scale;
     let t: number;
     if (hi <= lo) t = 1;
     else if (this.log) t = (Math.log(rate) - Math.log(lo)) / (Math.log(hi) - Math.log(lo));
     else t = rate / hi;
-    return PALETTE[Math.max(0, Math.min(255, Math.round(t * 255)))]!;
+    return Math.max(0, Math.min(255, Math.round(t * 255)));
   }
 
-  /** The cells, painted under the quantile lines (the first series' path builder). */
+  /**
+   * The cells, painted under the quantile lines (the first series' path
+   * builder): written into one ImageData of the plotting area and put
+   * once, since a fillRect with its own fill style per cell (63,616 of
+   * them for a day at 64 buckets) took most of the drawing; columns
+   * without rows are hatched over it, a run at a time.
+   */
   private paintCells(u: uPlot): null {
     const a = this.data;
     if (!a) return null;
     const ctx = u.ctx;
     const nb = a.buckets;
     const { left, top, width, height } = u.bbox;
+    const W = Math.max(1, Math.round(width));
+    const H = Math.max(1, Math.round(height));
+    const L = Math.round(left);
+    const T = Math.round(top);
+    // Each bucket's rows of the image, [y0, y1): bucket 0 at the bottom.
+    const ys = new Int32Array(nb + 1);
+    for (let b = 0; b <= nb; b++) ys[b] = Math.max(0, Math.min(H, Math.round(u.valToPos(b, "y", true)) - T));
+    const x0 = this.toX(a.from);
+    const xs = new Int32Array(a.pixels + 1);
+    for (let c = 0; c <= a.pixels; c++) xs[c] = Math.max(0, Math.min(W, Math.round(u.valToPos(x0 + c * a.pixel_seconds, "x", true)) - L));
+    const image = ctx.createImageData(W, H);
+    const px = new Uint32Array(image.data.buffer);
+    const colours = new Uint32Array(nb);
+    for (let c = 0; c < a.pixels; c++) {
+      const xa = xs[c]!;
+      // At least one pixel wide, as the cells were drawn before.
+      const xb = Math.min(W, Math.max(xs[c + 1]!, xa + 1));
+      if (!a.present[c] || xa >= W) continue;
+      for (let b = 0; b < nb; b++) {
+        const r = a.rates[c * nb + b]!;
+        colours[b] = r > 0 ? WORDS[this.shade(r)]! : ZERO_WORD;
+      }
+      for (let b = 0; b < nb; b++) {
+        const y1 = ys[b]!;
+        const y0 = Math.min(ys[b + 1]!, y1 - 1);
+        for (let y = Math.max(0, y0); y < y1; y++) px.fill(colours[b]!, y * W + xa, y * W + xb);
+      }
+    }
+    // Blank where no cell is: an ImageData starts transparent, and put
+    // replaces what is under it, so the plot's background shows through.
+    ctx.putImageData(image, L, T);
     ctx.save();
     ctx.beginPath();
     ctx.rect(left, top, width, height);
     ctx.clip();
     this.hatch ??= hatchPattern(ctx);
-    const ys = new Float64Array(nb + 1);
-    for (let b = 0; b <= nb; b++) ys[b] = Math.round(u.valToPos(b, "y", true));
-    const x0 = this.toX(a.from);
-    let xa = Math.round(u.valToPos(x0, "x", true));
-    for (let c = 0; c < a.pixels; c++) {
-      const xb = Math.round(u.valToPos(x0 + (c + 1) * a.pixel_seconds, "x", true));
-      const w = Math.max(1, xb - xa);
-      if (!a.present[c]) {
-        ctx.fillStyle = this.hatch ?? "#ddd";
-        ctx.fillRect(xa, top, w, height);
-      } else {
-        for (let b = 0; b < nb; b++) {
-          const r = a.rates[c * nb + b]!;
-          ctx.fillStyle = r > 0 ? this.colour(r) : ZERO_COLOR;
-          ctx.fillRect(xa, ys[b + 1]!, w, Math.max(1, ys[b]! - ys[b + 1]!));
-        }
+    ctx.fillStyle = this.hatch ?? "#ddd";
+    for (let c = 0; c < a.pixels; ) {
+      if (a.present[c]) {
+        c++;
+        continue;
       }
-      xa = xb;
+      const start = c;
+      while (c < a.pixels && !a.present[c]) c++;
+      ctx.fillRect(L + xs[start]!, top, Math.max(1, xs[c]! - xs[start]!), height);
     }
     ctx.restore();
     return null;
