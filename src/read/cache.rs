@@ -92,7 +92,9 @@ pub fn identity_of(record: &crate::catalog::SegmentRecord) -> Identity {
 /// window in memory while it runs, so wasm memory, which never shrinks,
 /// has grown to hold it anyway; keeping it costs no more memory, and the
 /// next read of that window (zooming in it, another region) decodes
-/// nothing instead of everything.
+/// nothing instead of everything. A window past the cap keeps its first
+/// segments ([`ReaderCache::keep_decoded`]), so its next read decodes the
+/// rest only.
 pub struct ReaderCache {
     decoded: SegmentCache<DecodeKey>,
     stats: HashMap<SegmentKey, Option<Stats>>,
@@ -105,8 +107,9 @@ pub struct ReaderCache {
     chosen: Option<usize>,
     /// The largest working window seen, capped.
     working: usize,
-    /// Bytes held so far by the window being read, when one is.
-    window: Option<usize>,
+    /// Bytes held so far by the window being read, when one is, and the
+    /// cache's clock when it began.
+    window: Option<(usize, u64)>,
 }
 
 impl Default for ReaderCache {
@@ -186,7 +189,7 @@ impl ReaderCache {
     /// An exact read begins: every decoded segment it holds until
     /// [`ReaderCache::end_window`] counts toward its working window.
     pub fn begin_window(&mut self) {
-        self.window = Some(0);
+        self.window = Some((0, self.decoded.clock));
     }
 
     /// The exact read has ended.
@@ -198,7 +201,7 @@ impl ReaderCache {
     /// window (up to the cap) before they are kept, so its first segments
     /// are not evicted for its last.
     fn hold(&mut self, bytes: usize) {
-        if let Some(window) = self.window.as_mut() {
+        if let Some((window, _)) = self.window.as_mut() {
             *window = window.saturating_add(bytes);
             let grown = (*window).min(WORKING_CAP);
             if grown > self.working {
@@ -219,11 +222,19 @@ impl ReaderCache {
         Some(hit)
     }
 
-    /// Keeps decoded batches (when caching is on).
+    /// Keeps decoded batches (when caching is on). Within a window larger
+    /// than the budget, a segment that would evict one of the same window
+    /// is not kept: the window's first segments stay for its next read,
+    /// where least-recently-used order would have evicted each of them
+    /// just before that read came back to it, and kept nothing of use.
     pub fn keep_decoded(&mut self, key: DecodeKey, batches: Batches) {
-        if self.enabled() {
-            self.hold(weight(&batches));
-            self.decoded.insert(key, batches);
+        if !self.enabled() {
+            return;
+        }
+        self.hold(weight(&batches));
+        match self.window {
+            Some((_, since)) => self.decoded.insert_sparing(key, batches, since),
+            None => self.decoded.insert(key, batches),
         }
     }
 
@@ -326,6 +337,21 @@ impl<K: Eq + Hash + Clone> SegmentCache<K> {
                 last_used: self.clock,
             },
         );
+    }
+
+    /// [`SegmentCache::insert`], unless that would evict an entry used at
+    /// or after `since` (by the cache's clock): then nothing is kept.
+    pub fn insert_sparing(&mut self, key: K, batches: Batches, since: u64) {
+        let bytes = weight(&batches);
+        let old: usize = self
+            .entries
+            .iter()
+            .filter(|(k, e)| e.last_used <= since || **k == key)
+            .map(|(_, e)| e.bytes)
+            .sum();
+        if self.used - old + bytes <= self.budget {
+            self.insert(key, batches);
+        }
     }
 
     /// The cached batches for `key`, or `load`'s answer, which is cached.
@@ -479,7 +505,7 @@ mod tests {
     }
 
     #[test]
-    fn an_exact_reads_window_stays_whole_up_to_the_cap_and_only_then_goes_oldest_first() {
+    fn an_exact_reads_window_stays_whole_up_to_the_cap_and_past_it_keeps_its_first_segments() {
         let one = weight(&batches(100_000));
         assert!(one > 512 << 10, "each entry weighs about 800 KB");
         let floor = default_budget(0);
@@ -510,24 +536,44 @@ mod tests {
         assert!(cache.usage().1 <= budget);
         assert!(cache.decoded(&key(1, 0)).is_none(), "the oldest went first");
         assert!(cache.decoded(&key(1, 2 * n - 1)).is_some());
-        // A window past the cap keeps its newest segments within the cap.
+        // A window past the cap keeps its first segments, up to the cap,
+        // evicting what came before it: least-recently-used order would
+        // keep its last ones, which its next read reaches only after
+        // evicting them.
         let past = (WORKING_CAP / one) as i64 + 8;
-        cache.begin_window();
-        for seq in 100..100 + past {
-            cache.keep_decoded(key(1, seq), batches(100_000));
-        }
-        cache.end_window();
+        let window = |cache: &mut ReaderCache| {
+            cache.begin_window();
+            let mut hits = 0;
+            for seq in 10_000..10_000 + past {
+                match cache.decoded(&key(1, seq)) {
+                    Some(_) => hits += 1,
+                    None => cache.keep_decoded(key(1, seq), batches(100_000)),
+                }
+            }
+            cache.end_window();
+            hits
+        };
+        assert_eq!(window(&mut cache), 0);
         assert_eq!(cache.budget(), WORKING_CAP);
         assert!(cache.usage().1 <= WORKING_CAP);
-        assert!(cache.decoded(&key(1, 100)).is_none());
-        assert!(cache.decoded(&key(1, 99 + past)).is_some());
+        assert!(
+            cache.decoded(&key(1, 2 * n - 1)).is_none(),
+            "what came before went"
+        );
+        assert!(cache.decoded(&key(1, 10_000)).is_some());
+        assert!(cache.decoded(&key(1, 9_999 + past)).is_none());
+        let kept = cache.usage().0 as i64;
+        assert!(kept >= past - 9, "{kept} of {past} kept");
+        // Its next read finds every segment kept, and keeps them.
+        assert_eq!(window(&mut cache), kept);
+        assert_eq!(window(&mut cache), kept);
         // A chosen budget overrides the working window, and zero still
         // turns caching off.
         cache.choose_budget(1 << 20);
         assert_eq!(cache.budget(), 1 << 20);
         cache.choose_budget(0);
         cache.begin_window();
-        cache.keep_decoded(key(1, 1000), batches(10));
+        cache.keep_decoded(key(1, 100_000), batches(10));
         assert_eq!(cache.usage(), (0, 0));
     }
 
