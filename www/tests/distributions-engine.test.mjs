@@ -2,7 +2,7 @@
 // worker (createEngine in a page), on tests/web/histograms.dendro: what
 // the page gets equals `dendro stats --json` for the same region (the
 // same Rust function, here through the worker, its transfer of typed
-// arrays and the client), the heatmap's pixels add up to the region's
+// arrays and the client), the heatmap's pixels add up to the window's
 // distribution, the schema marks the histogram columns, and a hostile
 // size is refused in words. Needs www/pkg (scripts/build-wasm.sh) and the
 // dendro binary in target/.
@@ -83,6 +83,7 @@ describe("the engine's distributions calls", { skip: missing ?? false }, () => {
             rates: Array.from(map.rates),
             pixel_seconds: map.pixel_seconds,
             buckets: map.buckets,
+            rows: map.rows,
             p99: Array.from(map.lines.p99),
           },
           refused,
@@ -112,11 +113,18 @@ describe("the engine's distributions calls", { skip: missing ?? false }, () => {
       assert.deepEqual(ours.counts, hc.counts);
       for (const key of ["total", "rows", "p50", "p90", "p99", "p999", "max_bucket"]) assert.equal(ours[key], hc[key], `${hc.name}.${key}`);
     }
-    // The heatmap's pixel columns hold the region's whole distribution of h.
+    // The heatmap's pixel columns hold every interval of h in the window,
+    // the first row's included (its baseline is the row before the
+    // window): the per-interval column d's distribution, which counts the
+    // same intervals (h is d's running total). The region's own h leaves
+    // the first row out: rows outside a region are never used.
     const h = cli.histograms.find((x) => x.name === "h");
-    assert.equal(got.map.totals.reduce((a, b) => a + b, 0), h.total);
+    const d = cli.histograms.find((x) => x.name === "d");
+    assert.equal(got.map.totals.reduce((a, b) => a + b, 0), d.total);
     const perBucket = Array.from({ length: got.map.buckets }, (_, b) => got.map.counts.filter((_, i) => i % got.map.buckets === b).reduce((a, x) => a + x, 0));
-    assert.deepEqual(perBucket, h.counts);
+    assert.deepEqual(perBucket, d.counts);
+    assert.equal(got.map.rows, h.rows + 1);
+    assert.ok(h.total < d.total);
     assert.ok(got.map.rates.every((r, i) => r === got.map.counts[i] / got.map.pixel_seconds));
     assert.ok(got.map.present.includes(0) && got.map.present.includes(1), "1,000 pixels over 350 rows: some absent");
     assert.equal(got.map.p99.length, 1000);
