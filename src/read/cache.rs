@@ -218,7 +218,9 @@ impl ReaderCache {
     /// The decoded batches for `key`, if cached.
     pub fn decoded(&mut self, key: &DecodeKey) -> Option<Batches> {
         let hit = self.decoded.get(key)?;
-        self.hold(weight(&hit));
+        if self.window.is_some() {
+            self.hold(weight(&hit));
+        }
         Some(hit)
     }
 
