@@ -30,6 +30,13 @@ export interface ArchiveHost {
    * hold the worker ahead of it.
    */
   quiet?(): boolean;
+  /**
+   * Whether a comparison is open or asked for: verify then waits for a
+   * click in the tab in front too. Once started it holds the worker for
+   * the whole file (16 s for 98 MB read in place), and the comparison's
+   * reads waited behind it.
+   */
+  comparing?(): boolean;
   /** A person chose this window (not a followed archive's own move): other plots on the page may follow. */
   windowChosen?(view: ArchiveView, from: bigint, to: bigint): void;
 }
@@ -411,7 +418,7 @@ export class ArchiveView {
     // a whole file's reading. Read in place, verify reads the whole file
     // again: past a size, or over the network, it waits for a click.
     if (this.overview.verifiesOnClick) return;
-    if (this.host.quiet?.() === true) {
+    if (this.host.quiet?.() === true || this.host.comparing?.() === true) {
       this.overview.verifyLater();
       return;
     }

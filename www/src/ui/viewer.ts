@@ -634,6 +634,7 @@ export class Viewer {
         compare: (stream) => void this.comparison.open(stream),
         // The tab in front opens as ever; the others keep the worker free for the comparison.
         quiet: () => this.comparison.active() && this.active !== tab,
+        comparing: () => this.comparison.active(),
         windowChosen: (v, a, b) => {
           if (!this.following && this.active?.state.kind === "archive" && this.active.state.view === v) this.sync.setWindow(a, b, this);
         },
