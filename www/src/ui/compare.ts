@@ -102,6 +102,8 @@ export class CompareView {
   private schema: ColumnSchema[] = [];
   private selected: string[] = [];
   private readonly hidden = new Set<string>();
+  /** Counters a person asked to see raw (their running totals) rather than as rates. */
+  private readonly raw = new Set<string>();
   private readonly shifts: Map<string, bigint>;
   mode: CompareMode;
   /** The time shift: B = A − shiftBy, of member shiftMember. */
@@ -276,10 +278,20 @@ export class CompareView {
 
   /** Counters read as per-second rates, by the field metadata as the stream view reads it. */
   rates(columns: string[]): string[] {
-    return columns.filter((c) => {
-      const col = this.schema.find((s) => s.name === c);
-      return !!col && markedCounter(col.metadata);
-    });
+    return columns.filter((c) => this.isCounter(c) && !this.raw.has(c));
+  }
+
+  private isCounter(c: string): boolean {
+    const col = this.schema.find((s) => s.name === c);
+    return !!col && markedCounter(col.metadata);
+  }
+
+  /** A person switched counter `name` between its rate per second and its raw running total, as in the stream view. */
+  showRaw(name: string, raw: boolean): void {
+    if (raw) this.raw.add(name);
+    else this.raw.delete(name);
+    this.paintColumns();
+    void this.draw();
   }
 
   private paintNotes(): void {
@@ -559,8 +571,22 @@ export class CompareView {
     const toNs = (x: number) => origin + BigInt(Math.round(x * 1e9));
     const range = (): [number, number] => [toX(this.from), toX(this.to)];
     const xs = (s: DrawnMember) => Float64Array.from(s.ts, (t) => toX(t + s.offset));
-    const unit = series[0]?.as === "rate" ? " /s" : "";
-    const box = h("div", { class: "dv-compare-column", data: { testid: "compare-plot", column: col } }, h("div", { class: "dv-plot-head" }, fileText(col, { max: 80 }), unit));
+    const rate = series[0]?.as === "rate";
+    // The stream view's switch, the same words: a counter as its rate or its running total.
+    const rateBtn = this.isCounter(col)
+      ? h(
+          "button",
+          {
+            type: "button",
+            class: "dv-btn dv-btn-xs",
+            data: { testid: "rate-toggle", mode: rate ? "rate" : "raw" },
+            title: rate ? "A counter, plotted as its increase per second (a fall is a reset). Click for the raw running total." : "A counter, plotted as its raw running total. Click for its rate per second.",
+            on: { click: () => this.showRaw(col, rate) },
+          },
+          rate ? "rate /s" : "raw total",
+        )
+      : null;
+    const box = h("div", { class: "dv-compare-column", data: { testid: "compare-plot", column: col } }, h("div", { class: "dv-plot-head" }, fileText(col, { max: 80 }), " ", rateBtn));
     const colourAt = (s: DrawnMember) => colourOf(this.members.findIndex((m) => m.key === s.key));
     const opts = (height: number, ser: uPlot.Series[], bands: uPlot.Band[], y?: [number, number]): uPlot.Options => ({
       width: this.width(),
