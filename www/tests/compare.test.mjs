@@ -289,7 +289,7 @@ describe("compare across sources, archives and time", () => {
   });
 
   it("draws a fleet strip of 32 hosts whose peaks are the rows' maxima, and opens a host's stream from its row", T, async () => {
-    const page = await newPage(browser);
+    const page = await newPage(browser, { viewport: { width: 1280, height: 800 } });
     await page.goto(url(["fleet"], { compare: STREAM, col: COLUMN }));
     await waitDrawn(page);
     const drawn = Number(await page.locator('[data-testid="compare-view"]').getAttribute("data-drawn"));
@@ -312,6 +312,19 @@ describe("compare across sources, archives and time", () => {
     );
     assert.equal(await page.locator('[data-testid="strip-row"][data-exact="true"]').count(), 32, "every row exact once drawn");
     assert.equal(await page.locator('[data-testid="strip-preview"]').isHidden(), true, "the preview's label gone once exact");
+    // At 1280×800, each row's name beside its colours, all 32 rows within one screen, nothing past the right edge.
+    const boxes = await page.locator('[data-testid="strip-row"]').evaluateAll((rows) =>
+      rows.map((r) => {
+        const n = r.querySelector(".dv-strip-name").getBoundingClientRect();
+        const c = r.querySelector("canvas").getBoundingClientRect();
+        return { name: (n.top + n.bottom) / 2, colours: (c.top + c.bottom) / 2, top: c.top, bottom: c.bottom, right: c.right, width: c.width };
+      }),
+    );
+    for (const b of boxes) {
+      assert.ok(Math.abs(b.name - b.colours) <= 1, `a row's name and colours on one line (${b.name} vs ${b.colours})`);
+      assert.ok(b.right <= 1280 && b.width > 600, `a row's colours within the screen (right edge ${b.right}, ${b.width} px wide)`);
+    }
+    assert.ok(boxes[boxes.length - 1].bottom - boxes[0].top <= 600, "32 rows in less than a screen");
     await page.locator('[data-testid="strip-sort"]').selectOption("peak");
     const rows = await page.locator('[data-testid="fleet-strip"]').evaluate((el) =>
       el.dendroStrip.map((r) => ({ key: r.key, peak: r.peak, offset: String(r.offset) })),

@@ -15,7 +15,7 @@
 import uPlot from "uplot";
 import type { Engine, PairedShift, RangeEnvelope } from "../engine/types";
 import { fileText, h, replace } from "./dom";
-import type { TimeZoneMode } from "./format";
+import { instant, type TimeZoneMode } from "./format";
 import type { Member } from "./members";
 import { marksOf } from "./overview";
 import { formatValue, gapsAsNull, timeAxes } from "./plots";
@@ -190,7 +190,7 @@ export class ShiftCompare {
       events.map((ev, i) => {
         const usable = aroundEvent(ev.timestamp, host.to - host.from, span) !== null;
         const words = [ev.kind, ev.description].filter((w) => w !== null && w !== "").join(": ");
-        return h("option", { value: String(i), selected: i === current, disabled: !usable }, fileText(`${words || "event"} (ts ${ev.timestamp})`, { max: 100, more: false }));
+        return h("option", { value: String(i), selected: i === current, disabled: !usable }, fileText(`${instant(ev.timestamp + off, this.tz(), 0)} · ${words || "event"}`, { max: 100, more: false }));
       }),
     );
     return h("label", { class: "dv-muted", title: "A: the span after the event; B: as long a span before it (the window's length, or less where the rows end sooner)" }, "Before/after event ", select);
