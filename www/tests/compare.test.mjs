@@ -17,7 +17,7 @@ import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
-import { cat, dendro, tsOf } from "./cli.mjs";
+import { cat, dendro, ratesOf, tsOf } from "./cli.mjs";
 import { launch, missingPrerequisite, newPage, parseJsonExact, screenshot, serve } from "./helpers.mjs";
 
 const T = { timeout: 180_000 };
@@ -182,11 +182,60 @@ describe("compare across sources, archives and time", () => {
     assert.equal((await drawnCompare(page)).columns[COLUMN].length, 5);
     // A manual shift moves one source by exactly that much.
     const again = Number(await page.locator('[data-testid="compare-view"]').getAttribute("data-drawn"));
+    // (Behind a small button in the legend where the alignment has no doubt.)
+    if (!(await page.locator('[data-testid="shift-input"]').nth(1).isVisible())) await page.locator('[data-testid="shift-toggle"]').nth(1).click();
     await page.locator('[data-testid="shift-input"]').nth(1).fill("-2.5");
     await page.locator('[data-testid="shift-input"]').nth(1).dispatchEvent("change");
     await waitDrawn(page, again);
     const moved = (await drawnCompare(page)).columns[COLUMN].find((s) => s.key === series[1].key);
     assert.equal(BigInt(moved.offset), BigInt(series[1].offset) - 2_500_000_000n);
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it("draws a counter as the rates the rows give, resets included, and its running total on request, as the stream view does", T, async () => {
+    const page = await newPage(browser);
+    const counter = "page_faults";
+    // Around the demo's agent restart on its second host, where every counter starts from zero again.
+    const [[restart]] = sql(files.a, `SELECT json_extract(value, '$.timestamp') FROM sources AS s, json_each(json_extract(s.metadata, '$.events'), '$.events') WHERE s.id = 2 AND json_extract(value, '$.kind') = 'producer_epoch'`);
+    const from = BigInt(restart) - 90_000_000_000n;
+    const to = BigInt(restart) + 90_000_000_000n;
+    await page.goto(url(["a"], { compare: STREAM, col: counter, from, to }));
+    await waitDrawn(page);
+    const close = (a, b) => Math.abs(a - b) <= 1e-9 * Math.max(1, Math.abs(a), Math.abs(b));
+    const check = (list, as) => {
+      let compared = 0;
+      for (const s of list) {
+        assert.equal(s.as, as);
+        assert.equal(s.reduced, false, "every row drawn");
+        const rows = cat(files.a, Number(s.key.split("/")[1]), STREAM);
+        const rates = ratesOf(rows, counter);
+        const at = new Map(rows.map((r, i) => [String(tsOf(r)), i]));
+        s.ts.forEach((t, k) => {
+          const i = at.get(t);
+          assert.ok(i !== undefined, `a drawn point at a row's ts (${t})`);
+          const want = as === "rate" ? rates[i] : Number(rows[i][counter]);
+          // The window's first row has a rate only if the engine read the row before it.
+          if (want === null || (as === "rate" && k === 0 && Number.isNaN(s.max[k]))) return;
+          assert.ok(close(s.max[k], want) && close(s.min[k], want), `${s.label} row ${i}: ${s.max[k]} vs ${want}`);
+          compared++;
+        });
+      }
+      return compared;
+    };
+    const drawn = await drawnCompare(page);
+    assert.ok(check(drawn.columns[counter], "rate") > 300, "rates compared");
+    const fell = (await drawnCompare(page)).columns[counter].some((s) => {
+      const rows = cat(files.a, Number(s.key.split("/")[1]), STREAM).filter((r) => s.ts.includes(String(tsOf(r))));
+      return rows.some((r, i) => i > 0 && Number(r[counter]) < Number(rows[i - 1][counter]));
+    });
+    assert.ok(fell, "a reset lies in the window");
+    assert.equal(await page.locator('[data-testid="compare-view"] [data-testid="rate-toggle"]').getAttribute("data-mode"), "rate");
+    const n = Number(await page.locator('[data-testid="compare-view"]').getAttribute("data-drawn"));
+    await page.locator('[data-testid="compare-view"] [data-testid="rate-toggle"]').click();
+    await waitDrawn(page, n);
+    assert.ok(check((await drawnCompare(page)).columns[counter], "raw") > 300, "running totals compared");
+    assert.equal(await page.locator('[data-testid="compare-view"] [data-testid="rate-toggle"]').getAttribute("data-mode"), "raw");
     assert.deepEqual(page.problems, []);
     await page.close();
   });
@@ -240,13 +289,42 @@ describe("compare across sources, archives and time", () => {
   });
 
   it("draws a fleet strip of 32 hosts whose peaks are the rows' maxima, and opens a host's stream from its row", T, async () => {
-    const page = await newPage(browser);
+    const page = await newPage(browser, { viewport: { width: 1280, height: 800 } });
     await page.goto(url(["fleet"], { compare: STREAM, col: COLUMN }));
     await waitDrawn(page);
     const drawn = Number(await page.locator('[data-testid="compare-view"]').getAttribute("data-drawn"));
+    // Every state the view passes through, and what the strip said meanwhile.
+    await page.evaluate(() => {
+      const view = document.querySelector('[data-testid="compare-view"]');
+      window.__states = [];
+      new MutationObserver(() => {
+        const badge = view.querySelector('[data-testid="strip-preview"]');
+        window.__states.push(`${view.dataset.state}|${badge && !badge.hidden ? badge.textContent : ""}`);
+      }).observe(view, { attributes: true, subtree: true, childList: true });
+    });
     await page.locator('[data-mode="strip"]').click();
     await waitDrawn(page, drawn);
     assert.equal(await page.locator('[data-testid="strip-row"]').count(), 32);
+    const states = await page.evaluate(() => window.__states);
+    assert.ok(
+      states.some((s) => s.startsWith("preview|Preview from footer statistics")),
+      `drawn first from footer statistics, and said so: ${[...new Set(states)].slice(0, 8).join("; ")}`,
+    );
+    assert.equal(await page.locator('[data-testid="strip-row"][data-exact="true"]').count(), 32, "every row exact once drawn");
+    assert.equal(await page.locator('[data-testid="strip-preview"]').isHidden(), true, "the preview's label gone once exact");
+    // At 1280×800, each row's name beside its colours, all 32 rows within one screen, nothing past the right edge.
+    const boxes = await page.locator('[data-testid="strip-row"]').evaluateAll((rows) =>
+      rows.map((r) => {
+        const n = r.querySelector(".dv-strip-name").getBoundingClientRect();
+        const c = r.querySelector("canvas").getBoundingClientRect();
+        return { name: (n.top + n.bottom) / 2, colours: (c.top + c.bottom) / 2, top: c.top, bottom: c.bottom, right: c.right, width: c.width };
+      }),
+    );
+    for (const b of boxes) {
+      assert.ok(Math.abs(b.name - b.colours) <= 1, `a row's name and colours on one line (${b.name} vs ${b.colours})`);
+      assert.ok(b.right <= 1280 && b.width > 600, `a row's colours within the screen (right edge ${b.right}, ${b.width} px wide)`);
+    }
+    assert.ok(boxes[boxes.length - 1].bottom - boxes[0].top <= 600, "32 rows in less than a screen");
     await page.locator('[data-testid="strip-sort"]').selectOption("peak");
     const rows = await page.locator('[data-testid="fleet-strip"]').evaluate((el) =>
       el.dendroStrip.map((r) => ({ key: r.key, peak: r.peak, offset: String(r.offset) })),
@@ -277,60 +355,47 @@ describe("compare across sources, archives and time", () => {
     await page.goto(url(["a"], { compare: STREAM, col: COLUMN, from, to, shift: "300s" }));
     await waitDrawn(page);
     assert.equal(await page.locator('[data-testid="compare-view"]').getAttribute("data-mode"), "shift");
-    const d = await page.locator('[data-testid="time-shift"]').evaluate((el) => {
-      const x = el.dendroShift;
-      const arr = (a) => Array.from(a);
-      return {
-        member: x.member,
-        shift: String(x.shift),
-        offset: String(x.offset),
-        from: String(x.from),
-        to: String(x.to),
-        buckets: x.buckets,
-        ts: Array.from(x.paired.ts, String),
-        d_min: arr(x.paired.d_min),
-        d_max: arr(x.paired.d_max),
-        b_max: arr(x.paired.b_max),
-      };
-    });
+    const d = await drawnShift(page);
     assert.equal(BigInt(d.shift), shift);
-    const source = Number(d.member.split("/")[1]);
-    const off = BigInt(d.offset);
-    const lo = BigInt(d.from) - off;
-    const hi = BigInt(d.to) - off;
-    const all = cat(files.a, source, STREAM);
-    const b = bounds(lo, hi, d.buckets);
-    const fold = (rows, by) => {
-      const mn = new Array(d.buckets).fill(NaN);
-      const mx = new Array(d.buckets).fill(NaN);
-      for (const r of rows) {
-        const t = tsOf(r) + by;
-        if (t < lo || t > hi) continue;
-        const k = bucketOf(b, t);
-        const v = Number(r[COLUMN]);
-        mn[k] = Number.isNaN(mn[k]) ? v : Math.min(mn[k], v);
-        mx[k] = Number.isNaN(mx[k]) ? v : Math.max(mx[k], v);
-      }
-      return [mn, mx];
-    };
-    const [amin, amax] = fold(all, 0n);
-    const [bmin, bmax] = fold(all, shift);
-    assert.deepEqual(d.ts, b.slice(0, d.buckets).map(String));
-    let both = 0;
-    let gaps = 0;
-    for (let k = 0; k < d.buckets; k++) {
-      const want = amax[k] - bmax[k];
-      if (Number.isNaN(want)) {
-        assert.ok(Number.isNaN(d.d_max[k]), `bucket ${k}: a gap where either side has no row`);
-        gaps++;
-      } else {
-        assert.equal(d.d_max[k], want, `bucket ${k}: A − B`);
-        assert.equal(d.d_min[k], amin[k] - bmin[k]);
-        both++;
-      }
-    }
+    const { both, gaps } = checkDifference(d, files.a);
     assert.ok(both > 40 && gaps > 100, `${both} differences, ${gaps} gaps`);
     await screenshot(page, "compare-time-shift.png", page.locator('[data-testid="compare-view"]'));
+    assert.deepEqual(page.problems, []);
+    await page.close();
+  });
+
+  it("compares the span after an event on the timeline with as long a span before it", T, async () => {
+    const page = await newPage(browser, { viewport: { width: 1600, height: 1000 } });
+    await page.goto(url(["a"], { compare: STREAM, col: COLUMN, shift: "300s" }));
+    await waitDrawn(page);
+    const drawn = Number(await page.locator('[data-testid="compare-view"]').getAttribute("data-drawn"));
+    const before = await drawnShift(page);
+    const source = Number(before.member.split("/")[1]);
+    // The source's events, as the archive's catalog holds them.
+    // (Its reserved key `events` holds JSON text: {"events": [{timestamp, …}]}, ts past 2^53.)
+    const ev = `json_extract(metadata, '$.events')`;
+    const [[count, earliest]] = sql(files.a, `SELECT json_array_length(${ev}, '$.events'), (SELECT MIN(json_extract(value, '$.timestamp')) FROM json_each(${ev}, '$.events')) FROM sources WHERE id = ${source}`);
+    assert.ok(Number(count) > 0, "the demo's source has an event");
+    const at = BigInt(earliest);
+    const options = await page.locator('[data-testid="shift-event"] option').allInnerTexts();
+    assert.equal(options.length, Number(count) + 1, "one choice per event, and none");
+    await page.locator('[data-testid="shift-event"]').selectOption("0");
+    await waitDrawn(page, drawn);
+    const d = await drawnShift(page);
+    const off = BigInt(d.offset);
+    const rows = cat(files.a, source, STREAM).map((r) => tsOf(r));
+    const [first, last] = [rows.reduce((a, b) => (b < a ? b : a)), rows.reduce((a, b) => (b > a ? b : a))];
+    // The window's length, or less where the rows end sooner on either side.
+    let want = BigInt(before.to) - BigInt(before.from);
+    if (last - at < want) want = last - at;
+    if (at - first < want) want = at - first;
+    assert.equal(BigInt(d.from) - off, at, "A starts at the event");
+    assert.equal(BigInt(d.to) - BigInt(d.from), want, "A is the span after it");
+    assert.equal(BigInt(d.shift), want, "B is as long a span before it");
+    const { both } = checkDifference(d, files.a);
+    assert.ok(both > 10, `${both} differences`);
+    assert.equal(await page.locator('[data-testid="shift-event"]').inputValue(), "0", "the event chosen is shown chosen");
+    await screenshot(page, "compare-shift-event.png", page.locator('[data-testid="compare-view"]'));
     assert.deepEqual(page.problems, []);
     await page.close();
   });
@@ -339,4 +404,69 @@ describe("compare across sources, archives and time", () => {
 async function drawnWindow(page) {
   const d = await drawnCompare(page);
   return { from: BigInt(d.from), to: BigInt(d.to) };
+}
+
+async function drawnShift(page) {
+  return page.locator('[data-testid="time-shift"]').evaluate((el) => {
+    const x = el.dendroShift;
+    const arr = (a) => Array.from(a);
+    return {
+      member: x.member,
+      shift: String(x.shift),
+      offset: String(x.offset),
+      from: String(x.from),
+      to: String(x.to),
+      buckets: x.buckets,
+      ts: Array.from(x.paired.ts, String),
+      d_min: arr(x.paired.d_min),
+      d_max: arr(x.paired.d_max),
+      b_max: arr(x.paired.b_max),
+    };
+  });
+}
+
+/**
+ * Checks a drawn time shift's A − B bucket by bucket against the rows
+ * `dendro cat` prints of `file` (as src/read/shift.rs defines it): exact
+ * where both sides have a row, a gap where either has none. Answers how
+ * many buckets of each.
+ */
+function checkDifference(d, file) {
+  const shift = BigInt(d.shift);
+  const source = Number(d.member.split("/")[1]);
+  const off = BigInt(d.offset);
+  const lo = BigInt(d.from) - off;
+  const hi = BigInt(d.to) - off;
+  const all = cat(file, source, STREAM);
+  const b = bounds(lo, hi, d.buckets);
+  const fold = (rows, by) => {
+    const mn = new Array(d.buckets).fill(NaN);
+    const mx = new Array(d.buckets).fill(NaN);
+    for (const r of rows) {
+      const t = tsOf(r) + by;
+      if (t < lo || t > hi) continue;
+      const k = bucketOf(b, t);
+      const v = Number(r[COLUMN]);
+      mn[k] = Number.isNaN(mn[k]) ? v : Math.min(mn[k], v);
+      mx[k] = Number.isNaN(mx[k]) ? v : Math.max(mx[k], v);
+    }
+    return [mn, mx];
+  };
+  const [amin, amax] = fold(all, 0n);
+  const [bmin, bmax] = fold(all, shift);
+  assert.deepEqual(d.ts, b.slice(0, d.buckets).map(String));
+  let both = 0;
+  let gaps = 0;
+  for (let k = 0; k < d.buckets; k++) {
+    const want = amax[k] - bmax[k];
+    if (Number.isNaN(want)) {
+      assert.ok(Number.isNaN(d.d_max[k]), `bucket ${k}: a gap where either side has no row`);
+      gaps++;
+    } else {
+      assert.equal(d.d_max[k], want, `bucket ${k}: A − B`);
+      assert.equal(d.d_min[k], amin[k] - bmin[k]);
+      both++;
+    }
+  }
+  return { both, gaps };
 }

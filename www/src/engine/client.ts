@@ -386,6 +386,15 @@ class Handle implements ArchiveHandle {
     );
   }
 
+  previewRange(source: number, stream: string, from: bigint, to: bigint, opts: Omit<RangeOptions, "onPreview"> & Cancellable & { maxPoints: number }): Promise<RangeEnvelope | null> {
+    return this.call(
+      "previewRange",
+      [source, stream, from, to, opts.columns ?? null, opts.maxPoints, opts.rates ?? null],
+      `a preview of a window of stream "${stream}" (source ${source})`,
+      opts.signal,
+    );
+  }
+
   prefetch(source: number, stream: string, from: bigint, to: bigint): Promise<void> {
     return this.call("prefetch", [source, stream, from, to], `fetching ahead stream "${stream}" (source ${source})`).then(() => {});
   }

@@ -43,6 +43,11 @@ export interface Calls {
     ];
     result: RangeEnvelope;
   };
+  /** readRange's preview alone (footer statistics, nothing decoded); null where it has none. */
+  previewRange: {
+    args: [source: number, stream: string, from: bigint, to: bigint, columns: string[] | null, maxPoints: number, rates: string[] | null];
+    result: RangeEnvelope | null;
+  };
   /**
    * Fetches ahead what a preview and read of the window will read, in few
    * batches, for an archive read in place (nothing for one in memory).

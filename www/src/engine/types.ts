@@ -566,6 +566,20 @@ export interface ArchiveHandle {
     opts?: RangeOptions & Cancellable,
   ): Promise<RangeEnvelope>;
   /**
+   * What `readRange` with `onPreview` hands over first, alone: a band from
+   * the segments' footer statistics, decoding nothing (counters read as
+   * rates are left out: a rate needs the rows). Null where the engine has
+   * none. Cheap where the exact read is not, so a view of many sources can
+   * draw them all before reading any exactly.
+   */
+  previewRange(
+    source: number,
+    stream: string,
+    from: bigint,
+    to: bigint,
+    opts: Omit<RangeOptions, "onPreview"> & Cancellable & { maxPoints: number },
+  ): Promise<RangeEnvelope | null>;
+  /**
    * Fetches ahead, in a few batched reads, what a preview and read of the
    * window will read from an archive read in place (the segments'
    * footers, the live tail), so that a `readRange` sent later waits on

@@ -113,6 +113,8 @@ const methods: { [M in Exclude<Method, SourceMethod>]: (a: Archive, ...args: Cal
   readSegment: (a, source, stream, seq, columns) => a.readSegment(source, stream, seq, columns ?? undefined),
   readRange: (a, source, stream, from, to, columns, maxPoints, rates) =>
     a.readRange(source, stream, from, to, columns ?? undefined, maxPoints ?? undefined, rates ?? undefined),
+  previewRange: (a, source, stream, from, to, columns, maxPoints, rates) =>
+    (a.previewRange(source, stream, from, to, columns ?? undefined, maxPoints, rates ?? undefined) as Calls["previewRange"]["result"] | undefined) ?? null,
   liveTail: (a, source, stream) => a.liveTail(source, stream),
   callerIndex: (a, source, stream, seq) => a.callerIndex(source, stream, seq) ?? null,
   callerRows: (a, source, name, from, to) => a.callerRows(source, name, from, to),
@@ -532,6 +534,7 @@ async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promis
   if (req.method === "prefetch") return prefetchWindow(a, req.handle, req.args);
   const source = inPlace.get(req.handle);
   if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
+  if (source && !noRanges && req.method === "previewRange") await prefetchFooters(a, source, [...(req.args as Calls["previewRange"]["args"]), true]);
   // A preview asked for is posted once, ahead of the answer, under the request's id.
   let previewed = false;
   const onPreview =

@@ -26,10 +26,18 @@ export interface ArchiveHost {
    * Whether an archive opens quietly: no first plot unless a stream was
    * asked for, and verify on a click (absent: not quietly). The viewer
    * says so for tabs behind the one in front while a comparison is open
-   * or asked for: thirty-two archives' first plots and verifies would
-   * hold the worker ahead of it.
+   * or asked for, and for the one in front until the comparison has
+   * drawn (then `openFirst`): thirty-two archives' first plots and
+   * verifies, or one wide stream's, would hold the worker ahead of it.
    */
   quiet?(): boolean;
+  /**
+   * Whether a comparison is open or asked for: verify then waits for a
+   * click in the tab in front too. Once started it holds the worker for
+   * the whole file (16 s for 98 MB read in place), and the comparison's
+   * reads waited behind it.
+   */
+  comparing?(): boolean;
   /** A person chose this window (not a followed archive's own move): other plots on the page may follow. */
   windowChosen?(view: ArchiveView, from: bigint, to: bigint): void;
 }
@@ -228,12 +236,8 @@ export class ArchiveView {
       if (src?.streams.some((s) => s.name === init.stream)) pick = { source: init.source, stream: init.stream, columns: init.columns };
     }
     if (!pick && this.host.quiet?.() !== true) {
-      outer: for (const src of desc.sources)
-        for (const st of src.streams)
-          if (st.segments.length > 0) {
-            pick = { source: src.id, stream: st.name, columns: init.columns };
-            break outer;
-          }
+      const first = firstPlotted(desc);
+      if (first) pick = { ...first, columns: init.columns };
     }
     this.pending = pick;
     // The first plot's schema is asked for now and, read in place, its
@@ -411,7 +415,7 @@ export class ArchiveView {
     // a whole file's reading. Read in place, verify reads the whole file
     // again: past a size, or over the network, it waits for a click.
     if (this.overview.verifiesOnClick) return;
-    if (this.host.quiet?.() === true) {
+    if (this.host.quiet?.() === true || this.host.comparing?.() === true) {
       this.overview.verifyLater();
       return;
     }
@@ -674,6 +678,13 @@ export class ArchiveView {
     this.host.changed(this);
   }
 
+  /** Opens the first stream with sealed rows, as an archive not opened quietly does, unless a stream is open or on its way. */
+  openFirst(): void {
+    if (this.destroyed || this.streamView || this.pending) return;
+    const first = firstPlotted(this.desc);
+    if (first) this.select(first.source, first.stream, undefined, this.init.columns, false);
+  }
+
   select(source: number, stream: string, seq?: number, columns?: string[], notify = true): void {
     const src = this.desc.sources.find((s) => s.id === source);
     const st = src?.streams.find((s) => s.name === stream);
@@ -836,4 +847,10 @@ export class ArchiveView {
     }
     return s;
   }
+}
+
+/** The first stream with sealed rows to plot, in the description's order. */
+function firstPlotted(desc: Description): { source: number; stream: string } | null {
+  for (const src of desc.sources) for (const st of src.streams) if (st.segments.length > 0) return { source: src.id, stream: st.name };
+  return null;
 }

@@ -20,6 +20,8 @@ export interface ComparePanelHost {
   loading(): boolean;
   /** Opens a source's stream view over a window of its own timestamps. */
   openStream(archive: OpenArchive, source: number, stream: string, from: bigint, to: bigint): void;
+  /** The comparison opened has drawn (or said why it cannot): what waited for the worker may go. */
+  settled?(): void;
   /** What the URL keeps of the comparison changed (empty: none is open). */
   changed(c: Pick<ViewState, "compare" | "shift">): void;
 }
@@ -29,6 +31,8 @@ export class ComparePanel {
   /** The compare view open, if any. */
   view: CompareView | null = null;
   private pending: { stream: string; init: CompareInit } | null = null;
+  /** The comparison open has drawn once. */
+  drawn = false;
   /** The archives (ids) the open comparison was gathered from. */
   private gathered = "";
 
@@ -54,7 +58,12 @@ export class ComparePanel {
     this.gathered = this.ids();
     replace(this.el, view.el);
     this.tell();
-    return view.init();
+    this.drawn = false;
+    return view.init().finally(() => {
+      if (this.view !== view) return;
+      this.drawn = true;
+      this.host.settled?.();
+    });
   }
 
   /** Whether a comparison is open or waiting for its archives. */

@@ -80,6 +80,8 @@ export interface DrawnMember {
 /** What the view last drew, on its element as `dendroCompare`. */
 export interface DrawnCompare {
   layout: "overlay" | "rows";
+  /** Bands from footer statistics, drawn while the exact envelopes are read. */
+  preview: boolean;
   from: bigint;
   to: bigint;
   columns: Record<string, DrawnMember[]>;
@@ -100,6 +102,8 @@ export class CompareView {
   private schema: ColumnSchema[] = [];
   private selected: string[] = [];
   private readonly hidden = new Set<string>();
+  /** Counters a person asked to see raw (their running totals) rather than as rates. */
+  private readonly raw = new Set<string>();
   private readonly shifts: Map<string, bigint>;
   mode: CompareMode;
   /** The time shift: B = A − shiftBy, of member shiftMember. */
@@ -274,10 +278,20 @@ export class CompareView {
 
   /** Counters read as per-second rates, by the field metadata as the stream view reads it. */
   rates(columns: string[]): string[] {
-    return columns.filter((c) => {
-      const col = this.schema.find((s) => s.name === c);
-      return !!col && markedCounter(col.metadata);
-    });
+    return columns.filter((c) => this.isCounter(c) && !this.raw.has(c));
+  }
+
+  private isCounter(c: string): boolean {
+    const col = this.schema.find((s) => s.name === c);
+    return !!col && markedCounter(col.metadata);
+  }
+
+  /** A person switched counter `name` between its rate per second and its raw running total, as in the stream view. */
+  showRaw(name: string, raw: boolean): void {
+    if (raw) this.raw.add(name);
+    else this.raw.delete(name);
+    this.paintColumns();
+    void this.draw();
   }
 
   private paintNotes(): void {
@@ -320,7 +334,13 @@ export class CompareView {
     );
   }
 
-  /** The legend: a colour, a name, show/hide, the alignment's doubts in words, and a manual shift, per source. */
+  /**
+   * The legend: one compact line per source (show/hide, its colour, its
+   * name: the archive and the labels that tell it apart), the alignment's
+   * doubts in words under it, and a manual shift behind a small button
+   * (open at once where the alignment is doubtful or a shift is set), so
+   * that thirty-two sources fit beside the plot in a box of their own.
+   */
   private paintLegend(): void {
     replace(
       this.legend,
@@ -344,30 +364,47 @@ export class CompareView {
             },
           },
         });
+        const shiftBox = h("label", { class: "dv-legend-shift dv-muted", hidden: doubts.length === 0 && this.shiftOf(m) === 0n }, "shift ", shiftInput, " s");
         return h(
           "div",
           { class: "dv-legend-row", data: { testid: "legend-entry", member: m.key, doubtful: String(doubts.length > 0) } },
           h(
-            "label",
-            { class: "dv-legend-name" },
-            h("input", {
-              type: "checkbox",
-              checked: !this.hidden.has(m.key),
-              "aria-label": `show ${m.label}`,
-              data: { testid: "series-toggle" },
-              on: {
-                change: (e: Event) => {
-                  if ((e.target as HTMLInputElement).checked) this.hidden.delete(m.key);
-                  else this.hidden.add(m.key);
-                  void this.draw();
+            "div",
+            { class: "dv-legend-line" },
+            h(
+              "label",
+              { class: "dv-legend-name", title: m.label },
+              h("input", {
+                type: "checkbox",
+                checked: !this.hidden.has(m.key),
+                "aria-label": `show ${m.label}`,
+                data: { testid: "series-toggle" },
+                on: {
+                  change: (e: Event) => {
+                    if ((e.target as HTMLInputElement).checked) this.hidden.delete(m.key);
+                    else this.hidden.add(m.key);
+                    void this.draw();
+                  },
                 },
+              }),
+              h("span", { class: "dv-swatch", style: { background: colourOf(i) } }),
+              h("span", { class: "dv-legend-text", data: { testid: "legend-label" } }, fileText(m.label, { max: 160, more: false })),
+            ),
+            h(
+              "button",
+              {
+                type: "button",
+                class: "dv-legend-shift-btn",
+                title: "Shift this source on the time axis by hand",
+                "aria-label": `shift ${m.label} by hand`,
+                data: { testid: "shift-toggle" },
+                on: { click: () => (shiftBox.hidden = !shiftBox.hidden) },
               },
-            }),
-            h("span", { class: "dv-swatch", style: { background: colourOf(i) } }),
-            h("span", { data: { testid: "legend-label" } }, fileText(m.label, { max: 160, more: false })),
+              "⇆",
+            ),
           ),
           doubts.map((d) => h("div", { class: "dv-legend-doubt", data: { testid: "alignment-doubt", kind: d.kind } }, "⚠ ", fileText(d.words, { max: 300 }))),
-          h("label", { class: "dv-legend-shift dv-muted" }, "shift ", shiftInput, " s"),
+          shiftBox,
         );
       }),
     );
@@ -424,36 +461,30 @@ export class CompareView {
     this.inflight = inflight;
     const shown = this.members.filter((m) => !this.hidden.has(m.key));
     const maxPoints = Math.max(100, this.width());
+    // First from the footers' statistics, every source at once (a few
+    // footer reads each, nothing decoded), said to be a preview; then the
+    // exact envelopes, drawn in its place.
+    // (Sent in this order: the worker answers in the order asked.)
+    const previewing = Promise.all(shown.map((m) => this.preview(m, this.selected, maxPoints, inflight.signal).catch(() => null)));
+    const exact = Promise.all(shown.map((m) => this.read(m, this.selected, maxPoints, inflight.signal)));
+    exact.catch(() => {});
+    const previews = await previewing;
+    if (token !== this.token || this.destroyed) return;
+    if (previews.some((p) => p !== null)) {
+      this.paintOverlay(shown, previews, true);
+      this.previewed(
+        `${shown.length} of ${this.members.length} sources · a preview from the segments' footer statistics: each band holds the exact values; reading them exactly…`,
+      );
+    }
     let envs: RangeEnvelope[];
     try {
-      envs = await Promise.all(shown.map((m) => this.read(m, this.selected, maxPoints, inflight.signal)));
+      envs = await exact;
     } catch (e) {
       if (token === this.token) this.fail(e);
       return;
     }
     if (token !== this.token || this.destroyed) return;
-    const rates = new Set(this.rates(this.selected));
-    const drawn: DrawnCompare = { layout: shown.length > OVERLAY_MAX ? "rows" : "overlay", from: this.from, to: this.to, columns: {} };
-    for (const col of this.selected) {
-      drawn.columns[col] = shown.map((m, i) => {
-        const env = envs[i]!;
-        const c = env.columns.find((x) => x.name === col);
-        const n = env.ts.length;
-        return {
-          key: m.key,
-          label: m.label,
-          ts: env.ts,
-          offset: this.offsetOf(m),
-          min: c?.min ?? new Float64Array(n).fill(NaN),
-          max: c?.max ?? new Float64Array(n).fill(NaN),
-          as: rates.has(col) ? "rate" : "raw",
-          reduced: env.reduced,
-        };
-      });
-    }
-    (this.el as HTMLElement & { dendroCompare?: DrawnCompare }).dendroCompare = drawn;
-    const blocks = this.selected.map((col) => this.plotColumn(col, drawn.columns[col]!, shown));
-    replace(this.body, blocks);
+    const drawn = this.paintOverlay(shown, envs, false);
     const rows = envs.reduce((n, e) => n + e.rows_in_window, 0);
     const approx = envs.some((e) => e.segments_left_out > 0);
     this.finish(
@@ -462,6 +493,37 @@ export class CompareView {
         (drawn.layout === "rows" ? " · one row per source (more than six), shared time axis and y-scale" : "") +
         (approx ? " · approximate: some segments not read, zoom in for the exact envelope" : ""),
     );
+  }
+
+  /** Draws the overlay (or rows) of `envs`, one per source shown (null: nothing yet); a preview's are bands from footer statistics. */
+  private paintOverlay(shown: Member[], envs: (RangeEnvelope | null)[], preview: boolean): DrawnCompare {
+    for (const p of this.plots) p.destroy();
+    this.plots = [];
+    const rates = new Set(this.rates(this.selected));
+    const drawn: DrawnCompare = { layout: shown.length > OVERLAY_MAX ? "rows" : "overlay", from: this.from, to: this.to, preview, columns: {} };
+    for (const col of this.selected) {
+      drawn.columns[col] = shown.map((m, i) => {
+        const env = envs[i];
+        const c = env?.columns.find((x) => x.name === col);
+        const n = env?.ts.length ?? 0;
+        return {
+          key: m.key,
+          label: m.label,
+          ts: env?.ts ?? new BigInt64Array(0),
+          offset: this.offsetOf(m),
+          min: c?.min ?? new Float64Array(n).fill(NaN),
+          max: c?.max ?? new Float64Array(n).fill(NaN),
+          as: rates.has(col) ? "rate" : "raw",
+          reduced: env?.reduced ?? true,
+        };
+      });
+    }
+    (this.el as HTMLElement & { dendroCompare?: DrawnCompare }).dendroCompare = drawn;
+    replace(
+      this.body,
+      this.selected.map((col) => this.plotColumn(col, drawn.columns[col]!, shown)),
+    );
+    return drawn;
   }
 
   private async settle(token: number, drawing: Promise<string>): Promise<void> {
@@ -484,6 +546,24 @@ export class CompareView {
     });
   }
 
+  /** The footer-statistics preview of what `read` answers over the view's window (null: none). */
+  preview(m: Member, columns: string[], maxPoints: number, signal?: AbortSignal): Promise<RangeEnvelope | null> {
+    const off = this.offsetOf(m);
+    return m.archive.handle.previewRange(m.source.id, this.stream, this.from - off, this.to - off, {
+      columns,
+      maxPoints,
+      rates: this.rates(columns),
+      ...(signal ? { signal } : {}),
+    });
+  }
+
+  /** A drawing is up as a preview while the exact answers are read: said in the status line and `data-state`. */
+  previewed(text: string): void {
+    if (this.destroyed) return;
+    this.el.dataset["state"] = "preview";
+    setText(this.status, text);
+  }
+
   /** One column: an overlay of every source shown, or a row per source past six. */
   private plotColumn(col: string, series: DrawnMember[], shown: Member[]): HTMLElement {
     const origin = this.from;
@@ -491,8 +571,22 @@ export class CompareView {
     const toNs = (x: number) => origin + BigInt(Math.round(x * 1e9));
     const range = (): [number, number] => [toX(this.from), toX(this.to)];
     const xs = (s: DrawnMember) => Float64Array.from(s.ts, (t) => toX(t + s.offset));
-    const unit = series[0]?.as === "rate" ? " /s" : "";
-    const box = h("div", { class: "dv-compare-column", data: { testid: "compare-plot", column: col } }, h("div", { class: "dv-plot-head" }, fileText(col, { max: 80 }), unit));
+    const rate = series[0]?.as === "rate";
+    // The stream view's switch, the same words: a counter as its rate or its running total.
+    const rateBtn = this.isCounter(col)
+      ? h(
+          "button",
+          {
+            type: "button",
+            class: "dv-btn dv-btn-xs",
+            data: { testid: "rate-toggle", mode: rate ? "rate" : "raw" },
+            title: rate ? "A counter, plotted as its increase per second (a fall is a reset). Click for the raw running total." : "A counter, plotted as its raw running total. Click for its rate per second.",
+            on: { click: () => this.showRaw(col, rate) },
+          },
+          rate ? "rate /s" : "raw total",
+        )
+      : null;
+    const box = h("div", { class: "dv-compare-column", data: { testid: "compare-plot", column: col } }, h("div", { class: "dv-plot-head" }, fileText(col, { max: 80 }), " ", rateBtn));
     const colourAt = (s: DrawnMember) => colourOf(this.members.findIndex((m) => m.key === s.key));
     const opts = (height: number, ser: uPlot.Series[], bands: uPlot.Band[], y?: [number, number]): uPlot.Options => ({
       width: this.width(),
@@ -533,7 +627,12 @@ export class CompareView {
       const target = h("div", { class: "dv-plot dv-compare-row", data: { testid: "compare-row", member: s.key } }, h("div", { class: "dv-compare-row-name" }, fileText(shown[i]!.label, { max: 120, more: false })));
       box.appendChild(target);
       const data: uPlot.AlignedData = [xs(s), gapsAsNull(s.max), gapsAsNull(s.min)];
-      this.plots.push(new uPlot(opts(70, pair(s), [{ series: [1, 2], fill: colourAt(s) + "26" }], y), data, target));
+      // One time axis for all, under the last row (the rows share it); past
+      // a dozen rows, lower ones: thirty-two sources in less than two screens.
+      const last = i === series.length - 1;
+      const o = opts((series.length > 12 ? 30 : 48) + (last ? 40 : 0), pair(s), [{ series: [1, 2], fill: colourAt(s) + "26" }], y);
+      if (!last) o.axes = o.axes!.map((a, k) => (k === 0 ? { ...a, show: false } : a));
+      this.plots.push(new uPlot(o, data, target));
     });
     return box;
   }

@@ -1,11 +1,18 @@
 // The fleet strip: one column of one stream across every source, one thin
 // row per source coloured by value, so the odd host stands out among
-// fifty. Each row is the engine's envelope of that source over the shared
-// wall-clock window, one bucket per pixel at most, painted on a canvas:
-// each point's colour is its bucket's max (or min), on one colour scale
-// for every row. Rows sort by name, by peak (largest max) or by mean (of
-// the bucket maxima). A click on a row opens that source's stream view
-// over the same window.
+// fifty. Each row holds one value per pixel of the shared wall-clock
+// window (the bucket max or min falling in that pixel), painted on one
+// colour scale for every row. Rows sort by name, by peak (largest max) or
+// by mean (of the pixels' maxima). A click on a row opens that source's
+// stream view over the same window.
+//
+// The strip is drawn twice. First every row from its segments' footer
+// statistics (`previewRange`: nothing decoded, a few footer reads per
+// source), said on the strip to be a preview; then each row is read
+// exactly and repainted in place, a source at a time, so that thirty-two
+// exact reads queued in the one engine worker never stand between the
+// person and a first picture. A row keeps its pixels only (two numbers a
+// pixel), never the envelope it was folded from.
 
 import type { RangeEnvelope } from "../engine/types";
 import { fileText, h, replace } from "./dom";
@@ -19,6 +26,10 @@ export interface StripHost {
   offsetOf(m: Member): bigint;
   rates(columns: string[]): string[];
   read(m: Member, columns: string[], maxPoints: number, signal?: AbortSignal): Promise<RangeEnvelope>;
+  /** The footer-statistics preview of what `read` answers; null where the engine has none. */
+  preview(m: Member, columns: string[], maxPoints: number, signal?: AbortSignal): Promise<RangeEnvelope | null>;
+  /** The strip is up as a preview (said in `text`) while its rows are read exactly. */
+  previewed(text: string): void;
   openMember(m: Member): void;
 }
 
@@ -26,19 +37,26 @@ export type StripSort = "name" | "peak" | "mean";
 export type StripColour = "max" | "min";
 
 /** Height of one source's row, CSS px. */
-const ROW_PX = 12;
+export const STRIP_ROW_PX = 14;
 /** Width of the names' column, CSS px. */
 const NAME_PX = 220;
+/** Exact reads sent ahead of their answers: the worker runs one at a time, the next waits there, not in a round trip. */
+const AHEAD = 2;
 
-/** One row as drawn, for tests: its member, the points' own ts and values, and the sort keys. */
+/** One row as drawn, for tests: its member, its pixels' values, the sort keys, and whether it is exact yet. */
 export interface StripRow {
   key: string;
   label: string;
-  ts: BigInt64Array;
   offset: bigint;
-  values: Float64Array;
+  /** Per pixel of the window: the largest and smallest value falling in it (NaN: none). */
+  max: Float64Array;
+  min: Float64Array;
   peak: number;
   mean: number;
+  /** false: from footer statistics (a band holding the exact values), or not read yet. */
+  exact: boolean;
+  /** Rows in the window, once exact. */
+  rows: number;
 }
 
 export class FleetStrip {
@@ -48,8 +66,10 @@ export class FleetStrip {
   private rows: StripRow[] = [];
   private readonly list: HTMLElement;
   private readonly scale: HTMLElement;
-  private abort = new AbortController();
-  private envs: RangeEnvelope[] = [];
+  private readonly badge: HTMLElement;
+  private readonly abort = new AbortController();
+  private readonly canvases = new Map<string, HTMLCanvasElement>();
+  private frame = 0;
 
   constructor(
     private readonly host: StripHost,
@@ -70,6 +90,7 @@ export class FleetStrip {
       );
     this.list = h("div", { class: "dv-strip-rows", role: "list" });
     this.scale = h("div", { class: "dv-strip-scale dv-muted", data: { testid: "strip-scale" } });
+    this.badge = h("span", { class: "dv-strip-badge", data: { testid: "strip-preview" }, hidden: true });
     this.el = h(
       "div",
       { class: "dv-strip", data: { testid: "fleet-strip", column } },
@@ -82,10 +103,10 @@ export class FleetStrip {
         }),
         select<StripColour>("Colour by", "strip-colour", [["max", "bucket max"], ["min", "bucket min"]], (v) => {
           this.colour = v;
-          this.rows = this.build();
           this.paint();
         }),
         this.scale,
+        this.badge,
       ),
       this.list,
     );
@@ -93,37 +114,96 @@ export class FleetStrip {
 
   destroy(): void {
     this.abort.abort();
+    cancelAnimationFrame(this.frame);
   }
 
-  /** Reads every source's envelope and paints the rows; answers the status line. */
+  private pixels(): number {
+    return Math.max(50, this.width - NAME_PX);
+  }
+
+  /** Draws every row from footer statistics, then reads each exactly; answers the status line once all are exact. */
   async draw(): Promise<string> {
     const members = this.host.members;
     const columns = [this.column];
-    const points = Math.max(50, this.width - NAME_PX);
-    this.envs = await Promise.all(members.map((m) => this.host.read(m, columns, points, this.abort.signal)));
-    this.rows = this.build();
+    const w = this.pixels();
+    const signal = this.abort.signal;
+    this.rows = members.map((m) => ({ key: m.key, label: m.label, offset: this.host.offsetOf(m), max: nans(w), min: nans(w), peak: NaN, mean: NaN, exact: false, rows: 0 }));
+    // Previews: each a few footer reads, no decoding. A source whose
+    // footers say nothing of the column (or a counter read as a rate)
+    // stays blank until its exact read.
+    const previews = await Promise.all(members.map((m) => this.host.preview(m, columns, w, signal).catch(() => null)));
+    if (signal.aborted) throw new DOMException("aborted", "AbortError");
+    previews.forEach((p, i) => p && this.fold(this.rows[i]!, p));
     this.paint();
+    this.say(0);
+    this.host.previewed(`${members.length} sources · a preview from the segments' footer statistics: each pixel's band holds the exact values; reading them exactly…`);
+    // Exact, a source at a time (AHEAD in the worker's queue), each row
+    // repainted as it comes.
+    let next = 0;
+    let done = 0;
+    const worker = async () => {
+      while (next < members.length) {
+        const i = next++;
+        const env = await this.host.read(members[i]!, columns, w, signal);
+        const row = this.rows[i]!;
+        row.max.fill(NaN);
+        row.min.fill(NaN);
+        this.fold(row, env);
+        row.exact = true;
+        row.rows = env.rows_in_window;
+        this.say(++done);
+        this.repaintSoon();
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(AHEAD, members.length) }, worker));
+    cancelAnimationFrame(this.frame);
+    this.paint();
+    this.badge.hidden = true;
     const rate = this.host.rates(columns).length > 0 ? " (as a rate per second)" : "";
     return `${members.length} sources · ${this.column}${rate}, one row each, coloured by each pixel's ${this.colour === "max" ? "maximum" : "minimum"}`;
   }
 
-  private build(): StripRow[] {
-    return this.host.members.map((m, i) => {
-      const env = this.envs[i]!;
-      const col = env.columns.find((c) => c.name === this.column);
-      const values = (this.colour === "max" ? col?.max : col?.min) ?? new Float64Array(env.ts.length).fill(NaN);
-      const max = col?.max ?? values;
-      let peak = -Infinity;
-      let sum = 0;
-      let n = 0;
-      for (const v of max) {
-        if (!Number.isFinite(v)) continue;
-        if (v > peak) peak = v;
-        sum += v;
-        n++;
+  private say(exact: number): void {
+    this.badge.hidden = false;
+    this.badge.textContent = `Preview from footer statistics · ${exact} of ${this.rows.length} rows exact`;
+    this.el.dataset["exact"] = String(exact);
+  }
+
+  /** Folds an envelope's buckets into a row's pixels (a bucket spans ts[i] to ts[i + 1]), and its sort keys. */
+  private fold(row: StripRow, env: RangeEnvelope): void {
+    const col = env.columns.find((c) => c.name === this.column);
+    if (col) {
+      const w = row.max.length;
+      const span = Number(this.host.to - this.host.from);
+      const x = (t: bigint) => Math.floor((Number(t + row.offset - this.host.from) / span) * w);
+      for (let i = 0; i < env.ts.length; i++) {
+        const hi = col.max[i]!;
+        const lo = col.min[i]!;
+        if (!Number.isFinite(hi) && !Number.isFinite(lo)) continue;
+        const x0 = Math.max(0, x(env.ts[i]!));
+        const next = env.ts[i + 1];
+        const x1 = Math.min(w, Math.max(x0 + 1, next !== undefined ? x(next) : x0 + 1));
+        for (let k = x0; k < x1; k++) {
+          if (Number.isFinite(hi) && !(row.max[k]! >= hi)) row.max[k] = hi;
+          if (Number.isFinite(lo) && !(row.min[k]! <= lo)) row.min[k] = lo;
+        }
       }
-      return { key: m.key, label: m.label, ts: env.ts, offset: this.host.offsetOf(m), values, peak: n > 0 ? peak : NaN, mean: n > 0 ? sum / n : NaN };
-    });
+    }
+    let peak = -Infinity;
+    let sum = 0;
+    let n = 0;
+    for (const v of row.max) {
+      if (!Number.isFinite(v)) continue;
+      if (v > peak) peak = v;
+      sum += v;
+      n++;
+    }
+    row.peak = n > 0 ? peak : NaN;
+    row.mean = n > 0 ? sum / n : NaN;
+  }
+
+  private values(r: StripRow): Float64Array {
+    return this.colour === "max" ? r.max : r.min;
   }
 
   private sorted(): StripRow[] {
@@ -134,70 +214,111 @@ export class FleetStrip {
     return rows;
   }
 
-  private paint(): void {
+  private range(): [number, number] {
     let lo = Infinity;
     let hi = -Infinity;
     for (const r of this.rows)
-      for (const v of r.values) {
+      for (const v of this.values(r)) {
         if (!Number.isFinite(v)) continue;
         if (v < lo) lo = v;
         if (v > hi) hi = v;
       }
-    replace(this.scale, Number.isFinite(lo) ? `scale ${formatValue(lo)} … ${formatValue(hi)}` : "no values in this window");
+    return [lo, hi];
+  }
+
+  /** Rebuilds the rows in their sorted order and paints them all. */
+  private paint(): void {
     const rows = this.sorted();
     (this.el as HTMLElement & { dendroStrip?: StripRow[] }).dendroStrip = rows;
-    const w = Math.max(50, this.width - NAME_PX);
-    const span = Number(this.host.to - this.host.from);
+    const w = this.pixels();
+    this.canvases.clear();
     replace(
       this.list,
       rows.map((r) => {
         const member = this.host.members.find((m) => m.key === r.key)!;
-        const canvas = h("canvas", { class: "dv-strip-canvas", width: String(w), height: String(ROW_PX) }) as HTMLCanvasElement;
-        const ctx = canvas.getContext("2d");
-        if (ctx) {
-          ctx.fillStyle = "#f6f8fa";
-          ctx.fillRect(0, 0, w, ROW_PX);
-          for (let i = 0; i < r.ts.length; i++) {
-            const v = r.values[i]!;
-            if (!Number.isFinite(v)) continue;
-            const x0 = Math.floor((Number(r.ts[i]! + r.offset - this.host.from) / span) * w);
-            const next = r.ts[i + 1];
-            const x1 = next !== undefined ? Math.floor((Number(next + r.offset - this.host.from) / span) * w) : x0 + 1;
-            ctx.fillStyle = ramp(hi > lo ? (v - lo) / (hi - lo) : 0.5);
-            ctx.fillRect(x0, 0, Math.max(1, x1 - x0), ROW_PX);
-          }
-        }
+        const canvas = h("canvas", { class: "dv-strip-canvas", width: String(w), height: "1", style: { width: `${w}px` } }) as HTMLCanvasElement;
+        this.canvases.set(r.key, canvas);
         return h(
           "button",
           {
             type: "button",
             role: "listitem",
             class: "dv-strip-row",
-            title: `Open this source's stream view over the same window (peak ${formatValue(r.peak)}, mean ${formatValue(r.mean)})`,
             data: { testid: "strip-row", member: r.key },
             on: { click: () => this.host.openMember(member) },
           },
-          h("span", { class: "dv-strip-name", style: { width: `${NAME_PX - 8}px` } }, fileText(r.label, { max: 60, more: false })),
+          h(
+            "span",
+            { class: "dv-strip-name", style: { width: `${NAME_PX - 8}px` }, title: r.label },
+            // The legend is not beside the strip: a doubtful alignment is marked on the row.
+            (member.alignment?.doubts.length ?? 0) > 0 ? h("span", { title: member.alignment!.doubts.map((d) => d.words).join(" ") }, "⚠ ") : null,
+            fileText(r.label, { max: 60, more: false }),
+          ),
           canvas,
         );
       }),
     );
+    this.repaint();
+  }
+
+  private repaintSoon(): void {
+    if (this.frame !== 0) return;
+    this.frame = requestAnimationFrame(() => {
+      this.frame = 0;
+      this.repaint();
+    });
+  }
+
+  /** Paints every row's pixels on the current colour scale (one ImageData a row), in place. */
+  private repaint(): void {
+    const [lo, hi] = this.range();
+    replace(this.scale, Number.isFinite(lo) ? `scale ${formatValue(lo)} … ${formatValue(hi)}` : "no values in this window");
+    for (const r of this.rows) {
+      const canvas = this.canvases.get(r.key);
+      const ctx = canvas?.getContext("2d");
+      if (!canvas || !ctx) continue;
+      const row = canvas.closest<HTMLElement>('[data-testid="strip-row"]');
+      if (row) {
+        row.dataset["exact"] = String(r.exact);
+        row.title = `Open this source's stream view over the same window (peak ${formatValue(r.peak)}, mean ${formatValue(r.mean)}${r.exact ? "" : ", from footer statistics"})`;
+      }
+      const vals = this.values(r);
+      const img = ctx.createImageData(vals.length, 1);
+      const d = img.data;
+      for (let k = 0; k < vals.length; k++) {
+        const v = vals[k]!;
+        const [cr, cg, cb] = Number.isFinite(v) ? ramp(hi > lo ? (v - lo) / (hi - lo) : 0.5) : EMPTY;
+        d[4 * k] = cr;
+        d[4 * k + 1] = cg;
+        d[4 * k + 2] = cb;
+        d[4 * k + 3] = 255;
+      }
+      ctx.putImageData(img, 0, 0);
+    }
   }
 }
 
+function nans(n: number): Float64Array {
+  return new Float64Array(n).fill(NaN);
+}
+
+/** A pixel with no value. */
+const EMPTY: [number, number, number] = [246, 248, 250];
+
+const STOPS: [number, number, number][] = [
+  [68, 1, 84],
+  [59, 82, 139],
+  [33, 145, 140],
+  [94, 201, 98],
+  [253, 231, 37],
+];
+
 /** A perceptually even ramp from dark blue (low) through teal to yellow (high). */
-function ramp(t: number): string {
-  const stops: [number, number, number][] = [
-    [68, 1, 84],
-    [59, 82, 139],
-    [33, 145, 140],
-    [94, 201, 98],
-    [253, 231, 37],
-  ];
-  const x = Math.min(1, Math.max(0, t)) * (stops.length - 1);
-  const i = Math.min(stops.length - 2, Math.floor(x));
+function ramp(t: number): [number, number, number] {
+  const x = Math.min(1, Math.max(0, t)) * (STOPS.length - 1);
+  const i = Math.min(STOPS.length - 2, Math.floor(x));
   const f = x - i;
-  const [a, b] = [stops[i]!, stops[i + 1]!];
+  const [a, b] = [STOPS[i]!, STOPS[i + 1]!];
   const c = (k: 0 | 1 | 2) => Math.round(a[k] + (b[k] - a[k]) * f);
-  return `rgb(${c(0)},${c(1)},${c(2)})`;
+  return [c(0), c(1), c(2)];
 }

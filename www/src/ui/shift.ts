@@ -3,6 +3,11 @@
 // hour, a day, a week, or any number of seconds), B drawn on A's axis and
 // the difference A − B drawn as its own series below.
 //
+// Or before and after an event of the source (its `events`, the
+// timeline's markers): A is the span after it, B as long a span before
+// it. The span is the window's length, or less where the recording ends
+// sooner on either side, so that both have rows.
+//
 // Both windows are read from the engine with the same point budget, and
 // the engine pairs them (`pairShift`, src/read/shift.rs): bucket by bucket
 // on A's axis, exact where both have a value, a gap where either has none.
@@ -10,9 +15,11 @@
 import uPlot from "uplot";
 import type { Engine, PairedShift, RangeEnvelope } from "../engine/types";
 import { fileText, h, replace } from "./dom";
-import type { TimeZoneMode } from "./format";
+import { instant, type TimeZoneMode } from "./format";
 import type { Member } from "./members";
+import { marksOf } from "./overview";
 import { formatValue, gapsAsNull, timeAxes } from "./plots";
+import { streamSpan } from "./model";
 
 export interface ShiftHost {
   readonly members: Member[];
@@ -23,6 +30,30 @@ export interface ShiftHost {
   shiftBy: bigint;
   shiftMember: string | null;
   read(m: Member, columns: string[], maxPoints: number, signal?: AbortSignal, from?: bigint, to?: bigint): Promise<RangeEnvelope>;
+  /** Moves the shared window (every plot of the page follows). */
+  setWindow(from: bigint, to: bigint): void;
+}
+
+/** Events offered in the picker at most (the first by time). */
+const EVENTS_MAX = 500;
+
+/**
+ * Windows A (after) and B (before) around an event at `at` (the member's
+ * own ts): `{ from, to }` of A in the member's own ts and the shift B = A −
+ * shift. The span is `length`, or less where the stream's rows end sooner
+ * on either side; null where the event has no rows on one side.
+ */
+export function aroundEvent(at: bigint, length: bigint, span: [bigint, bigint] | null): { from: bigint; to: bigint; shift: bigint } | null {
+  let d = length;
+  if (span) {
+    const after = span[1] - at;
+    const before = at - span[0];
+    if (after <= 0n || before <= 0n) return null;
+    if (after < d) d = after;
+    if (before < d) d = before;
+  }
+  if (d <= 0n) return null;
+  return { from: at, to: at + d, shift: d };
 }
 
 const S = 1_000_000_000n;
@@ -106,6 +137,7 @@ export class ShiftCompare {
         text,
       );
     this.plotBox = h("div", { class: "dv-shift-plots" });
+    const eventPick = this.eventPicker();
     this.el = h(
       "div",
       { class: "dv-shift", data: { testid: "time-shift", column } },
@@ -115,9 +147,53 @@ export class ShiftCompare {
         h("label", { class: "dv-muted" }, "Source ", memberSelect),
         h("label", { class: "dv-muted" }, "B is ", seconds, " s before A"),
         PRESETS.map(([t, by]) => preset(t, by)),
+        eventPick,
       ),
       this.plotBox,
     );
+  }
+
+  /**
+   * The member's events as a select: choosing one makes A the span after it
+   * and B the span before it (`aroundEvent`). The event A starts at is shown
+   * chosen; null when the source has no events.
+   */
+  private eventPicker(): HTMLElement | null {
+    const host = this.host;
+    const m = host.members.find((x) => x.key === host.shiftMember);
+    if (!m) return null;
+    const events = marksOf(m.source)
+      .events.filter((e) => typeof e.timestamp === "bigint")
+      .sort((a, b) => (a.timestamp < b.timestamp ? -1 : a.timestamp > b.timestamp ? 1 : 0))
+      .slice(0, EVENTS_MAX);
+    if (events.length === 0) return null;
+    const off = host.offsetOf(m);
+    const span = streamSpan(m.stream);
+    const current = events.findIndex((e) => e.timestamp + off === host.from && host.to - host.from === host.shiftBy);
+    const select = h(
+      "select",
+      {
+        data: { testid: "shift-event" },
+        "aria-label": "compare before and after an event",
+        on: {
+          change: (e: Event) => {
+            const ev = events[Number((e.target as HTMLSelectElement).value)];
+            if (!ev) return;
+            const w = aroundEvent(ev.timestamp, host.to - host.from, span);
+            if (!w) return;
+            host.shiftBy = w.shift;
+            host.setWindow(w.from + off, w.to + off);
+          },
+        },
+      },
+      h("option", { value: "", selected: current < 0 }, "—"),
+      events.map((ev, i) => {
+        const usable = aroundEvent(ev.timestamp, host.to - host.from, span) !== null;
+        const words = [ev.kind, ev.description].filter((w) => w !== null && w !== "").join(": ");
+        return h("option", { value: String(i), selected: i === current, disabled: !usable }, fileText(`${instant(ev.timestamp + off, this.tz(), 0)} · ${words || "event"}`, { max: 100, more: false }));
+      }),
+    );
+    return h("label", { class: "dv-muted", title: "A: the span after the event; B: as long a span before it (the window's length, or less where the rows end sooner)" }, "Before/after event ", select);
   }
 
   destroy(): void {

@@ -144,6 +144,10 @@ export class Viewer {
       tab.state.view.setWindow(from, to);
     },
     changed: (c) => this.setCompare(c),
+    // The tab in front waited quietly for the comparison's first drawing: its first plot now.
+    settled: () => {
+      if (this.active?.state.kind === "archive") this.active.state.view.openFirst();
+    },
   });
   /** Set while tabs are added in a batch: the first stays in front. */
   private background = false;
@@ -632,8 +636,10 @@ export class Viewer {
         dialog: this.dialog,
         changed: (v) => this.viewChanged(v),
         compare: (stream) => void this.comparison.open(stream),
-        // The tab in front opens as ever; the others keep the worker free for the comparison.
-        quiet: () => this.comparison.active() && this.active !== tab,
+        // While a comparison opens, every tab keeps the worker free for it;
+        // the tab in front opens its first plot once it has drawn (settled).
+        quiet: () => this.comparison.active() && (this.active !== tab || !this.comparison.drawn),
+        comparing: () => this.comparison.active(),
         windowChosen: (v, a, b) => {
           if (!this.following && this.active?.state.kind === "archive" && this.active.state.view === v) this.sync.setWindow(a, b, this);
         },
