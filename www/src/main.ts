@@ -9,10 +9,13 @@
 // makes it repeat the handshake, for a parent that started listening late).
 // ?mode=lazy or ?mode=memory overrides how files and URLs are opened (see
 // ViewerOptions.openMode). ?follow follows URLs a writer appends to (see
-// ViewerOptions.follow), in the plain page and the iframe alike.
+// ViewerOptions.follow), in the plain page and the iframe alike. ?v=
+// is a shared link (ui/link.ts): the whole view and its notes, packed;
+// once its archives have opened the address goes back to plain parameters.
 
 import { type OpenResult, Viewer } from "./ui/viewer";
-import { parseState } from "./ui/state";
+import { LinkError, decodeView } from "./ui/link";
+import { type ViewState, parseState, stateToSearch } from "./ui/state";
 
 const params = new URLSearchParams(location.search);
 const iframeMode = params.has("embed") && window.parent !== window;
@@ -44,13 +47,33 @@ window.addEventListener("unhandledrejection", (ev) => {
 });
 
 if (iframeMode) installParentBridge();
-else {
-  viewer.setCompare({ ...(state.compare !== undefined ? { compare: state.compare } : {}), ...(state.shift !== undefined ? { shift: state.shift } : {}) });
+else void start();
+
+async function start(): Promise<void> {
+  const link = params.get("v");
+  let s: ViewState = state;
+  if (link !== null) {
+    try {
+      const shared = await decodeView(link);
+      s = shared.made ? { ...shared.state, made: shared.made } : shared.state;
+      if (s.tz) viewer.setTz(s.tz);
+    } catch (e) {
+      viewer.toast(e instanceof LinkError ? e.message : `The link could not be read: ${e instanceof Error ? e.message : String(e)}`);
+    }
+  }
+  viewer.setCompare({ ...(s.compare !== undefined ? { compare: s.compare } : {}), ...(s.shift !== undefined ? { shift: s.shift } : {}) });
   // `compare=STREAM`: the compare view, once the archives given (by URL, or dropped later) have opened.
-  if (state.compare !== undefined) viewer.comparison.whenOpen(state.compare, { columns: state.columns, from: state.from, to: state.to, shift: state.shift });
-  if (state.urls) void viewer.openUrls(state.urls, state);
+  if (s.compare !== undefined) viewer.comparison.whenOpen(s.compare, { columns: s.columns, from: s.from, to: s.to, shift: s.shift });
   const list = params.get("list");
   if (list) void viewer.showListing(list);
+  if (s.urls) await viewer.openUrls(s.urls, s);
+  if (link !== null) {
+    // The link's notes are kept with the archive now: the address need not carry them.
+    const q = new URLSearchParams(location.search);
+    q.delete("v");
+    const plain = "?" + q.toString();
+    history.replaceState(history.state, "", location.pathname + stateToSearch(parseState(plain), plain) + location.hash);
+  }
 }
 
 function installParentBridge(): void {
