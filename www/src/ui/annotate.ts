@@ -11,10 +11,11 @@ import type { Description } from "../engine/types";
 import { type Child, fileText, h, replace } from "./dom";
 import { duration, instant, span, type TimeZoneMode } from "./format";
 import { type ArchiveIdentity, identityOf, mismatchText, notesKey } from "./identity";
-import { MAX_NOTES_FILE, MAX_NOTE_CHARS, type Note, NoteBook, type NoteMark, exportFile, newNoteId, parseNotesFile } from "./notes";
+import { MAX_NOTES_FILE, MAX_NOTE_CHARS, type Note, NoteBook, type NoteMark, checkNote, exportFile, newNoteId, parseNotesFile } from "./notes";
 import type { Tooltip } from "./overlay";
 import type { ViewState } from "./state";
 import { busOf } from "./sync";
+import { ActionError, NOTE_ADDED_EVENT } from "../embedding";
 
 export interface NotesHost {
   tz(): TimeZoneMode;
@@ -178,12 +179,29 @@ export class NotesPanel {
       const [a, b] = this.host.window();
       m = { source: src, from: a, to: b };
     }
-    const note: Note = { id: newNoteId(), source: m.source, from: m.from, to: m.to, text: text.slice(0, MAX_NOTE_CHARS) };
-    this.book.add([note]);
+    this.added({ id: newNoteId(), source: m.source, from: m.from, to: m.to, text: text.slice(0, MAX_NOTE_CHARS) });
     this.input.value = "";
     // Done writing: N over a plot marks the next one, rather than typing an "n" here.
     this.setMark(null);
-    this.el.dispatchEvent(new CustomEvent("dendro-note-added", { detail: note, bubbles: true, composed: true }));
+  }
+
+  /** A note a host asked for (the embedding API's addNote), its fields checked. */
+  addNote(p: Record<string, unknown>): Note {
+    const str = (v: unknown) => (typeof v === "bigint" ? v.toString() : v);
+    let note: Note;
+    try {
+      note = checkNote({ source: p["source"], from: str(p["from"]), to: str(p["to"] ?? null), text: p["text"] }, "addNote");
+    } catch (e) {
+      throw new ActionError((e as Error).message);
+    }
+    if (!this.desc.sources.some((s) => s.id === note.source)) throw new ActionError(`addNote: ${this.host.name} has no source ${note.source}`);
+    this.added(note);
+    return note;
+  }
+
+  private added(note: Note): void {
+    this.book.add([note]);
+    this.el.dispatchEvent(new CustomEvent(NOTE_ADDED_EVENT, { detail: note, bubbles: true }));
   }
 
   private paint(): void {

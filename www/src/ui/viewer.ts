@@ -59,6 +59,8 @@ export interface ViewerOptions {
    * window (see sync.ts); without it the viewer's plots share their own.
    */
   syncGroup?: string;
+  /** Told the view in front (state.ts) whenever it may have changed: the embedding API's `view-changed`. */
+  onView?: (state: ViewState) => void;
 }
 
 /**
@@ -820,8 +822,10 @@ export class Viewer {
    * columns, the window, the zone, and the compare view's state.
    */
   private writeUrl(): void {
+    const state = this.viewState();
+    this.opts.onView?.(state);
     if (!this.opts.urlState) return;
-    const search = stateToSearch(this.viewState(), location.search);
+    const search = stateToSearch(state, location.search);
     if (search !== location.search) history.replaceState(history.state, "", location.pathname + search + location.hash);
   }
 
@@ -829,6 +833,11 @@ export class Viewer {
   share(): Promise<string> {
     const notes = this.active?.state.kind === "archive" ? this.active.state.view.notes : null;
     return showShareBox(this.reports, this.viewState(), notes?.book.all() ?? [], notes?.identity ?? null);
+  }
+
+  /** The view of the tab in front; null while none is open. */
+  activeView(): ArchiveView | null {
+    return this.active?.state.kind === "archive" ? this.active.state.view : null;
   }
 
   private viewState(): ViewState {
