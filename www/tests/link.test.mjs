@@ -80,6 +80,23 @@ describe("shared links", () => {
     }
   });
 
+  it("grow with the notes they carry, a few dozen bytes a note (the figures in docs/measurements/2026-12-07-sharing.md)", async () => {
+    const state = { urls: ["https://runs.example.org/2026/12/07/host-17.dendro"], source: 1, stream: "cpu", columns: ["value"], from: T0, to: T0 + 3_600_000_000_000n };
+    const made = { uuids: Array.from({ length: 8 }, (_, i) => `4d8dd7da-ed6f-4b1c-9040-fcebac27220${i}`), count: 8, digest: "0123456789abcdef" };
+    const notes = (n) =>
+      Array.from({ length: n }, (_, i) => ({ id: `n${i}`, source: 1 + (i % 8), from: T0 + BigInt(i) * 17_000_000_123n, to: i % 3 === 0 ? T0 + BigInt(i) * 17_000_000_123n + 900_000_000_000n : null, text: `#${i} load rose after deploy ${1000 + i}, see ticket OPS-${4000 + i}` }));
+    const sizes = [];
+    for (const n of [0, 1, 20, 200]) {
+      const v = await L.encodeView(state, notes(n), made);
+      const json = JSON.stringify({ state: { ...state, from: String(state.from), to: String(state.to) }, notes: L.notesJson(notes(n)) }).length;
+      sizes.push({ notes: n, link: L.linkAddress(v, { origin: "https://viewer.example.org", pathname: "/" }).length, json });
+      assert.equal((await L.decodeView(v)).state.notes?.length ?? 0, n);
+    }
+    console.log(`# link sizes (address bytes / plain JSON of the same view): ${sizes.map((x) => `${x.notes} notes ${x.link} / ${x.json}`).join("; ")}`);
+    assert.ok(sizes[2].link < 2048, "twenty notes under 2 KB");
+    assert.ok(sizes.every((x, i) => i === 0 || x.link > sizes[i - 1].link));
+  });
+
   it("refuse a deflate bomb without inflating it all", async () => {
     const v = b64url(deflateRawSync(Buffer.alloc(16 << 20, 0x20)));
     assert.ok(v.length < L.MAX_LINK_CHARS, "the bomb fits in a link");
