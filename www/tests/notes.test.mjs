@@ -64,22 +64,20 @@ describe("notes", { skip: missing ?? false }, () => {
     const track = page.locator(`.dv-tl-srcrow[data-source="${src.id}"] .dv-tl-srctrack`);
     await track.scrollIntoViewIfNeeded();
     const tb = await track.boundingBox();
-    await page.keyboard.down("Alt");
-    await page.mouse.move(tb.x + tb.width * 0.6, tb.y + tb.height / 2);
-    await page.mouse.down();
-    await page.mouse.move(tb.x + tb.width * 0.7, tb.y + tb.height / 2, { steps: 4 });
-    await page.mouse.up();
-    await page.keyboard.up("Alt");
+    const altDrag = async () => {
+      await page.keyboard.down("Alt");
+      await page.mouse.move(tb.x + tb.width * 0.6, tb.y + tb.height / 2);
+      await page.mouse.down();
+      await page.mouse.move(tb.x + tb.width * 0.7, tb.y + tb.height / 2, { steps: 4 });
+      await page.mouse.up();
+      await page.keyboard.up("Alt");
+    };
+    await altDrag();
     assert.match(await page.locator('[data-testid="note-where"]').textContent(), /^over /);
     // Esc lets a mark go; the next Alt-drag marks again.
     await input.press("Escape");
     assert.match(await page.locator('[data-testid="note-where"]').textContent(), /^over the window shown/);
-    await page.keyboard.down("Alt");
-    await page.mouse.move(tb.x + tb.width * 0.6, tb.y + tb.height / 2);
-    await page.mouse.down();
-    await page.mouse.move(tb.x + tb.width * 0.7, tb.y + tb.height / 2, { steps: 4 });
-    await page.mouse.up();
-    await page.keyboard.up("Alt");
+    await altDrag();
     await input.fill("deploy window");
     await input.press("Enter");
     await page.locator('[data-testid="notes"][data-count="2"]').waitFor();
