@@ -2,15 +2,18 @@
 // events of its own: a note marked on a plot (N) and one on the timeline
 // (Alt-drag) show on the plots and beside the events; edited, deleted,
 // kept across a reload (localStorage, by the archive's identity) and not
-// shown on another archive; exported as a JSON file and imported into a
+// shown on another archive; a link made on the archive and opened on a
+// later state of it (compacted: the same uuids, another catalog) says it
+// changed; exported as a JSON file and imported into a
 // fresh browser; a notes file that is not one, or hostile, is refused in
 // words or shown as text.
 
 import assert from "node:assert/strict";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { copyFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { deflateRawSync, inflateRawSync } from "node:zlib";
 import { dendro } from "./cli.mjs";
 import { launch, missingPrerequisite, newPage, parseJsonExact, screenshot, serve } from "./helpers.mjs";
 
@@ -29,7 +32,11 @@ describe("notes", { skip: missing ?? false }, () => {
     const file = join(dir, "demo.dendro");
     dendro("demo", "--minutes", "12", file);
     src = parseJsonExact(dendro("describe", "--json", file)).sources[0];
-    server = await serve({ "/demo.dendro": file });
+    // The same archive in a later state: its small segments merged (the same uuids, another catalog).
+    const later = join(dir, "later.dendro");
+    copyFileSync(file, later);
+    dendro("compact", "--target-rows", "100000", later);
+    server = await serve({ "/demo.dendro": file, "/later.dendro": later });
     browser = await launch();
   });
 
@@ -113,6 +120,20 @@ describe("notes", { skip: missing ?? false }, () => {
     assert.equal(file.kind, "dendro-notes");
     assert.equal(file.notes.length, 1);
     assert.equal(file.notes[0].text, "GC pause (young gen)");
+
+    // A link made here, opened on the archive's later state, says it changed.
+    await page.locator('[data-testid="share-button"]').click();
+    const link = new URL(await page.locator('[data-testid="share-link"]').inputValue());
+    const o = JSON.parse(inflateRawSync(Buffer.from(link.searchParams.get("v"), "base64url")).toString());
+    o.u = ["/later.dendro"];
+    const fresh = await newPage(browser);
+    await fresh.goto(`${server.url}/?v=${deflateRawSync(Buffer.from(JSON.stringify(o))).toString("base64url")}`);
+    const warn = fresh.locator('[data-testid="link-mismatch"]');
+    await warn.waitFor({ timeout: 30_000 });
+    assert.match(await warn.textContent(), /^later\.dendro has changed since this link was made \(its catalog of segments is not the same\)/);
+    await fresh.locator('[data-testid="notes"][data-count="1"]').waitFor();
+    assert.deepEqual(fresh.problems, []);
+    await fresh.context().close();
 
     // Another archive (other uuids) has notes of its own: none.
     await page.goto(`${server.url}/?url=/fixtures/b_multi_source.dendro`);
