@@ -7,6 +7,7 @@ import { debounce, h, moreBar, replace, setText } from "./dom";
 import { explain, isChanged } from "./errors";
 import { type TimeZoneMode, count, floorDiv } from "./format";
 import { type Span, archiveSpan, fullWindow, originFor, streamSpan, totals } from "./model";
+import { NotesPanel } from "./annotate";
 import { DocumentsSection } from "./documents";
 import { Overview, type OverviewHost, SourceCard, marksOf } from "./overview";
 import type { Dialog, Tooltip } from "./overlay";
@@ -102,6 +103,8 @@ export class ArchiveView {
   private readonly finder: HTMLElement | null;
   private readonly finderCount: HTMLElement;
   private streamView: StreamView | null = null;
+  /** The archive's notes (annotate.ts), built with the timeline. */
+  notes: NotesPanel | null = null;
   private streamInit: Promise<void> = Promise.resolve();
   private full: Span;
   private origin: bigint;
@@ -386,12 +389,17 @@ export class ArchiveView {
     const desc = this.desc;
     const marks = new Map<number, SourceMarks>();
     for (const src of desc.sources) marks.set(src.id, marksOf(src));
+    const tz = () => this.host.tz();
+    const notes = new NotesPanel({ tz, window: () => [this.from, this.to], source: () => this.streamView?.source.id ?? null, show: (a, b) => this.setWindow(a, b), name: this.meta.name }, desc, this.init);
+    this.notes = notes;
     const timeline = new Timeline(
       {
-        tz: () => this.host.tz(),
+        tz,
         tooltip: this.host.tooltip,
         onWindow: (a, b) => this.setWindow(a, b),
         onSelect: (source, stream, seq) => this.select(source, stream, seq),
+        notes: (s) => notes.book.marks(s),
+        onNote: (s, a, b) => notes.setMark(s, a, b),
       },
       this.filtered,
       this.full,
@@ -400,7 +408,15 @@ export class ArchiveView {
     this.timeline = timeline;
     this.renderSources();
     if (desc.sources.length > 0) this.el.append(this.sources, timeline.el);
+    if (notes.warning) this.el.prepend(notes.warning);
+    notes.book.onChange(() => {
+      timeline.notesChanged();
+      this.streamView?.redrawPlots();
+    });
+    notes.listen(this.el);
+    // Under the plots: the timeline and the plots stay next to each other.
     this.el.append(this.streamSlot);
+    if (desc.sources.length > 0) this.el.append(notes.el);
     timeline.setWindow(this.from, this.to);
 
     const pick = this.pending;
@@ -434,6 +450,7 @@ export class ArchiveView {
     this.previous = null;
     this.streamView?.destroy();
     this.timeline?.destroy();
+    this.notes?.destroy();
   }
 
   // -------------------------------------------------------------------------
@@ -675,6 +692,7 @@ export class ArchiveView {
     this.to = to;
     this.timeline?.setWindow(from, to);
     this.streamView?.setWindow(from, to);
+    this.notes?.windowChanged();
     this.host.changed(this);
   }
 
@@ -729,6 +747,7 @@ export class ArchiveView {
         onColumns: () => this.host.changed(this),
         step: (dir) => this.step(dir),
         ...(this.host.compare ? { compare: this.host.compare } : {}),
+        notes: (s) => this.notes?.book.marks(s) ?? [],
         schema: (source, stream) => {
           const ahead = this.schemaAhead;
           this.schemaAhead = null;
@@ -743,6 +762,7 @@ export class ArchiveView {
       this.exprsFor(source, stream),
     );
     replace(this.streamSlot, this.streamView.el);
+    this.notes?.windowChanged();
     // A stream past the timeline's cap (opened from the URL or a card) gets its lane.
     this.timeline.reveal(st);
     this.timeline.setSelected(source, stream);

@@ -25,6 +25,8 @@ import { clear, debounce, fileText, h, replace, setText } from "./dom";
 import { explain } from "./errors";
 import { axisNumber, count, instant, type TimeZoneMode } from "./format";
 import { dragHooks, regionBand, takeSelection } from "./region";
+import { noteMarks } from "./noteplot";
+import type { NoteMark } from "./notes";
 import { DERIVED_ROW_CAP, type DerivedAnswer, type DerivedSpec, readDerived } from "./derived";
 import { syncPlugin } from "./syncplot";
 
@@ -46,6 +48,8 @@ export interface PlotHost {
   onRegion?(from: bigint, to: bigint): void;
   /** The region shown, shaded on every plot; null for none. */
   region?(): [bigint, bigint] | null;
+  /** The notes of this plot's source (annotate.ts), marked on it. */
+  notes?(): NoteMark[];
 }
 
 /** What a plot last drew, on its element as `dendroPlot` (for tests and embedders). */
@@ -519,7 +523,7 @@ export class PlotGroup {
       ],
       bands: [{ series: [1, 2], fill }],
       hooks: {
-        draw: [regionBand(region), () => this.drawn(p)],
+        draw: [regionBand(region), noteMarks(() => this.host.notes?.() ?? [], (ns) => this.toX(ns)), () => this.drawn(p)],
         setSelect: drag.setSelect,
         setCursor: [
           (u) => {

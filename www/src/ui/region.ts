@@ -12,6 +12,7 @@ import type { RegionColumnStats, RegionHistogramStats, RegionStats } from "../en
 import { fileText, h, replace } from "./dom";
 import { explain } from "./errors";
 import { count, duration, span, type TimeZoneMode } from "./format";
+import { SELECTION_EVENT } from "../embedding";
 
 /** The modifier that turns a drag from a zoom into a region, in words for the page's help. */
 export const REGION_MODIFIER = "Shift";
@@ -130,11 +131,13 @@ export class RegionPanel {
     delete this.el.dataset["state"];
     replace(this.el);
     this.host.cleared();
+    this.el.dispatchEvent(new CustomEvent(SELECTION_EVENT, { detail: null, bubbles: true }));
   }
 
   /** Marks [from, to] and asks the engine for its statistics. */
   async show(from: bigint, to: bigint): Promise<void> {
     this.region = [from, to];
+    this.el.dispatchEvent(new CustomEvent(SELECTION_EVENT, { detail: [from, to], bubbles: true }));
     const token = ++this.token;
     this.inflight?.abort();
     const ctl = new AbortController();

@@ -6,6 +6,8 @@
 
 import { MAX_DERIVED, MAX_EXPR_CHARS } from "./expression";
 import type { TimeZoneMode } from "./format";
+import type { ArchiveIdentity } from "./identity";
+import type { Note } from "./notes";
 
 export interface ViewState {
   /** The archive this view shows, when it came from a URL (the first `url`). */
@@ -26,6 +28,10 @@ export interface ViewState {
   compare?: string;
   /** The time shift of the compare view's second window, in nanoseconds (B drawn at A's time: B = A − shift). */
   shift?: bigint;
+  /** Notes a shared link carries (link.ts), for the archive in front: added to its own. */
+  notes?: Note[];
+  /** The archive a shared link was made on: the page says so when the one opened is another. */
+  made?: ArchiveIdentity;
 }
 
 const INT = /^-?\d{1,19}$/;

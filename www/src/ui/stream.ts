@@ -15,6 +15,7 @@ import { REGION_MODIFIER, RegionPanel } from "./region";
 import { readHeatmap, readRegion } from "./distributions";
 import { blobCell, callerRowCell, callerRowColumns, cellRenderer, previewBlob, vcolumn } from "./values";
 import { VirtualTable } from "./vtable";
+import type { NoteMark } from "./notes";
 
 export interface StreamHost {
   handle: ArchiveHandle;
@@ -31,6 +32,8 @@ export interface StreamHost {
   compare?(name: string): void;
   /** A stream's schema (one asked for ahead, as the archive opened, where it is that stream's). */
   schema(source: number, stream: string): Promise<StreamSchema>;
+  /** The notes of `source` (annotate.ts), marked on every plot. */
+  notes?(source: number): NoteMark[];
 }
 
 /** Field metadata the self-describing encoder (and the demo) write for a counter. */
@@ -395,7 +398,8 @@ export class StreamView {
     this.redrawPlots();
   }
 
-  private redrawPlots(): void {
+  /** Draws the plots again as they are (the region or the notes shown changed). */
+  redrawPlots(): void {
     this.plots?.redraw();
     for (const m of this.heatmaps) m.redraw();
   }
@@ -583,6 +587,7 @@ export class StreamView {
         onRemoveDerived: (text) => this.setDerived(this.derived.filter((d) => d.text !== text)),
         onRegion: (a, b) => this.showRegion(a, b),
         region: () => this.region.current(),
+        notes: () => this.host.notes?.(this.source.id) ?? [],
       },
       schema.columns,
     );

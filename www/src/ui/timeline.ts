@@ -23,12 +23,18 @@ import { type Span, sameEntries, sameLane, streamSpan } from "./model";
 import type { Tooltip } from "./overlay";
 import { type SyncBus, busOf } from "./sync";
 import type { ArchiveEvent, ProducerEpoch, WriterSession } from "../engine/types";
+import { noteFlags } from "./annotate";
+import type { NoteMark } from "./notes";
 
 export interface TimelineHost {
   tz(): TimeZoneMode;
   tooltip: Tooltip;
   onWindow(from: bigint, to: bigint): void;
   onSelect(source: number, stream: string, seq?: number): void;
+  /** The notes of `source` (annotate.ts), flagged on its lanes beside its events. */
+  notes?(source: number): NoteMark[];
+  /** Alt held: a drag (a region) or a click (an instant, `to` null) on a source's lane marks where a note goes. */
+  onNote?(source: number, from: bigint, to: bigint | null): void;
 }
 
 export interface SourceMarks {
@@ -483,6 +489,12 @@ export class Timeline {
     if (inside) this.cursorLine.style.transform = `translateX(${(Number(ns - this.from) / Number(this.to - this.from)) * w}px)`;
   }
 
+  /** The notes changed: every lane is drawn again. */
+  notesChanged(): void {
+    for (const lane of this.lanes) lane.drawn = "";
+    this.renderLanes();
+  }
+
   /** Draws the lanes in sight that are not drawn for this window, width and zone yet. */
   private renderLanes(): void {
     const width = this.lastWidth;
@@ -530,6 +542,7 @@ export class Timeline {
   }
 
   private renderSourceMarks(src: SourceInfo, track: HTMLElement, width: number, tz: TimeZoneMode): void {
+    track.append(...noteFlags(this.host.notes?.(src.id) ?? [], (ns) => this.x(ns, width), width, this.host.tooltip, tz));
     const m = this.marks.get(src.id);
     if (!m) return;
     for (const ev of m.events) {
@@ -566,6 +579,10 @@ export class Timeline {
         const x = this.x(ev.timestamp, width);
         if (x >= 0 && x <= width) track.appendChild(h("div", { class: "dv-event-line", style: { left: `${x}px` } }));
       }
+    }
+    for (const n of this.host.notes?.(src.id) ?? []) {
+      const x = this.x(n.from, width);
+      if (x >= 0 && x <= width) track.appendChild(h("div", { class: "dv-note-line", style: { left: `${x}px` } }));
     }
     const span = streamSpan(st);
     if (span) {
@@ -726,6 +743,7 @@ export class Timeline {
   private installPointer(): void {
     let start: number | null = null;
     let sel: HTMLElement | null = null;
+    let noteLane: Lane | null = null;
     const rel = (ev: PointerEvent): number => {
       const r = this.axisTrack.getBoundingClientRect();
       return Math.max(0, Math.min(r.width, ev.clientX - r.left));
@@ -735,6 +753,7 @@ export class Timeline {
       if (ev.button !== 0 || !t.closest(".dv-tl-track") || t.closest(".dv-tl-mini")) return;
       start = rel(ev);
       this.dragged = false;
+      noteLane = ev.altKey ? (this.lanes.find((l) => l.row.contains(t)) ?? null) : null;
       sel = h("div", { class: "dv-tl-sel", style: { left: `${start}px`, width: "0px" } });
       this.overlay.appendChild(sel);
       this.body.setPointerCapture(ev.pointerId);
@@ -763,12 +782,16 @@ export class Timeline {
       sel?.remove();
       sel = null;
       if (this.body.hasPointerCapture(ev.pointerId)) this.body.releasePointerCapture(ev.pointerId);
-      if (!this.dragged) return;
       const width = this.axisTrack.clientWidth;
       const w = Number(this.to - this.from);
       const a = this.from + BigInt(Math.round((Math.min(s, x) / width) * w));
       const b = this.from + BigInt(Math.round((Math.max(s, x) / width) * w));
-      if (b - a >= MIN_WINDOW) this.host.onWindow(a, b);
+      if (noteLane && this.host.onNote) {
+        this.host.onNote(noteLane.source.id, a, this.dragged ? b : null);
+        // Not a zoom, and the click that follows selects no lane.
+        this.dragged = true;
+      } else if (this.dragged && b - a >= MIN_WINDOW) this.host.onWindow(a, b);
+      if (!this.dragged) return;
       // The click that follows a drag must not select a lane.
       setTimeout(() => (this.dragged = false), 0);
     };

@@ -13,6 +13,7 @@ import { type FileSource, FileWatch, handlesOf, stampOf } from "./filewatch";
 import { fetchWithProgress, nameFromUrl, readFile } from "./load";
 import { MAX_FILES, MAX_OPEN, type Named, droppedFolders, fetchListing, listingPanel, manyReport, picked, sortByContent } from "./many";
 import { Dialog, Tooltip } from "./overlay";
+import { showShareBox } from "./share";
 import { type ViewState, stateToSearch } from "./state";
 import { type SyncBus, provideBus, syncBus } from "./sync";
 
@@ -58,6 +59,8 @@ export interface ViewerOptions {
    * window (see sync.ts); without it the viewer's plots share their own.
    */
   syncGroup?: string;
+  /** Told the view in front (state.ts) whenever it may have changed: the embedding API's `view-changed`. */
+  onView?: (state: ViewState) => void;
 }
 
 /**
@@ -210,6 +213,7 @@ export class Viewer {
       h("span", { class: "dv-spacer" }),
       h("button", { type: "button", class: "dv-btn dv-btn-primary", data: { testid: "open-file" }, on: { click: pick } }, "Open file…"),
       opts.embedded ? null : urlForm,
+      opts.embedded ? null : h("button", { type: "button", class: "dv-btn", data: { testid: "share-button" }, on: { click: () => void this.share() } }, "Share link"),
       h("span", { class: "dv-seg-group", role: "group", "aria-label": "Time zone" }, this.tzButtons.utc, this.tzButtons.local),
     );
     this.welcome = this.buildWelcome(pick, pickFolder);
@@ -375,7 +379,7 @@ export class Viewer {
    * every one opens on its window.
    */
   openUrls(urls: string[], init: ViewState = {}): Promise<OpenResult[]> {
-    const { source: _s, stream: _t, columns: _c, ...shared } = init;
+    const { source: _s, stream: _t, columns: _c, notes: _n, made: _m, ...shared } = init;
     const active = init.active ?? 0;
     const opened: Promise<OpenResult>[] = [];
     try {
@@ -824,7 +828,25 @@ export class Viewer {
    * columns, the window, the zone, and the compare view's state.
    */
   private writeUrl(): void {
+    const state = this.viewState();
+    this.opts.onView?.(state);
     if (!this.opts.urlState) return;
+    const search = stateToSearch(state, location.search);
+    if (search !== location.search) history.replaceState(history.state, "", location.pathname + search + location.hash);
+  }
+
+  /** A link to this view with the notes of the archive in front (link.ts), shown under the bar; its address. */
+  share(): Promise<string> {
+    const notes = this.active?.state.kind === "archive" ? this.active.state.view.notes : null;
+    return showShareBox(this.reports, this.viewState(), notes?.book.all() ?? [], notes?.identity ?? null);
+  }
+
+  /** The view of the tab in front; null while none is open. */
+  activeView(): ArchiveView | null {
+    return this.active?.state.kind === "archive" ? this.active.state.view : null;
+  }
+
+  private viewState(): ViewState {
     let state: ViewState = {};
     const t = this.active;
     if (t?.state.kind === "archive") state = t.state.view.state();
@@ -847,8 +869,7 @@ export class Viewer {
       state.to = cmp.to;
     }
     state.tz = this.tzMode;
-    const search = stateToSearch(state, location.search);
-    if (search !== location.search) history.replaceState(history.state, "", location.pathname + search + location.hash);
+    return state;
   }
 
   toast(text: string): void {
