@@ -2,6 +2,7 @@
 
 import { ERROR_KINDS } from "../engine/contract";
 import type { EngineError, EngineErrorKind } from "../engine/types.ts";
+import { type Child, fileText, h } from "./dom";
 
 export type ProblemKind = EngineErrorKind | "LoadFailed";
 
@@ -146,4 +147,20 @@ export function explain(e: unknown, name: string, fileBytes?: number): Explained
         message,
       };
   }
+}
+
+/** The panel a tab shows when its archive could not be opened: the explanation, then the address it came from. */
+export function errorPanel(x: Explained, url: string | null): HTMLElement {
+  const parts: Child[] = [
+    h("div", { class: "dv-error-icon", "aria-hidden": "true" }, "!"),
+    h(
+      "div",
+      { class: "dv-error-text" },
+      h("h2", { data: { testid: "error-title" } }, fileText(x.title, { max: 200 })),
+      x.hint ? h("p", { data: { testid: "error-hint" } }, x.hint) : null,
+      h("p", { class: "dv-error-message", data: { testid: "error-message" } }, fileText(x.message, { max: 2000 })),
+      url ? h("p", { class: "dv-muted dv-small" }, "Address: ", fileText(url, { max: 300 })) : null,
+    ),
+  ];
+  return h("div", { class: "dv-error", role: "alert", data: { testid: "error", kind: x.kind } }, parts);
 }

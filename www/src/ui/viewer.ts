@@ -6,8 +6,8 @@ import type { ArchiveHandle, Description, Engine, EngineStats, OpenMode } from "
 import { ArchiveView } from "./archive";
 import { ArchiveRegistry, duplicatesText } from "./archives";
 import { ComparePanel } from "./compare-panel";
-import { type Child, FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace, setText } from "./dom";
-import { type Explained, LoadError, explain, isChanged } from "./errors";
+import { FULL_VALUE_EVENT, type FullValueDetail, debounce, fileText, h, replace, setText } from "./dom";
+import { type Explained, LoadError, errorPanel, explain, isChanged } from "./errors";
 import { bytes, count, instant, type TimeZoneMode } from "./format";
 import { type FileSource, FileWatch, handlesOf, stampOf } from "./filewatch";
 import { fetchWithProgress, nameFromUrl, readFile } from "./load";
@@ -886,19 +886,4 @@ export class Viewer {
     for (const fn of this.cleanup) fn();
     this.root.remove();
   }
-}
-
-function errorPanel(x: Explained, url: string | null): HTMLElement {
-  const parts: Child[] = [
-    h("div", { class: "dv-error-icon", "aria-hidden": "true" }, "!"),
-    h(
-      "div",
-      { class: "dv-error-text" },
-      h("h2", { data: { testid: "error-title" } }, fileText(x.title, { max: 200 })),
-      x.hint ? h("p", { data: { testid: "error-hint" } }, x.hint) : null,
-      h("p", { class: "dv-error-message", data: { testid: "error-message" } }, fileText(x.message, { max: 2000 })),
-      url ? h("p", { class: "dv-muted dv-small" }, "Address: ", fileText(url, { max: 300 })) : null,
-    ),
-  ];
-  return h("div", { class: "dv-error", role: "alert", data: { testid: "error", kind: x.kind } }, parts);
 }
