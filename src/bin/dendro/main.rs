@@ -179,9 +179,9 @@ enum Command {
     /// Write an exact, compacted copy of an archive, even one a writer has
     /// open (a plain cp can miss its recent commits).
     VacuumInto(rewrite::VacuumIntoArgs),
-    /// Write every sealed segment as a plain Parquet file in a
-    /// Hive-partitioned directory (source=<uuid>/stream=<name>/seq=<n>.parquet)
-    /// with catalog.json, for DuckDB, DataFusion, Spark or Trino.
+    /// Add what is new in many archives to a dataset for DuckDB, Spark,
+    /// Trino or DataFusion: Parquet files by stream and day (and a label),
+    /// with a manifest and a cursor per source and stream.
     Export(rewrite::ExportArgs),
 }
 
