@@ -87,7 +87,7 @@ fn an_existing_output_is_kept_without_force_and_replaced_with_it() {
         vec!["combine", out, input],
         vec!["project", input, out, "--columns", "value"],
         vec!["vacuum-into", input, out],
-        vec!["export", input, "--out", out],
+        vec!["export", input, "--out", out, "--segments"],
     ] {
         std::fs::write(&out_path, b"keep me").unwrap();
         let refused = dendro(&args);

@@ -16,6 +16,7 @@ mod compact;
 mod copy;
 mod crash;
 mod export_duckdb;
+mod fleet;
 mod hostile_paths;
 mod project;
 mod said;

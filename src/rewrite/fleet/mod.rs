@@ -113,6 +113,15 @@ pub fn export_dataset<P: AsRef<Path>>(
     if options.target_size == 0 {
         return Err(invalid("the target size must be at least one byte".into()));
     }
+    // Inputs that cannot be read, and a directory that is not a dataset,
+    // are refused before anything is created.
+    let opened = inputs
+        .iter()
+        .map(|p| Input::open(p.as_ref()))
+        .collect::<Result<Vec<_>>>()?;
+    if root.exists() {
+        dataset::inspect(root)?;
+    }
     std::fs::create_dir_all(root)
         .map_err(|e| Error::io(&name, "cannot create the dataset directory", e))?;
     let _lock = dataset::lock(root)?;
@@ -142,10 +151,6 @@ pub fn export_dataset<P: AsRef<Path>>(
         let table = table::manifest_parquet(&manifest).map_err(invalid)?;
         dataset::replace_file(root, MANIFEST_PARQUET, &table)?;
     }
-    let opened = inputs
-        .iter()
-        .map(|p| Input::open(p.as_ref()))
-        .collect::<Result<Vec<_>>>()?;
     let pinned = opened.iter().map(Input::pin).collect::<Result<Vec<_>>>()?;
     let planned = plan(&pinned, &CopySpec::default())?;
     let generation = manifest.generation + 1;
