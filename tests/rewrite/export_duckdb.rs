@@ -1,4 +1,4 @@
-//! `dendro export` read by a query engine: two archives exported into one
+//! `dendro export --segments` read by a query engine: two archives exported into one
 //! Hive-partitioned directory, queried with DuckDB (the `duckdb` package
 //! from the Python registry, installed by `scripts/setup-test.sh` into a
 //! virtual environment whose interpreter `scripts/test.sh` passes as
@@ -105,6 +105,7 @@ fn duckdb_over_an_export_of_two_archives_agrees_with_dendro_cat() {
         b.to_str().unwrap(),
         "--out",
         export.to_str().unwrap(),
+        "--segments",
     ]);
     let mut expected = Totals::new();
     cat_totals(&a, &mut expected);

@@ -17,6 +17,7 @@ mod copy;
 mod crash;
 mod export_duckdb;
 mod fleet;
+mod fleet_engines;
 mod hostile_paths;
 mod project;
 mod said;
