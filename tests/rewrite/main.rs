@@ -18,6 +18,7 @@ mod crash;
 mod export_duckdb;
 mod fleet;
 mod fleet_engines;
+mod fleet_kill;
 mod hostile_paths;
 mod project;
 mod said;
