@@ -61,15 +61,13 @@ def spark_totals(root, spec):
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
-    manifest = spark.read.parquet(root + "/_manifest.parquet")
+    # Spark (Hadoop's listing) skips every file whose name starts with `_`,
+    # even one named outright: the driver reads the manifest itself.
+    with open(root + "/_manifest.json") as f:
+        manifest = json.load(f)
     out = {}
     for stream, (column, kind) in spec.items():
-        files = sorted(
-            {
-                root + "/" + r["path"]
-                for r in manifest.where(manifest.stream == stream).select("path").collect()
-            }
-        )
+        files = sorted({root + "/" + f["path"] for f in manifest["files"] if f["stream"] == stream})
         if not files:
             continue
         frame = spark.read.option("basePath", root).option("mergeSchema", "true").parquet(*files)

@@ -37,8 +37,8 @@ pub use copy::{copy, project, vacuum_into, CopyReport};
 pub use documents::DocumentFork;
 pub use export::{export, hive_escape, ExportReport, EXPORT_FORMAT};
 pub use fleet::{
-    export_dataset, read_manifest, Cursor, DatasetOptions, DatasetReport, FileSource, Manifest,
-    ManifestFile, DATASET_FORMAT, DEFAULT_TARGET_SIZE, NULL_PARTITION,
+    civil_date, export_dataset, read_manifest, Cursor, DatasetOptions, DatasetReport, FileSource,
+    Manifest, ManifestFile, DATASET_FORMAT, DEFAULT_TARGET_SIZE, NULL_PARTITION,
 };
 pub use merge::{same_series, union_fields};
 pub use spec::{CopySpec, SourceSelector};

@@ -266,8 +266,13 @@ impl OpenFile {
 
 /// `YYYY-MM-DD` (UTC, proleptic Gregorian) of `ts` ns since the epoch.
 pub(super) fn date_of(ts: i64) -> String {
-    let days = ts.div_euclid(86_400_000_000_000);
-    // Howard Hinnant's days-to-civil, for any day count an i64 ns holds.
+    let (year, month, day) = civil_date(ts.div_euclid(86_400_000_000_000));
+    format!("{year:04}-{month:02}-{day:02}")
+}
+
+/// Year, month and day of `days` since 1970-01-01 (proleptic Gregorian,
+/// Howard Hinnant's days-to-civil: exact for any day an i64 of ns holds).
+pub fn civil_date(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -276,8 +281,7 @@ pub(super) fn date_of(ts: i64) -> String {
     let mp = (5 * doy + 2) / 153;
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}")
+    (yoe + era * 400 + i64::from(month <= 2), month, day)
 }
 
 /// The first `ts` of the day after the one holding `ts`.

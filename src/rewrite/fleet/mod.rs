@@ -31,6 +31,7 @@ use arrow_schema::SchemaRef;
 
 pub use dataset::{Cursor, FileSource, Manifest, ManifestFile, DATASET_FORMAT};
 use dataset::{Found, MANIFEST_JSON, MANIFEST_PARQUET, STAGING};
+pub use files::civil_date;
 use files::{OpenFile, Written};
 
 use super::export::hive_escape;
