@@ -367,3 +367,25 @@ fn a_killed_runs_leftovers_are_removed_and_its_rows_exported_again() {
     let listed: Vec<&str> = manifest.files.iter().map(|f| f.path.as_str()).collect();
     assert_eq!(data_files(&after).len(), listed.len());
 }
+
+#[test]
+fn a_run_that_fails_before_its_commit_leaves_the_dataset_as_it_was() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.dendro");
+    archive(&a, &[("host", "h")], &[ts_run(DAY, 5, 1)]);
+    let out = dir.path().join("dataset");
+    export_dataset(&[&a], &out, &DatasetOptions::default()).unwrap();
+    // Two new days; the second's directory cannot be made (a file holds
+    // its name), so the run fails after placing the first day's file.
+    append(&a, 1, &ts_run(DAY + HOUR, 5, 1), None);
+    append(&a, 2, &ts_run(DAY + 24 * HOUR, 5, 1), None);
+    let blocker = out.join("stream=s/date=2026-12-08");
+    std::fs::write(&blocker, b"in the way").unwrap();
+    let before = tree(&out);
+    let err = export_dataset(&[&a], &out, &DatasetOptions::default()).unwrap_err();
+    assert!(err.to_string().contains("date=2026-12-08"), "{err}");
+    assert_eq!(tree(&out), before, "a failed run changed the dataset");
+    std::fs::remove_file(&blocker).unwrap();
+    let report = export_dataset(&[&a], &out, &DatasetOptions::default()).unwrap();
+    assert_eq!((report.rows_written, report.files_written), (10, 2));
+}
