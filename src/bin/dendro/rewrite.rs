@@ -253,7 +253,13 @@ pub fn run_export(args: ExportArgs) -> Result<(), Failure> {
     for path in &args.files {
         if path.is_dir() {
             let found = crate::serve::archives_in(path).map_err(Failure::Error)?;
-            for skipped in &found.skipped {
+            // An archive's own -wal and -shm files are not worth a line.
+            let sidecar = |name: &str| {
+                ["-wal", "-shm", "-journal"]
+                    .iter()
+                    .any(|s| name.ends_with(s))
+            };
+            for skipped in found.skipped.iter().filter(|s| !sidecar(&s.name)) {
                 eprintln!(
                     "dendro: {}: skipped {}: {}",
                     path.display(),
