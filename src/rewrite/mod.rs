@@ -14,13 +14,15 @@
 //! `plan` (which sources, streams and segments go where, merging a source
 //! that appears in several inputs by uuid), `copy` and `combine` (writing a plan; trim and projection of one
 //! segment are the writer's `reencode`), `merge` (the schema rule and the
-//! concatenation compaction uses), `compact`, `export`.
+//! concatenation compaction uses), `compact`, `export` (one file per
+//! segment) and `fleet` (the incremental dataset for query engines).
 
 mod combine;
 mod compact;
 mod copy;
 mod documents;
 mod export;
+mod fleet;
 mod inputs;
 mod merge;
 mod output;
@@ -34,5 +36,9 @@ pub use compact::{
 pub use copy::{copy, project, vacuum_into, CopyReport};
 pub use documents::DocumentFork;
 pub use export::{export, hive_escape, ExportReport, EXPORT_FORMAT};
+pub use fleet::{
+    civil_date, export_dataset, read_manifest, Cursor, DatasetOptions, DatasetReport, FileSource,
+    Manifest, ManifestFile, DATASET_FORMAT, DEFAULT_TARGET_SIZE, NULL_PARTITION,
+};
 pub use merge::{same_series, union_fields};
 pub use spec::{CopySpec, SourceSelector};

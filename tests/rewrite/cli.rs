@@ -68,6 +68,26 @@ fn bad_arguments_exit_2_with_a_message() {
         vec!["vacuum-into", input],
         vec!["export", input],
         vec!["export", "--out", out],
+        vec!["export", input, "--out", out, "--target-size", "0"],
+        vec!["export", input, "--out", out, "--target-size", "12Q"],
+        vec![
+            "export",
+            input,
+            "--out",
+            out,
+            "--target-size",
+            "99999999999G",
+        ],
+        vec!["export", input, "--out", out, "--force"],
+        vec![
+            "export",
+            input,
+            "--out",
+            out,
+            "--segments",
+            "--partition-by",
+            "host",
+        ],
     ] {
         let result = dendro(&args);
         assert_eq!(result.status.code(), Some(2), "{args:?}: {}", text(&result));
@@ -87,7 +107,7 @@ fn an_existing_output_is_kept_without_force_and_replaced_with_it() {
         vec!["combine", out, input],
         vec!["project", input, out, "--columns", "value"],
         vec!["vacuum-into", input, out],
-        vec!["export", input, "--out", out],
+        vec!["export", input, "--out", out, "--segments"],
     ] {
         std::fs::write(&out_path, b"keep me").unwrap();
         let refused = dendro(&args);
@@ -134,4 +154,38 @@ fn compact_and_copy_run_from_the_command_line() {
     ]);
     assert_eq!(out.status.code(), Some(0), "{}", text(&out));
     assert_eq!(contents(&copy), before);
+}
+
+#[test]
+fn an_export_takes_a_directory_of_archives_and_a_rerun_writes_nothing() {
+    let (dir, _input) = copy_fixture(&fixtures_dir().join("b_multi_source.dendro"));
+    let (_other_dir, other) = copy_fixture(&fixtures_dir().join("a_single_sealed.dendro"));
+    std::fs::copy(&other, dir.path().join("a.dendro")).unwrap();
+    std::fs::write(dir.path().join("notes.txt"), b"not an archive").unwrap();
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = out_dir.path().join("dataset");
+    let args = [
+        "export",
+        dir.path().to_str().unwrap(),
+        "--out",
+        out.to_str().unwrap(),
+    ];
+    let first = dendro(&args);
+    assert_eq!(first.status.code(), Some(0), "{}", text(&first));
+    assert!(text(&first).contains("generation 1:"), "{}", text(&first));
+    assert!(
+        text(&first).contains("notes.txt"),
+        "the skipped file is named"
+    );
+    let manifest = dendro::rewrite::read_manifest(&out).unwrap();
+    let sources: std::collections::BTreeSet<_> = manifest
+        .files
+        .iter()
+        .flat_map(|f| f.sources.iter().map(|s| s.source_uuid.clone()))
+        .collect();
+    assert!(sources.len() >= 3, "both archives are in it: {sources:?}");
+    let again = dendro(&args);
+    assert_eq!(again.status.code(), Some(0), "{}", text(&again));
+    assert!(text(&again).contains("nothing new"), "{}", text(&again));
+    assert_eq!(dendro::rewrite::read_manifest(&out).unwrap(), manifest);
 }

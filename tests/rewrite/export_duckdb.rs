@@ -1,4 +1,4 @@
-//! `dendro export` read by a query engine: two archives exported into one
+//! `dendro export --segments` read by a query engine: two archives exported into one
 //! Hive-partitioned directory, queried with DuckDB (the `duckdb` package
 //! from the Python registry, installed by `scripts/setup-test.sh` into a
 //! virtual environment whose interpreter `scripts/test.sh` passes as
@@ -13,22 +13,10 @@ use std::path::Path;
 use std::process::Command;
 
 use crate::common::{copy_fixture, fixtures_dir, skip};
+use crate::fleet_engines::{dendro, has_module, python};
 
 /// Per `(source uuid, stream)`: rows, sum of `value`, sum of `ts`.
 type Totals = BTreeMap<(String, String), (i64, i128, i128)>;
-
-fn dendro(args: &[&str]) -> std::process::Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_dendro"))
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "dendro {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    out
-}
 
 /// What `dendro cat` prints for every stream with sealed rows.
 fn cat_totals(archive: &Path, totals: &mut Totals) {
@@ -72,21 +60,9 @@ rows = con.execute(
 print(json.dumps([[s, t, str(n), v, ts] for s, t, n, v, ts in rows]))
 "#;
 
-/// The Python with DuckDB: the test suite's venv, or python3.
-fn python() -> String {
-    std::env::var("DENDRO_PYTHON").unwrap_or_else(|_| "python3".into())
-}
-
-fn duckdb_available() -> bool {
-    Command::new(python())
-        .args(["-c", "import duckdb"])
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 #[test]
 fn duckdb_over_an_export_of_two_archives_agrees_with_dendro_cat() {
-    if !duckdb_available() {
+    if !has_module(&python(), "duckdb") {
         let why = format!(
             "{} cannot import duckdb (scripts/setup-test.sh installs it in target/venv)",
             python()
@@ -105,6 +81,7 @@ fn duckdb_over_an_export_of_two_archives_agrees_with_dendro_cat() {
         b.to_str().unwrap(),
         "--out",
         export.to_str().unwrap(),
+        "--segments",
     ]);
     let mut expected = Totals::new();
     cat_totals(&a, &mut expected);

@@ -179,9 +179,9 @@ enum Command {
     /// Write an exact, compacted copy of an archive, even one a writer has
     /// open (a plain cp can miss its recent commits).
     VacuumInto(rewrite::VacuumIntoArgs),
-    /// Write every sealed segment as a plain Parquet file in a
-    /// Hive-partitioned directory (source=<uuid>/stream=<name>/seq=<n>.parquet)
-    /// with catalog.json, for DuckDB, DataFusion, Spark or Trino.
+    /// Add what is new in many archives to a dataset for DuckDB, Spark,
+    /// Trino or DataFusion: Parquet files by stream and day (and a label),
+    /// with a manifest and a cursor per source and stream.
     Export(rewrite::ExportArgs),
 }
 
@@ -533,16 +533,7 @@ fn timefmt(ns: i64) -> String {
     let nanos = ns.rem_euclid(1_000_000_000);
     let days = secs.div_euclid(86_400);
     let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (proleptic Gregorian).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = dendro::rewrite::civil_date(days);
     format!(
         "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{nanos:09}Z",
         rem / 3600,

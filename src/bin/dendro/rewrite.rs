@@ -113,16 +113,60 @@ pub struct ProjectArgs {
 /// `dendro export`.
 #[derive(Args)]
 pub struct ExportArgs {
-    /// The archives to export.
+    /// The archives to export, and directories whose archives to export
+    /// (found by content; the shell expands globs).
     #[arg(required = true)]
     files: Vec<PathBuf>,
-    /// The new directory: source=<uuid>/stream=<name>/seq=<n>.parquet and
-    /// catalog.json (must not exist unless --force).
+    /// The dataset: created when missing, added to when it is one.
+    /// Layout: stream=<name>/date=<YYYY-MM-DD>/[<label>=<value>/]part-*.parquet,
+    /// _manifest.json and _manifest.parquet (docs/fleet-export.md).
     #[arg(long, value_name = "DIR")]
     out: PathBuf,
-    /// Replace the directory if it exists.
-    #[arg(long)]
+    /// Partition the files by this label's value too (e.g. host), fixed
+    /// by the dataset's first export.
+    #[arg(long, value_name = "LABEL")]
+    partition_by: Option<String>,
+    /// Close a data file at this size: bytes, or with K, M or G (binary).
+    #[arg(long, value_name = "SIZE", default_value = "128M", value_parser = parse_size)]
+    target_size: u64,
+    /// Write the older layout instead: every sealed segment as its own
+    /// file under source=<uuid>/stream=<name>/seq=<n>.parquet with
+    /// catalog.json, into a new directory (lossless: caller indexes and
+    /// documents included; not incremental).
+    #[arg(long, conflicts_with_all = ["partition_by", "target_size"])]
+    segments: bool,
+    /// With --segments: replace the directory if it exists.
+    #[arg(long, requires = "segments")]
     force: bool,
+    /// Print the report as JSON.
+    #[arg(long, conflicts_with = "segments")]
+    json: bool,
+}
+
+/// `128M`, `1G`, `4096`: bytes, with a binary suffix.
+fn parse_size(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let (digits, shift) = match t.char_indices().find(|(_, c)| !c.is_ascii_digit()) {
+        None => (t, 0),
+        Some((at, _)) => {
+            let shift = match t[at..].to_ascii_uppercase().trim_end_matches(['B', 'I']) {
+                "K" => 10,
+                "M" => 20,
+                "G" => 30,
+                "" => 0,
+                _ => return Err(format!("{text:?}: a size is digits and K, M or G")),
+            };
+            (&t[..at], shift)
+        }
+    };
+    let n: u64 = digits
+        .parse()
+        .map_err(|_| format!("{text:?}: a size is digits and K, M or G"))?;
+    match n.checked_mul(1 << shift) {
+        Some(0) => Err("the target size must be at least one byte".into()),
+        Some(size) => Ok(size),
+        None => Err(format!("{text:?} is too large")),
+    }
 }
 
 /// `dendro vacuum-into`.
@@ -202,6 +246,103 @@ pub fn run_vacuum_into(args: VacuumIntoArgs) -> Result<(), Failure> {
 }
 
 pub fn run_export(args: ExportArgs) -> Result<(), Failure> {
+    if args.segments {
+        return run_export_segments(args);
+    }
+    let mut archives = Vec::new();
+    for path in &args.files {
+        if path.is_dir() {
+            let found = crate::serve::archives_in(path).map_err(Failure::Error)?;
+            // An archive's own -wal and -shm files are not worth a line.
+            let sidecar = |name: &str| {
+                ["-wal", "-shm", "-journal"]
+                    .iter()
+                    .any(|s| name.ends_with(s))
+            };
+            for skipped in found.skipped.iter().filter(|s| !sidecar(&s.name)) {
+                eprintln!(
+                    "dendro: {}: skipped {}: {}",
+                    path.display(),
+                    skipped.name.escape_debug(),
+                    skipped.reason
+                );
+            }
+            if found.not_looked_at > 0 {
+                return Err(Failure::Error(format!(
+                    "{}: more than {} entries: name the archives instead",
+                    path.display(),
+                    crate::serve::MAX_ENTRIES
+                )));
+            }
+            archives.extend(found.archives);
+        } else {
+            archives.push(path.clone());
+        }
+    }
+    if archives.is_empty() {
+        return Err(Failure::Error(
+            "no archive to export in the paths given".into(),
+        ));
+    }
+    let options = rewrite::DatasetOptions {
+        partition_by: args.partition_by,
+        target_size: args.target_size,
+    };
+    let report = rewrite::export_dataset(&archives, &args.out, &options)?;
+    if args.json {
+        let text = serde_json::to_string(&report).map_err(|e| Failure::Error(e.to_string()))?;
+        println!("{text}");
+        return Ok(());
+    }
+    if let Some(n) = report.leftovers_removed {
+        eprintln!("dendro: an earlier export was interrupted: {n} file(s) it left were removed");
+    }
+    if report.files_written == 0 {
+        println!(
+            "{}: nothing new in {} archive(s): nothing written (generation {})",
+            args.out.display(),
+            archives.len(),
+            report.generation
+        );
+    } else {
+        println!(
+            "{}: generation {}: {} file(s), {} bytes, {} row(s) from {} source(s) \
+             ({} segment(s) read, {} skipped as exported)",
+            args.out.display(),
+            report.generation,
+            report.files_written,
+            report.bytes_written,
+            report.rows_written,
+            report.sources_touched,
+            report.segments_read,
+            report.segments_skipped
+        );
+    }
+    for stream in &report.streams_split_by_schema {
+        eprintln!(
+            "dendro: stream {:?} changed schema: its files are split by schema \
+             (schema_id in the manifest)",
+            stream
+        );
+    }
+    if report.sources_without_uuid > 0 {
+        eprintln!(
+            "dendro: {} source(s) without a uuid were not exported: a dataset keeps a \
+             cursor per uuid",
+            report.sources_without_uuid
+        );
+    }
+    if report.live_rows_not_exported > 0 {
+        eprintln!(
+            "dendro: {} live row(s) were not exported: they need the writer's encoder to \
+             become columns (they will be once sealed)",
+            report.live_rows_not_exported
+        );
+    }
+    Ok(())
+}
+
+fn run_export_segments(args: ExportArgs) -> Result<(), Failure> {
     let report = rewrite::export(&args.files, &args.out, args.force)?;
     println!(
         "{}: {} source(s), {} Parquet file(s), {} bytes",
