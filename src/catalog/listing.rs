@@ -238,6 +238,25 @@ impl Snapshot<'_> {
         Ok(records.into_iter().zip(rowids).collect())
     }
 
+    /// The stream's first segment by seq (a seek of the primary key's
+    /// index and one row), or `None` when it has none.
+    pub fn first_segment(&self, source_id: i64, stream: &str) -> Result<Option<SegmentRecord>> {
+        let what = "cannot find a stream's first segment";
+        let sql = format!(
+            "SELECT {} FROM segments WHERE source_id = ?1 AND stream = ?2 ORDER BY seq LIMIT 1",
+            segment_columns(self.shape)
+        );
+        let mut found: Vec<SegmentRecord> = self
+            .conn
+            .query_row(&sql, rusqlite::params![source_id, stream], segment_record)
+            .optional()
+            .ctx(self.file, what)?
+            .into_iter()
+            .collect();
+        self.flag_indexed(&mut found)?;
+        Ok(found.pop())
+    }
+
     /// Every segment of the stream in `[from, to]`, listed through the time
     /// index ([`Self::window_entries`]) and looked up by rowid: bounded by
     /// the window, not the stream. Where the records show segments that

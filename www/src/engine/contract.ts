@@ -67,7 +67,8 @@ export interface WindowSegments {
  * source, stream, from, to, columns, maxPoints, rates, true, k)` fetched just
  * those k footers and rows. The answer is a RangeEnvelope with `preview:
  * true` and `sample` set; `segments_left_out` counts the window's segments
- * not in the sample and `rows_in_window` only the sampled ones' rows.
+ * not in the sample, `rows_left_out` estimates their rows from the sample's
+ * mean, and `rows_in_window` counts only the sampled ones' rows.
  */
 export interface WindowSample {
   /** Segments whose footers made the band. */
