@@ -166,7 +166,7 @@ impl JsArchive {
     }
 
     /// The traffic of an archive read in place: `{ size, fetches, primed,
-    /// fetchedBytes, hits, misses, cachedBytes }`, or `null`
+    /// fetchedBytes, hits, misses, cachedBytes, sqlitePayloads }`, or `null`
     /// for one held in memory.
     #[wasm_bindgen(js_name = lazyStats)]
     pub fn lazy_stats(&self) -> JsValue {
@@ -183,6 +183,7 @@ impl JsArchive {
             .set("hits", JsValue::from_f64(s.hits as f64))
             .set("misses", JsValue::from_f64(s.misses as f64))
             .set("cachedBytes", JsValue::from_f64(s.cached_bytes as f64))
+            .set("sqlitePayloads", JsValue::from_f64(s.sqlite_payloads as f64))
             .build()
     }
 

@@ -392,6 +392,33 @@ describe("an archive read in place", { skip: missing ?? false }, () => {
     await page.close();
   });
 
+  it("reads no segment of a writer-made archive through SQLite's pager, however its chains break", T, async () => {
+    // The demo as its writer left it: seals and prunes reused freed pages,
+    // so its payloads' chains break every few pages. Every segment of every
+    // stream is read whole, by chunks and by footer; the engine counts the
+    // payloads it had to leave to SQLite (a page at a time, a read each).
+    const page = await fragmentedDemoPage();
+    const r = await page.evaluate(async () => {
+      const { engine, h, source } = await window.openCpu();
+      let segments = 0;
+      for (const st of source.streams) {
+        if (st.segments.length === 0) continue;
+        const from = st.segments[0].first_ts;
+        const to = st.segments.at(-1).last_ts;
+        await h.readRange(source.id, st.name, from, to, { maxPoints: 7 });
+        await h.readRange(source.id, st.name, from, to, {});
+        for (const g of st.segments) await h.readSegment(source.id, st.name, g.seq);
+        segments += st.segments.length;
+      }
+      const stats = await h.lazyStats();
+      engine.terminate();
+      return { segments, sqlitePayloads: stats.sqlitePayloads };
+    });
+    assert.ok(r.segments >= 20, JSON.stringify(r));
+    assert.equal(r.sqlitePayloads, 0, `segments read through SQLite's pager: ${JSON.stringify(r)}`);
+    await page.close();
+  });
+
   it("prefetches a stream's window so that its plot's read fetches nothing more ahead", T, async () => {
     // The page sends the prefetch as soon as it knows the stream to plot,
     // and builds its cards meanwhile. The demo's chains are fragmented

@@ -525,6 +525,12 @@ export interface LazyStats {
   misses: number;
   /** Bytes the block cache holds now (bounded, whatever the file's size). */
   cachedBytes: number;
+  /**
+   * Segments some part of which was read through SQLite's pager, a page at
+   * a time, instead of by range (a payload whose place was not proven): 0
+   * for an archive its writer made.
+   */
+  sqlitePayloads: number;
 }
 
 /**
