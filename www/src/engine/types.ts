@@ -58,6 +58,12 @@ export interface SealedOutline {
   /** The first segment's first row, and the newest sealed row. */
   first_ts: bigint;
   last_ts: bigint;
+  /**
+   * The sealed rows estimated as `segments` times the first segment's rows
+   * (read with `first_ts`, no read more): shown as an estimate until the
+   * listing counts them (DESIGN.md, "Listing a window, not the catalog").
+   */
+  rows_estimate: number;
 }
 
 /** A reserved key's value as the engine parsed it, or why it could not. */
