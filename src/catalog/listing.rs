@@ -191,23 +191,32 @@ impl Snapshot<'_> {
         to: i64,
     ) -> Result<WindowEntries> {
         let what = "cannot list a window's segments from the time index";
-        let mut stmt = self.conn.prepare_cached(WINDOW_ENTRIES_SQL).ctx(self.file, what)?;
+        let mut stmt = self
+            .conn
+            .prepare_cached(WINDOW_ENTRIES_SQL)
+            .ctx(self.file, what)?;
         let mut rows = stmt
             .query(rusqlite::params![source_id, stream, from])
             .ctx(self.file, what)?;
         let mut entries = Vec::new();
         while let Some(r) = rows.next().ctx(self.file, what)? {
-            let (last_ts, rowid): (i64, i64) = (r.get(0).ctx(self.file, what)?, r.get(1).ctx(self.file, what)?);
+            let (last_ts, rowid): (i64, i64) = (
+                r.get(0).ctx(self.file, what)?,
+                r.get(1).ctx(self.file, what)?,
+            );
             if last_ts <= to {
                 entries.push((last_ts, rowid));
                 continue;
             }
             // The first segment ending past the window starts in it or not.
-            let starts = self.conn.query_row(
-                "SELECT first_ts FROM segments WHERE rowid = ?1",
-                [rowid],
-                |r| r.get::<_, i64>(0),
-            ).ctx(self.file, what)?;
+            let starts = self
+                .conn
+                .query_row(
+                    "SELECT first_ts FROM segments WHERE rowid = ?1",
+                    [rowid],
+                    |r| r.get::<_, i64>(0),
+                )
+                .ctx(self.file, what)?;
             if starts <= to {
                 entries.push((last_ts, rowid));
             }
@@ -285,12 +294,17 @@ impl Snapshot<'_> {
             segment_columns(self.shape)
         );
         let what = "cannot list segments in a window";
-        let rows = self.collect(what, &sql, rusqlite::params![source_id, stream, from, to], |r| {
-            Ok((segment_record(r)?, r.get::<_, i64>(8)?))
-        })?;
+        let rows = self.collect(
+            what,
+            &sql,
+            rusqlite::params![source_id, stream, from, to],
+            |r| Ok((segment_record(r)?, r.get::<_, i64>(8)?)),
+        )?;
         let (mut records, rowids): (Vec<SegmentRecord>, Vec<i64>) = rows.into_iter().unzip();
         self.flag_indexed(&mut records)?;
-        Ok(Listing::with_rowids(records.into_iter().zip(rowids).collect()))
+        Ok(Listing::with_rowids(
+            records.into_iter().zip(rowids).collect(),
+        ))
     }
 }
 

@@ -144,6 +144,9 @@ pub enum Listed {
     FromIndex(Box<dyn Fn() -> Result<Rc<Listing>>>),
 }
 
+/// The window's listing, or the time index's pages a round fetches first.
+type ListingOrPages = std::result::Result<Rc<Listing>, Vec<(u64, u64)>>;
+
 /// A window plan's inputs.
 struct Window {
     ask: WindowAsk,
@@ -249,8 +252,9 @@ impl<S: ByteSource> Prefetch<S> {
     ) -> Prefetch<S> {
         let index_walk = match &listed {
             Listed::Held(_) => None,
-            Listed::FromIndex(_) => trees::time_index_root(&archive)
-                .and_then(|root| file.borrow().tree_walk(&[root])),
+            Listed::FromIndex(_) => {
+                trees::time_index_root(&archive).and_then(|root| file.borrow().tree_walk(&[root]))
+            }
         };
         let window = Window {
             ask,
@@ -383,7 +387,7 @@ impl Window {
     fn listing<S: ByteSource>(
         &mut self,
         file: &SharedFile<S>,
-    ) -> Result<std::result::Result<Rc<Listing>, Vec<(u64, u64)>>> {
+    ) -> Result<ListingOrPages> {
         if let Some(walk) = self.index_walk.as_mut() {
             let pages = file.borrow_mut().walk_step(walk);
             if !pages.is_empty() {

@@ -183,7 +183,10 @@ impl JsArchive {
             .set("hits", JsValue::from_f64(s.hits as f64))
             .set("misses", JsValue::from_f64(s.misses as f64))
             .set("cachedBytes", JsValue::from_f64(s.cached_bytes as f64))
-            .set("sqlitePayloads", JsValue::from_f64(s.sqlite_payloads as f64))
+            .set(
+                "sqlitePayloads",
+                JsValue::from_f64(s.sqlite_payloads as f64),
+            )
             .build()
     }
 

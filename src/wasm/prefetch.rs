@@ -11,10 +11,10 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
+use super::range::{listing_in, sample_in};
 use super::vfs::JsSource;
 use super::{fail, flat, stats_key, JsArchive, JsResult, CACHE};
 use crate::catalog::SegmentRecord;
-use super::range::{listing_in, sample_in};
 use crate::read::prefetch::{Listed, Need, Prefetch};
 
 /// A read-ahead plan under way; done at once for an archive held in

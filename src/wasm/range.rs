@@ -103,7 +103,10 @@ impl JsArchive {
         let taken = listing.all().len();
         let rows: u64 = listing.all().iter().map(|r| r.rows.max(0) as u64).sum();
         let left = of.saturating_sub(taken);
-        reader.leave_out(left, (rows / taken.max(1) as u64).saturating_mul(left as u64));
+        reader.leave_out(
+            left,
+            (rows / taken.max(1) as u64).saturating_mul(left as u64),
+        );
         let Some(preview) = reader.preview(stats).map_err(fail)? else {
             return Ok(JsValue::UNDEFINED);
         };

@@ -1178,7 +1178,16 @@ fn preview_range_answers_from_footers_what_the_native_preview_does() {
     }
     // Every row fits the points: nothing to band.
     let few = archive
-        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(2000), None, None)
+        .preview_range(
+            1.0,
+            "temps",
+            i64::MIN,
+            i64::MAX,
+            None,
+            Some(2000),
+            None,
+            None,
+        )
         .unwrap();
     assert!(few.is_undefined());
     // Without max_points either.
@@ -1288,7 +1297,16 @@ fn a_sampled_preview_reads_k_footers_spread_through_the_window_and_says_so() {
         .unwrap();
     assert_eq!(get(&total, "total").as_f64(), Some(5.0));
     let js = archive
-        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10), None, Some(2))
+        .preview_range(
+            1.0,
+            "temps",
+            i64::MIN,
+            i64::MAX,
+            None,
+            Some(10),
+            None,
+            Some(2),
+        )
         .unwrap();
     assert_eq!(get(&js, "preview"), JsValue::TRUE);
     let sample = get(&js, "sample");
@@ -1307,7 +1325,12 @@ fn a_sampled_preview_reads_k_footers_spread_through_the_window_and_says_so() {
     let (ts, whole_ts) = (bigints(&get(&js, "ts")), bigints(&get(&whole, "ts")));
     let at: Vec<usize> = ts
         .iter()
-        .map(|t| whole_ts.iter().position(|w| w == t).expect("a bucket of the whole"))
+        .map(|t| {
+            whole_ts
+                .iter()
+                .position(|w| w == t)
+                .expect("a bucket of the whole")
+        })
         .collect();
     assert!(!ts.is_empty() && ts.len() < whole_ts.len(), "{ts:?}");
     for (c, w) in Array::from(&get(&js, "columns"))
@@ -1315,14 +1338,28 @@ fn a_sampled_preview_reads_k_footers_spread_through_the_window_and_says_so() {
         .zip(Array::from(&get(&whole, "columns")).iter())
     {
         let values = |v: &JsValue, k: &str| get(v, k).dyn_into::<JsF64>().unwrap().to_vec();
-        let (min, max, wmin, wmax) = (values(&c, "min"), values(&c, "max"), values(&w, "min"), values(&w, "max"));
+        let (min, max, wmin, wmax) = (
+            values(&c, "min"),
+            values(&c, "max"),
+            values(&w, "min"),
+            values(&w, "max"),
+        );
         for (k, &j) in at.iter().enumerate() {
             assert!(min[k] >= wmin[j] && max[k] <= wmax[j], "bucket {k}");
         }
     }
     // A sample as large as the window is the window.
     let all = archive
-        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10), None, Some(64))
+        .preview_range(
+            1.0,
+            "temps",
+            i64::MIN,
+            i64::MAX,
+            None,
+            Some(10),
+            None,
+            Some(64),
+        )
         .unwrap();
     assert_eq!(get(&get(&all, "sample"), "taken").as_f64(), Some(5.0));
     assert_eq!(get(&all, "segments_left_out").as_f64(), Some(0.0));
@@ -1359,14 +1396,27 @@ fn window_reads_before_the_listing_answer_as_after_it() {
                     for points in [Some(7), None] {
                         let before = fresh.read_range(source, stream, from, to, None, points, None);
                         let after = listed.read_range(source, stream, from, to, None, points, None);
-                        assert_eq!(answer(before), answer(after), "{} {stream} [{from}, {to}]", f.file);
+                        assert_eq!(
+                            answer(before),
+                            answer(after),
+                            "{} {stream} [{from}, {to}]",
+                            f.file
+                        );
                     }
                     let count = fresh.window_segments(source, stream, from, to).unwrap();
                     let want = segs
                         .iter()
-                        .filter(|g| g["last_ts"].as_i64().unwrap() >= from && g["first_ts"].as_i64().unwrap() <= to)
+                        .filter(|g| {
+                            g["last_ts"].as_i64().unwrap() >= from
+                                && g["first_ts"].as_i64().unwrap() <= to
+                        })
                         .count();
-                    assert_eq!(get(&count, "total").as_f64(), Some(want as f64), "{} {stream}", f.file);
+                    assert_eq!(
+                        get(&count, "total").as_f64(),
+                        Some(want as f64),
+                        "{} {stream}",
+                        f.file
+                    );
                     windows += 1;
                 }
             }

@@ -351,7 +351,14 @@ fn index_plan(s: &Served, from: i64, to: i64, sample: Option<usize>) -> Prefetch
     let summarized: Summarized = Box::new(|_| false);
     let notes = Rc::new(Notes::default());
     let file = Rc::clone(&s.file);
-    Prefetch::window(Rc::clone(&s.archive), file, ask, Listed::FromIndex(list), notes, summarized)
+    Prefetch::window(
+        Rc::clone(&s.archive),
+        file,
+        ask,
+        Listed::FromIndex(list),
+        notes,
+        summarized,
+    )
 }
 
 /// A plan that lists its window from the time index brings that index's
@@ -371,13 +378,20 @@ fn a_window_plan_lists_its_window_from_the_time_index_fetched_ahead() {
     let s = serve(&path);
     let mut plan = index_plan(&s, from, to, None);
     drive(&mut plan, &s, 8);
-    assert_eq!(source_reads_for(&s, &tree_pages(&path, &["segments_by_time"])), 0);
+    assert_eq!(
+        source_reads_for(&s, &tree_pages(&path, &["segments_by_time"])),
+        0
+    );
     let before = s.image.reads();
     let listed = s
         .archive
         .read_snapshot(|snap| snap.window_listing(1, "m", from, to))
         .unwrap();
-    assert_eq!(s.image.reads(), before, "the window is listed from the cache");
+    assert_eq!(
+        s.image.reads(),
+        before,
+        "the window is listed from the cache"
+    );
     assert_eq!(listed.all(), &inside[..]);
     assert_eq!(source_reads_for_footers(&s, &inside), 0);
     assert!(source_reads_for_footers(&s, &outside) > 0);
@@ -394,7 +408,11 @@ fn a_sampled_window_plan_fetches_only_its_samples_footers() {
     drive(&mut plan, &s, 8);
     let picked: Vec<SegmentRecord> = [0, 8, 17, 25].iter().map(|&i| all[i].clone()).collect();
     assert_eq!(source_reads_for_footers(&s, &picked), 0);
-    let others: Vec<SegmentRecord> = all.iter().filter(|r| !picked.contains(r)).cloned().collect();
+    let others: Vec<SegmentRecord> = all
+        .iter()
+        .filter(|r| !picked.contains(r))
+        .cloned()
+        .collect();
     assert!(source_reads_for_footers(&s, &others) > 0);
 }
 

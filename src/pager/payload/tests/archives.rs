@@ -274,5 +274,8 @@ fn no_segment_of_a_writer_made_archive_is_read_through_sqlite() {
     set_in_place_payloads(false);
     read_all(&off);
     set_in_place_payloads(true);
-    assert_eq!(off.file.borrow().stats().sqlite_payloads, 3 * records.len() as u64);
+    assert_eq!(
+        off.file.borrow().stats().sqlite_payloads,
+        3 * records.len() as u64
+    );
 }
