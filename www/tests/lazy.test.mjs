@@ -135,6 +135,56 @@ async function fragmentedDemoPage() {
   return page;
 }
 
+/** www/src/engine/sources.ts bundled for Node, for its pure parts (the read pool, the coalescing). */
+async function sourcesModule() {
+  const esbuild = await import("esbuild");
+  const out = join(tmpdir(), `dendro-sources-${process.pid}.mjs`);
+  await esbuild.build({ entryPoints: [join(ROOT, "www/src/engine/sources.ts")], bundle: true, format: "esm", platform: "neutral", outfile: out, logLevel: "warning" });
+  return import(out);
+}
+
+describe("reads in flight together", () => {
+  it("runs a batch's reads concurrently, never more bytes in flight than the budget unless one read alone is", async () => {
+    const { pooled, nearby } = await sourcesModule();
+    const trace = async (sizes, budget) => {
+      let running = 0;
+      let bytes = 0;
+      let peak = { running: 0, bytes: 0 };
+      const out = await pooled(
+        sizes,
+        16,
+        async (n) => {
+          running++;
+          bytes += n;
+          peak = { running: Math.max(peak.running, running), bytes: Math.max(peak.bytes, bytes) };
+          await new Promise((r) => setTimeout(r, 2));
+          running--;
+          bytes -= n;
+          return n * 2;
+        },
+        (n) => n,
+        budget,
+      );
+      return { out, peak };
+    };
+    // Small reads: many at once, up to the count limit.
+    const small = await trace(Array(40).fill(3), 1000);
+    assert.deepEqual(small.out, Array(40).fill(6), "results in order");
+    assert.equal(small.peak.running, 16);
+    // Large ones: as many as the budget holds.
+    const large = await trace(Array(12).fill(30), 100);
+    assert.equal(large.peak.running, 3);
+    assert.ok(large.peak.bytes <= 100, JSON.stringify(large.peak));
+    // One larger than the budget still runs, alone.
+    const huge = await trace([500, 10, 500, 10], 100);
+    assert.deepEqual(huge.out, [1000, 20, 1000, 20]);
+    assert.equal(huge.peak.bytes, 500);
+    // Ranges a few KiB apart are read as one span; far apart, each its own.
+    const spans = nearby([[0, 4096], [8192, 4096], [10 << 20, 4096]]);
+    assert.deepEqual(spans.map((s) => [s.start, s.end, s.members]), [[0, 12288, [0, 1]], [10 << 20, (10 << 20) + 4096, [2]]]);
+  });
+});
+
 // A prerequisite missing is a failure, not a quiet skip of everything below.
 it("has what it needs to run", () => assert.equal(missing, null, missing ?? ""));
 
