@@ -136,12 +136,18 @@ pub type Summarized = Box<dyn Fn(&SegmentRecord) -> bool>;
 pub enum Listed {
     /// Listed already (the whole catalog's listing, or this window's).
     Held(Rc<Listing>),
-    /// Listed by this call once the time index's pages are in: the plan's
-    /// first rounds walk `segments_by_time` (a few dozen bytes a segment),
-    /// so the listing of the window (`Snapshot::window_listing`, or a
-    /// sample of it) reads those pages from the cache instead of one
-    /// synchronous miss each, and no table page but the window's rows.
-    FromIndex(Box<dyn Fn() -> Result<Rc<Listing>>>),
+    /// Listed by this plan once the time index's pages are in: its first
+    /// rounds walk `segments_by_time` (a few dozen bytes a segment), then
+    /// the table's pages toward the rows `rows` names (read from the
+    /// index alone: the window's, or a sample's), so `list` (the window's
+    /// listing, `Snapshot::window_listing`, or the sample's) reads them
+    /// from the cache instead of one synchronous miss each.
+    FromIndex {
+        /// The rowids the listing looks up.
+        rows: Box<dyn Fn() -> Result<Vec<i64>>>,
+        /// The listing.
+        list: Box<dyn Fn() -> Result<Rc<Listing>>>,
+    },
 }
 
 /// The window's listing, or the time index's pages a round fetches first.
@@ -151,9 +157,11 @@ type ListingOrPages = std::result::Result<Rc<Listing>, Vec<(u64, u64)>>;
 struct Window {
     ask: WindowAsk,
     listed: Listed,
-    /// The walk of the time index, while a [`Listed::FromIndex`] plan
-    /// brings it in.
+    /// The walk of the time index, then of the table toward the rows the
+    /// listing looks up, while a [`Listed::FromIndex`] plan brings them in.
     index_walk: Option<TreeWalk>,
+    /// Whether the walk toward the rows was started.
+    rows_walked: bool,
     notes: Rc<Notes>,
     summarized: Summarized,
 }
@@ -252,7 +260,7 @@ impl<S: ByteSource> Prefetch<S> {
     ) -> Prefetch<S> {
         let index_walk = match &listed {
             Listed::Held(_) => None,
-            Listed::FromIndex(_) => {
+            Listed::FromIndex { .. } => {
                 trees::time_index_root(&archive).and_then(|root| file.borrow().tree_walk(&[root]))
             }
         };
@@ -260,6 +268,7 @@ impl<S: ByteSource> Prefetch<S> {
             ask,
             listed,
             index_walk,
+            rows_walked: false,
             notes,
             summarized,
         };
@@ -386,18 +395,33 @@ impl Window {
     /// listing, kept for the later rounds.
     fn listing<S: ByteSource>(
         &mut self,
+        archive: &Archive,
         file: &SharedFile<S>,
     ) -> Result<ListingOrPages> {
-        if let Some(walk) = self.index_walk.as_mut() {
-            let pages = file.borrow_mut().walk_step(walk);
-            if !pages.is_empty() {
-                return Ok(Err(pages));
+        loop {
+            if let Some(walk) = self.index_walk.as_mut() {
+                let pages = file.borrow_mut().walk_step(walk);
+                if !pages.is_empty() {
+                    return Ok(Err(pages));
+                }
+                self.index_walk = None;
             }
-            self.index_walk = None;
+            let Listed::FromIndex { rows, .. } = &self.listed else {
+                break;
+            };
+            if self.rows_walked {
+                break;
+            }
+            // The index is held: the rows to look up are its to say.
+            self.rows_walked = true;
+            let mut rowids = rows()?;
+            rowids.sort_unstable();
+            let (table, _) = trees::lookup_roots(archive);
+            self.index_walk = table.and_then(|root| file.borrow().row_walk(root, rowids));
         }
         let listing = match &self.listed {
             Listed::Held(listing) => return Ok(Ok(Rc::clone(listing))),
-            Listed::FromIndex(list) => list()?,
+            Listed::FromIndex { list, .. } => list()?,
         };
         self.listed = Listed::Held(Rc::clone(&listing));
         Ok(Ok(listing))
@@ -411,7 +435,7 @@ impl Window {
         archive: &Archive,
         file: &SharedFile<S>,
     ) -> Result<Vec<(u64, u64)>> {
-        let listing = match self.listing(file)? {
+        let listing = match self.listing(archive, file)? {
             Ok(listing) => listing,
             Err(index_pages) => return Ok(index_pages),
         };

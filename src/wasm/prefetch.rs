@@ -11,7 +11,7 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
-use super::range::{listing_in, sample_in};
+use super::range::{entries_in, listing_in, sample_in};
 use super::vfs::JsSource;
 use super::{fail, flat, stats_key, JsArchive, JsResult, CACHE};
 use crate::catalog::SegmentRecord;
@@ -133,11 +133,21 @@ impl JsArchive {
             (Some(listing), None) => Listed::Held(listing),
             _ => {
                 let (archive, windows) = (Rc::clone(&self.archive), Rc::clone(&self.windows));
+                let (a, w, at) = (Rc::clone(&archive), Rc::clone(&windows), ask.clone());
                 let ask = ask.clone();
-                Listed::FromIndex(Box::new(move || match sample {
-                    None => listing_in(&archive, &windows, &ask),
-                    Some(k) => sample_in(&archive, &windows, &ask, k as usize).map(|(l, _)| l),
-                }))
+                Listed::FromIndex {
+                    rows: Box::new(move || {
+                        let entries = entries_in(&a, &w, &at)?;
+                        Ok(match sample {
+                            None => entries.rowids(),
+                            Some(k) => entries.sample(k as usize),
+                        })
+                    }),
+                    list: Box::new(move || match sample {
+                        None => listing_in(&archive, &windows, &ask),
+                        Some(k) => sample_in(&archive, &windows, &ask, k as usize).map(|(l, _)| l),
+                    }),
+                }
             }
         };
         let cache_id = self.cache_id;

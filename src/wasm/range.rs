@@ -293,7 +293,7 @@ impl Windows {
 
 /// `ask`'s window's entries in the time index, from `windows` or listed
 /// and kept there.
-fn entries_in(
+pub(super) fn entries_in(
     archive: &Archive,
     windows: &RefCell<Windows>,
     ask: &WindowAsk,

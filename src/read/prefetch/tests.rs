@@ -336,9 +336,15 @@ fn index_plan(s: &Served, from: i64, to: i64, sample: Option<usize>) -> Prefetch
         rates: None,
         preview: true,
     };
-    let archive = Rc::clone(&s.archive);
+    let (archive, again) = (Rc::clone(&s.archive), Rc::clone(&s.archive));
+    let rows = Box::new(move || {
+        archive.read_snapshot(|snap| {
+            let entries = snap.window_entries(1, "m", from, to)?;
+            Ok(sample.map_or_else(|| entries.rowids(), |k| entries.sample(k)))
+        })
+    });
     let list = Box::new(move || {
-        archive
+        again
             .read_snapshot(|snap| match sample {
                 None => snap.window_listing(1, "m", from, to),
                 Some(k) => {
@@ -355,7 +361,7 @@ fn index_plan(s: &Served, from: i64, to: i64, sample: Option<usize>) -> Prefetch
         Rc::clone(&s.archive),
         file,
         ask,
-        Listed::FromIndex(list),
+        Listed::FromIndex { rows, list },
         notes,
         summarized,
     )
