@@ -298,9 +298,19 @@ fn listing_of(path: &Path) -> Listing {
     archive.read_snapshot(Listing::read).unwrap()
 }
 
-/// A window plan with nothing summarized yet.
-fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Image> {
-    let ask = WindowAsk {
+/// [`write_fragmented`]'s segments: the six large ones (from seq 100),
+/// and the rest.
+fn split_at_100(path: &Path) -> (Vec<SegmentRecord>, Vec<SegmentRecord>) {
+    listing_of(path)
+        .stream(1, "m")
+        .iter()
+        .cloned()
+        .partition(|r| r.seq >= 100)
+}
+
+/// A plot's ask of stream "m" over `[from, to]`, with a preview.
+fn ask_of(from: i64, to: i64) -> WindowAsk {
+    WindowAsk {
         source_id: 1,
         stream: "m".into(),
         from,
@@ -309,7 +319,12 @@ fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Im
         max_points: Some(500),
         rates: None,
         preview: true,
-    };
+    }
+}
+
+/// A window plan with nothing summarized yet.
+fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Image> {
+    let ask = ask_of(from, to);
     let listing = Rc::new(s.archive.read_snapshot(Listing::read).unwrap());
     let file = Rc::clone(&s.file);
     let summarized: Summarized = Box::new(|_| false);
@@ -326,16 +341,7 @@ fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Im
 /// A window plan that lists its window itself from the time index, or a
 /// sample of `sample` segments of it.
 fn index_plan(s: &Served, from: i64, to: i64, sample: Option<usize>) -> Prefetch<Image> {
-    let ask = WindowAsk {
-        source_id: 1,
-        stream: "m".into(),
-        from,
-        to,
-        columns: None,
-        max_points: Some(500),
-        rates: None,
-        preview: true,
-    };
+    let ask = ask_of(from, to);
     let (archive, again) = (Rc::clone(&s.archive), Rc::clone(&s.archive));
     let rows = Box::new(move || {
         archive.read_snapshot(|snap| {
@@ -374,12 +380,7 @@ fn index_plan(s: &Served, from: i64, to: i64, sample: Option<usize>) -> Prefetch
 fn a_window_plan_lists_its_window_from_the_time_index_fetched_ahead() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_fragmented(dir.path());
-    let listing = listing_of(&path);
-    let (inside, outside): (Vec<_>, Vec<_>) = listing
-        .stream(1, "m")
-        .iter()
-        .cloned()
-        .partition(|r| r.seq >= 100);
+    let (inside, outside) = split_at_100(&path);
     let (from, to) = (inside[0].first_ts, inside[inside.len() - 1].last_ts);
     let s = serve(&path);
     let mut plan = index_plan(&s, from, to, None);
@@ -462,12 +463,7 @@ fn a_window_plan_over_fragmented_chains_leaves_the_footers_nothing_to_fetch() {
 fn a_window_plan_asks_only_for_the_segments_the_window_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_fragmented(dir.path());
-    let listing = listing_of(&path);
-    let (inside, outside): (Vec<_>, Vec<_>) = listing
-        .stream(1, "m")
-        .iter()
-        .cloned()
-        .partition(|r| r.seq >= 100);
+    let (inside, outside) = split_at_100(&path);
     let s = serve(&path);
     let notes = Rc::new(Notes::default());
     let mut plan = window_plan(&s, 100_000, 106_000, &notes);
