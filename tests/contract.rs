@@ -51,8 +51,43 @@ export type ProblemKind = (typeof PROBLEM_KINDS)[number];
 
 /** The largest archive the engine opens in memory (`container::MAX_IN_MEMORY_BYTES`). */
 export const MAX_ARCHIVE_BYTES = {max};
+
+/** The most segments a sampled preview reads (`catalog::MAX_WINDOW_SAMPLE`): larger asks are cut to it. */
+export const MAX_WINDOW_SAMPLE = {max_sample};
+
+/**
+ * A window's segments as the engine's `Archive.windowSegments(source, stream,
+ * from, to)` counts them (`WindowEntries` in src/catalog/listing.rs): listed
+ * once from the time index (`segments_by_time`, a range of it; one table row
+ * at most) and kept, so the footer plan (`prefetchWindow`), the sampled
+ * preview and the read of the same window list nothing again. Read in place,
+ * `prefetchWindow` brings the index's pages in first, in batches.
+ */
+export interface WindowSegments {{
+  /** The segments of the stream overlapping [from, to]. */
+  total: number;
+}}
+
+/**
+ * The sampled preview: `Archive.previewRange(source, stream, from, to,
+ * columns, maxPoints, rates, sample)` with `sample` = k (1..MAX_WINDOW_SAMPLE)
+ * answers from the footers of k of the window's segments spread evenly
+ * through it (by position in time order), after `Archive.prefetchWindow(
+ * source, stream, from, to, columns, maxPoints, rates, true, k)` fetched just
+ * those k footers and rows. The answer is a RangeEnvelope with `preview:
+ * true` and `sample` set; `segments_left_out` counts the window's segments
+ * not in the sample, `rows_left_out` estimates their rows from the sample's
+ * mean, and `rows_in_window` counts only the sampled ones' rows.
+ */
+export interface WindowSample {{
+  /** Segments whose footers made the band. */
+  taken: number;
+  /** The window's segments (WindowSegments.total). */
+  of: number;
+}}
 ",
         max = dendro::container::MAX_IN_MEMORY_BYTES,
+        max_sample = dendro::catalog::MAX_WINDOW_SAMPLE,
     )
 }
 

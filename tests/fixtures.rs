@@ -209,6 +209,19 @@ fn every_sound_fixture_outlines_as_its_description_sums_up() {
             })
             .collect();
         assert_eq!(sealed, expected_sealed, "{}", path.display());
+        // The rows estimate is the first segment's rows times the count.
+        for o in &outline.sealed {
+            let listed = &full
+                .sources
+                .iter()
+                .find(|s| s.id == o.source_id)
+                .and_then(|s| s.streams.iter().find(|st| st.name == o.stream))
+                .unwrap()
+                .segments;
+            let first = listed.iter().min_by_key(|g| g.seq).unwrap();
+            assert_eq!(o.first_rows, first.rows, "{}", path.display());
+            assert_eq!(o.rows_estimate(), first.rows * listed.len() as i64);
+        }
         let segments: i64 = expected_sealed.iter().map(|s| s.2).sum();
         let count = archive.read_snapshot(|s| s.segment_count()).unwrap();
         assert_eq!(count, segments, "{}", path.display());

@@ -45,7 +45,7 @@ pub use caller_rows::CallerRow;
 pub use clock_offsets::ClockOffset;
 pub use documents::{DocumentCounts, DocumentEntry, DocumentRevision, RESERVED_KIND_PREFIX};
 pub use labels::Labels;
-pub use listing::Listing;
+pub use listing::{Listing, WindowEntries, MAX_WINDOW_SAMPLE};
 pub use outline::SealedOutline;
 pub use payload::Payload;
 pub use segments::{Segment, SegmentRecord};

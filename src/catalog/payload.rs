@@ -43,6 +43,9 @@ impl Payload<'_> {
                 }
             }
         }
+        if let Some(direct) = &self.in_place {
+            direct.read_through_sqlite();
+        }
         // A read from the start walks the payload's overflow chain: an
         // archive read in place may fetch that walk at once. A read further
         // on skips the pages before it by their pointer-map entries.

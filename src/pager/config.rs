@@ -56,4 +56,9 @@ pub struct LazyStats {
     pub misses: u64,
     /// Bytes the cache holds now.
     pub cached_bytes: u64,
+    /// Payloads (segments) of which some part was read through SQLite's
+    /// pager, a page at a time, instead of by range: where the payload's
+    /// place was not proven, or reads by range are off. A writer-made
+    /// archive reads none so.
+    pub sqlite_payloads: u64,
 }

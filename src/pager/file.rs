@@ -110,6 +110,11 @@ impl<S: ByteSource> LazyFile<S> {
         self.failed.as_ref()
     }
 
+    /// Counts a payload read through SQLite's pager instead of by range.
+    pub(crate) fn note_sqlite_payload(&mut self) {
+        self.stats.sqlite_payloads += 1;
+    }
+
     /// Traffic so far.
     pub fn stats(&self) -> LazyStats {
         LazyStats {

@@ -38,6 +38,10 @@ pub trait InPlace {
     /// What a read of the column's last `tail` bytes would fetch that is
     /// not held yet (see `pager::payload::tail_plan`).
     fn tail_plan(&self, map: &PayloadMap, tail: u64) -> Vec<(u64, u64)>;
+
+    /// Counts one payload read through SQLite's pager instead
+    /// ([`super::LazyStats::sqlite_payloads`]).
+    fn note_sqlite_payload(&self);
 }
 
 impl<S: ByteSource> InPlace for RefCell<LazyFile<S>> {
@@ -70,6 +74,12 @@ impl<S: ByteSource> InPlace for RefCell<LazyFile<S>> {
         match self.try_borrow_mut() {
             Ok(mut file) => payload::tail_plan(&mut file, map, tail),
             Err(_) => Vec::new(),
+        }
+    }
+
+    fn note_sqlite_payload(&self) {
+        if let Ok(mut file) = self.try_borrow_mut() {
+            file.note_sqlite_payload();
         }
     }
 }
@@ -114,9 +124,9 @@ pub fn in_place_payload(
     len: u64,
     head: impl FnOnce(&mut [u8]) -> bool,
 ) -> Option<InPlacePayload> {
-    if !ENABLED.with(Cell::get) {
-        return None;
-    }
+    // With reads by range off, the payload is still the file's: its reads
+    // through SQLite are counted.
+    let by_range = ENABLED.with(Cell::get);
     let db_path = db_path?;
     let (file, table) = SERVED.with(|s| {
         s.borrow()
@@ -125,7 +135,8 @@ pub fn in_place_payload(
             .and_then(|(_, f, t)| Some((f.upgrade()?, *t)))
     })?;
     let mut first = vec![0u8; len.min(16) as usize];
-    if !head(&mut first) {
+    if by_range && !head(&mut first) {
+        file.note_sqlite_payload();
         return None;
     }
     Some(InPlacePayload {
@@ -134,7 +145,8 @@ pub fn in_place_payload(
         rowid,
         len,
         head: first,
-        map: RefCell::new(None),
+        map: RefCell::new(if by_range { None } else { Some(None) }),
+        through_sqlite: Cell::new(false),
     })
 }
 
@@ -146,8 +158,12 @@ pub struct InPlacePayload {
     rowid: i64,
     len: u64,
     head: Vec<u8>,
-    /// `None` until looked for; then the map, or `None` for "not here".
+    /// `None` until looked for; then the map, or `None` for "not here"
+    /// (and for every payload while reads by range are off).
     map: RefCell<Option<Option<PayloadMap>>>,
+    /// Whether a read of it went through SQLite already (it is counted
+    /// once).
+    through_sqlite: Cell<bool>,
 }
 
 impl InPlacePayload {
@@ -176,6 +192,14 @@ impl InPlacePayload {
         Ok(self
             .with_map(|map| self.file.read(map, offset, buf))?
             .unwrap_or(false))
+    }
+
+    /// Notes that a read of this payload went through SQLite's pager
+    /// instead: counted once a payload in the file's stats.
+    pub fn read_through_sqlite(&self) {
+        if !self.through_sqlite.replace(true) {
+            self.file.note_sqlite_payload();
+        }
     }
 
     /// The byte ranges a read of the payload's last `tail` bytes would

@@ -132,10 +132,36 @@ impl WindowAsk {
 /// need not be fetched): the caller's cache of summaries.
 pub type Summarized = Box<dyn Fn(&SegmentRecord) -> bool>;
 
+/// Where a window plan's segments come from.
+pub enum Listed {
+    /// Listed already (the whole catalog's listing, or this window's).
+    Held(Rc<Listing>),
+    /// Listed by this plan once the time index's pages are in: its first
+    /// rounds walk `segments_by_time` (a few dozen bytes a segment), then
+    /// the table's pages toward the rows `rows` names (read from the
+    /// index alone: the window's, or a sample's), so `list` (the window's
+    /// listing, `Snapshot::window_listing`, or the sample's) reads them
+    /// from the cache instead of one synchronous miss each.
+    FromIndex {
+        /// The rowids the listing looks up.
+        rows: Box<dyn Fn() -> Result<Vec<i64>>>,
+        /// The listing.
+        list: Box<dyn Fn() -> Result<Rc<Listing>>>,
+    },
+}
+
+/// The window's listing, or the time index's pages a round fetches first.
+type ListingOrPages = std::result::Result<Rc<Listing>, Vec<(u64, u64)>>;
+
 /// A window plan's inputs.
 struct Window {
     ask: WindowAsk,
-    listing: Rc<Listing>,
+    listed: Listed,
+    /// The walk of the time index, then of the table toward the rows the
+    /// listing looks up, while a [`Listed::FromIndex`] plan brings them in.
+    index_walk: Option<TreeWalk>,
+    /// Whether the walk toward the rows was started.
+    rows_walked: bool,
     notes: Rc<Notes>,
     summarized: Summarized,
 }
@@ -228,13 +254,21 @@ impl<S: ByteSource> Prefetch<S> {
         archive: Rc<Archive>,
         file: SharedFile<S>,
         ask: WindowAsk,
-        listing: Rc<Listing>,
+        listed: Listed,
         notes: Rc<Notes>,
         summarized: Summarized,
     ) -> Prefetch<S> {
+        let index_walk = match &listed {
+            Listed::Held(_) => None,
+            Listed::FromIndex { .. } => {
+                trees::time_index_root(&archive).and_then(|root| file.borrow().tree_walk(&[root]))
+            }
+        };
         let window = Window {
             ask,
-            listing,
+            listed,
+            index_walk,
+            rows_walked: false,
             notes,
             summarized,
         };
@@ -356,14 +390,55 @@ fn outline_round<S: ByteSource>(
 }
 
 impl Window {
+    /// The window's listing: first, for a plan that lists it itself, the
+    /// time index's pages (a round per level; `Err` holds them), then the
+    /// listing, kept for the later rounds.
+    fn listing<S: ByteSource>(
+        &mut self,
+        archive: &Archive,
+        file: &SharedFile<S>,
+    ) -> Result<ListingOrPages> {
+        loop {
+            if let Some(walk) = self.index_walk.as_mut() {
+                let pages = file.borrow_mut().walk_step(walk);
+                if !pages.is_empty() {
+                    return Ok(Err(pages));
+                }
+                self.index_walk = None;
+            }
+            let Listed::FromIndex { rows, .. } = &self.listed else {
+                break;
+            };
+            if self.rows_walked {
+                break;
+            }
+            // The index is held: the rows to look up are its to say.
+            self.rows_walked = true;
+            let mut rowids = rows()?;
+            rowids.sort_unstable();
+            let (table, _) = trees::lookup_roots(archive);
+            self.index_walk = table.and_then(|root| file.borrow().row_walk(root, rowids));
+        }
+        let listing = match &self.listed {
+            Listed::Held(listing) => return Ok(Ok(Rc::clone(listing))),
+            Listed::FromIndex { list, .. } => list()?,
+        };
+        self.listed = Listed::Held(Rc::clone(&listing));
+        Ok(Ok(listing))
+    }
+
     /// A round of the window plan: the footers' and the live tail's
     /// together (neither needs the other's pages), made afresh each time
     /// from what the cache holds now.
     fn round<S: ByteSource>(
-        &self,
+        &mut self,
         archive: &Archive,
         file: &SharedFile<S>,
     ) -> Result<Vec<(u64, u64)>> {
+        let listing = match self.listing(archive, file)? {
+            Ok(listing) => listing,
+            Err(index_pages) => return Ok(index_pages),
+        };
         let request = self.ask.request();
         // The footers the read will ask for: the reader run with none
         // known, noting those not summarized yet. It spans the live tail
@@ -372,8 +447,7 @@ impl Window {
         let mut asked = Vec::new();
         let uncached = |record: &SegmentRecord| !(self.summarized)(record);
         let budget = Some(VIEWER_SEGMENT_BUDGET);
-        let listing = Some(&*self.listing);
-        let reader = RangeReader::planned(archive, &request, budget, listing, |record| {
+        let reader = RangeReader::planned(archive, &request, budget, Some(&listing), |record| {
             if uncached(record) {
                 asked.push(record.clone());
             }
@@ -387,7 +461,7 @@ impl Window {
                 .cloned()
                 .collect();
         }
-        let mut pages = self.footer_pages(archive, file, &asked)?;
+        let mut pages = self.footer_pages(archive, file, &listing, &asked)?;
         pages.extend(tail_pages(archive, file, &request));
         Ok(pages)
     }
@@ -400,9 +474,9 @@ impl Window {
         &self,
         archive: &Archive,
         file: &SharedFile<S>,
+        listing: &Listing,
         asked: &[SegmentRecord],
     ) -> Result<Vec<(u64, u64)>> {
-        let listing = &self.listing;
         let asked: Vec<SegmentRecord> = {
             let held = self.notes.footers_held.borrow();
             asked

@@ -366,6 +366,18 @@ impl RangeReader {
         })
     }
 
+    /// Counts `segments` more of the window as left out, claiming `rows`:
+    /// for a reader given a sample of the window's segments its caller
+    /// picked (a sampled preview), so its answer says what it left out
+    /// and bands the window as one holding their rows too.
+    pub fn leave_out(&mut self, segments: usize, rows: u64) {
+        self.left_out.0 = self.left_out.0.saturating_add(segments);
+        self.left_out.1 = self.left_out.1.saturating_add(rows);
+        if segments > 0 {
+            self.builder.reduce_now();
+        }
+    }
+
     /// The segments of the window this reader reads (after any sample),
     /// in order.
     pub fn segments(&self) -> &[SegmentRecord] {

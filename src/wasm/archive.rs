@@ -56,6 +56,9 @@ pub struct JsArchive {
     /// never stale. It is per image, never per `cache_id`, which images
     /// of one followed archive share.
     listing: RefCell<Option<Rc<Listing>>>,
+    /// The windows listed from the time index, for an image whose whole
+    /// listing is not read yet (see `range.rs`).
+    pub(super) windows: Rc<RefCell<super::range::Windows>>,
 }
 
 #[wasm_bindgen(js_class = Archive)]
@@ -80,6 +83,7 @@ impl JsArchive {
             outline_plan: RefCell::new(None),
             notes: Rc::default(),
             listing: RefCell::new(None),
+            windows: Rc::default(),
         })
     }
 
@@ -118,6 +122,7 @@ impl JsArchive {
             outline_plan: RefCell::new(None),
             notes: Rc::default(),
             listing: RefCell::new(None),
+            windows: Rc::default(),
         })
     }
 
@@ -161,7 +166,7 @@ impl JsArchive {
     }
 
     /// The traffic of an archive read in place: `{ size, fetches, primed,
-    /// fetchedBytes, hits, misses, cachedBytes }`, or `null`
+    /// fetchedBytes, hits, misses, cachedBytes, sqlitePayloads }`, or `null`
     /// for one held in memory.
     #[wasm_bindgen(js_name = lazyStats)]
     pub fn lazy_stats(&self) -> JsValue {
@@ -178,6 +183,10 @@ impl JsArchive {
             .set("hits", JsValue::from_f64(s.hits as f64))
             .set("misses", JsValue::from_f64(s.misses as f64))
             .set("cachedBytes", JsValue::from_f64(s.cached_bytes as f64))
+            .set(
+                "sqlitePayloads",
+                JsValue::from_f64(s.sqlite_payloads as f64),
+            )
             .build()
     }
 
@@ -222,7 +231,18 @@ impl JsArchive {
                 "the footer of the first segment of stream {stream:?} (source {source}) of {file}"
             )
         };
-        let listing = self.listing()?;
+        // The first segment is a seek of the primary key where the whole
+        // listing is not held: a plot's schema never waits for it.
+        let listing = match self.listing_held() {
+            Some(listing) => listing,
+            None => Rc::new(Listing::from_records(
+                self.archive
+                    .read_snapshot(|s| s.first_segment(source, stream))
+                    .map_err(fail)?
+                    .into_iter()
+                    .collect(),
+            )),
+        };
         let probed = noting(what, || {
             crate::read::probe_listed(&self.archive, source, stream, Some(&listing))
         });
@@ -434,6 +454,11 @@ impl JsArchive {
         &self.archive
     }
 
+    /// The whole listing, when this image has read it already.
+    pub(super) fn listing_held(&self) -> Option<Rc<Listing>> {
+        self.listing.borrow().clone()
+    }
+
     /// Every segment of this image, listed on first use and kept (see the
     /// `listing` field). A failed listing is not kept: the next call
     /// tries again.
@@ -449,9 +474,17 @@ impl JsArchive {
     /// Refuses a stream the source does not have (neither segments nor
     /// live rows), so a typo is not mistaken for an empty stream.
     pub(super) fn require_stream(&self, source: i64, stream: &str) -> JsResult<()> {
-        // A stream with segments is in the listing; only one without is
+        // A stream with segments is in the listing (or found by a seek of
+        // the primary key, where it is not read); only one without is
         // looked for among the catalog's streams (a scan of the index).
-        let listed = !self.listing()?.stream(source, stream).is_empty();
+        let listed = match self.listing_held() {
+            Some(listing) => !listing.stream(source, stream).is_empty(),
+            None => self
+                .archive
+                .read_snapshot(|s| s.first_segment(source, stream))
+                .map_err(fail)?
+                .is_some(),
+        };
         let known = self
             .archive
             .read_snapshot(|s| {

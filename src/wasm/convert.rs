@@ -165,7 +165,8 @@ pub(crate) fn packed_description(d: &Description) -> JsValue {
 
 /// An outline (`describeOutline`): the packed description of its sources
 /// and streams, which list no segments, with `outline: true`, and on each
-/// stream with sealed data `outline: { segments, first_ts, last_ts }`.
+/// stream with sealed data `outline: { segments, first_ts, last_ts,
+/// rows_estimate }`.
 pub(crate) fn packed_outline(o: &crate::read::Outline) -> JsValue {
     let packed = packed_with(&o.description, &|source_id, name| {
         let at = o
@@ -178,6 +179,7 @@ pub(crate) fn packed_outline(o: &crate::read::Outline) -> JsValue {
                 .set("segments", num(s.segments))
                 .set("first_ts", big(s.first_ts))
                 .set("last_ts", big(s.last_ts))
+                .set("rows_estimate", num(s.rows_estimate()))
                 .build(),
         )
     });

@@ -11,10 +11,11 @@ use std::rc::Rc;
 
 use wasm_bindgen::prelude::*;
 
+use super::range::{entries_in, listing_in, sample_in};
 use super::vfs::JsSource;
 use super::{fail, flat, stats_key, JsArchive, JsResult, CACHE};
 use crate::catalog::SegmentRecord;
-use crate::read::prefetch::{Need, Prefetch};
+use crate::read::prefetch::{Listed, Need, Prefetch};
 
 /// A read-ahead plan under way; done at once for an archive held in
 /// memory.
@@ -105,7 +106,10 @@ impl JsArchive {
     /// summarized yet, after the table's pages leading to their rows, and
     /// its live tail's rows. With `preview`, also the footers a preview of
     /// the window reads (`previewRange`, or `RangeJob.preview`). The
-    /// footers then cost no read each.
+    /// footers then cost no read each. Where the whole listing is not
+    /// read, the plan brings the time index in first and lists the window
+    /// from it (kept for the read); with `sample` (k), only the rows and
+    /// footers of the k segments a sampled `previewRange` reads.
     #[wasm_bindgen(js_name = prefetchWindow)]
     #[allow(clippy::too_many_arguments)]
     pub fn prefetch_window(
@@ -118,13 +122,34 @@ impl JsArchive {
         max_points: Option<u32>,
         rates: Option<Vec<String>>,
         preview: Option<bool>,
+        sample: Option<u32>,
     ) -> JsResult<JsPrefetch> {
         let Some(file) = &self.lazy else {
             return Ok(JsPrefetch::of(None));
         };
         let mut ask = self.window(source, stream, (from, to), columns, max_points, rates)?;
-        ask.preview = preview == Some(true);
-        let listing = self.listing()?;
+        ask.preview = preview == Some(true) || sample.is_some();
+        let listing = match (self.listing_held(), sample) {
+            (Some(listing), None) => Listed::Held(listing),
+            _ => {
+                let (archive, windows) = (Rc::clone(&self.archive), Rc::clone(&self.windows));
+                let (a, w, at) = (Rc::clone(&archive), Rc::clone(&windows), ask.clone());
+                let ask = ask.clone();
+                Listed::FromIndex {
+                    rows: Box::new(move || {
+                        let entries = entries_in(&a, &w, &at)?;
+                        Ok(match sample {
+                            None => entries.rowids(),
+                            Some(k) => entries.sample(k as usize),
+                        })
+                    }),
+                    list: Box::new(move || match sample {
+                        None => listing_in(&archive, &windows, &ask),
+                        Some(k) => sample_in(&archive, &windows, &ask, k as usize).map(|(l, _)| l),
+                    }),
+                }
+            }
+        };
         let cache_id = self.cache_id;
         let summarized = Box::new(move |record: &SegmentRecord| {
             let key = stats_key(cache_id, record);

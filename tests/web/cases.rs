@@ -1125,7 +1125,7 @@ fn preview_range_answers_from_footers_what_the_native_preview_does() {
     let archive = open(&f);
     // 5 segments of 40 rows: 200 rows in 10 points are bucketed.
     let js = archive
-        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10), None)
+        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10), None, None)
         .unwrap();
     assert_eq!(get(&js, "preview"), JsValue::TRUE);
     assert_eq!(get(&js, "reduced"), JsValue::TRUE);
@@ -1178,12 +1178,21 @@ fn preview_range_answers_from_footers_what_the_native_preview_does() {
     }
     // Every row fits the points: nothing to band.
     let few = archive
-        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(2000), None)
+        .preview_range(
+            1.0,
+            "temps",
+            i64::MIN,
+            i64::MAX,
+            None,
+            Some(2000),
+            None,
+            None,
+        )
         .unwrap();
     assert!(few.is_undefined());
     // Without max_points either.
     let all = archive
-        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, None, None)
+        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, None, None, None)
         .unwrap();
     assert!(all.is_undefined());
     // The stepped job's preview: none once every segment's rows are cached
@@ -1273,4 +1282,145 @@ fn a_newer_image_sharing_the_cache_answers_from_its_own_listing() {
         }
     }
     assert!(pairs >= 12, "only {pairs} pairs of images");
+}
+
+/// A sampled preview bands the window from the footers of k of its
+/// segments spread through it, and says so: `sample` names how many of
+/// how many, `segments_left_out` the rest; every bucket it fills holds
+/// the exact envelope's extremes of the segments it read.
+#[wasm_bindgen_test]
+fn a_sampled_preview_reads_k_footers_spread_through_the_window_and_says_so() {
+    let f = single();
+    let archive = open(&f);
+    let total = archive
+        .window_segments(1.0, "temps", i64::MIN, i64::MAX)
+        .unwrap();
+    assert_eq!(get(&total, "total").as_f64(), Some(5.0));
+    let js = archive
+        .preview_range(
+            1.0,
+            "temps",
+            i64::MIN,
+            i64::MAX,
+            None,
+            Some(10),
+            None,
+            Some(2),
+        )
+        .unwrap();
+    assert_eq!(get(&js, "preview"), JsValue::TRUE);
+    let sample = get(&js, "sample");
+    assert_eq!(get(&sample, "taken").as_f64(), Some(2.0));
+    assert_eq!(get(&sample, "of").as_f64(), Some(5.0));
+    assert_eq!(get(&js, "segments_from_stats").as_f64(), Some(2.0));
+    assert_eq!(get(&js, "segments_left_out").as_f64(), Some(3.0));
+    assert_eq!(get(&js, "segments_read").as_f64(), Some(0.0));
+    // The whole preview, every footer, bands at least what the sample does.
+    let whole = archive
+        .preview_range(1.0, "temps", i64::MIN, i64::MAX, None, Some(10), None, None)
+        .unwrap();
+    assert!(get(&whole, "sample").is_undefined());
+    // Its buckets are the whole preview's (the sample holds the window's
+    // first and last segments), those its segments fill.
+    let (ts, whole_ts) = (bigints(&get(&js, "ts")), bigints(&get(&whole, "ts")));
+    let at: Vec<usize> = ts
+        .iter()
+        .map(|t| {
+            whole_ts
+                .iter()
+                .position(|w| w == t)
+                .expect("a bucket of the whole")
+        })
+        .collect();
+    assert!(!ts.is_empty() && ts.len() < whole_ts.len(), "{ts:?}");
+    for (c, w) in Array::from(&get(&js, "columns"))
+        .iter()
+        .zip(Array::from(&get(&whole, "columns")).iter())
+    {
+        let values = |v: &JsValue, k: &str| get(v, k).dyn_into::<JsF64>().unwrap().to_vec();
+        let (min, max, wmin, wmax) = (
+            values(&c, "min"),
+            values(&c, "max"),
+            values(&w, "min"),
+            values(&w, "max"),
+        );
+        for (k, &j) in at.iter().enumerate() {
+            assert!(min[k] >= wmin[j] && max[k] <= wmax[j], "bucket {k}");
+        }
+    }
+    // A sample as large as the window is the window.
+    let all = archive
+        .preview_range(
+            1.0,
+            "temps",
+            i64::MIN,
+            i64::MAX,
+            None,
+            Some(10),
+            None,
+            Some(64),
+        )
+        .unwrap();
+    assert_eq!(get(&get(&all, "sample"), "taken").as_f64(), Some(5.0));
+    assert_eq!(get(&all, "segments_left_out").as_f64(), Some(0.0));
+}
+
+/// Before the catalog is listed, a window's reads list it from the time
+/// index: every answer is the one they give once the whole listing is
+/// held, for every sound fixture's every stream and a few windows.
+#[wasm_bindgen_test]
+fn window_reads_before_the_listing_answer_as_after_it() {
+    let answer = |r: Result<JsValue, JsValue>| match r {
+        Ok(v) => to_json(&v),
+        Err(e) => Value::String(format!("{}: {}", kind(&e), message(&e))),
+    };
+    let mut windows = 0;
+    for (f, _) in sound() {
+        let listed = open(&f);
+        let d = to_json(&listed.describe().unwrap());
+        for s in d["sources"].as_array().unwrap() {
+            let source = s["id"].as_i64().unwrap() as f64;
+            for st in s["streams"].as_array().unwrap() {
+                let stream = st["name"].as_str().unwrap();
+                let segs = st["segments"].as_array().unwrap();
+                let ts = |i: usize, k: &str| segs.get(i).and_then(|g| g[k].as_i64());
+                let mid = ts(segs.len() / 2, "first_ts").unwrap_or(0);
+                let spans = [
+                    (i64::MIN, i64::MAX),
+                    (mid, i64::MAX),
+                    (i64::MIN, mid),
+                    (mid, mid.saturating_add(1)),
+                ];
+                for (from, to) in spans {
+                    let fresh = open(&f);
+                    for points in [Some(7), None] {
+                        let before = fresh.read_range(source, stream, from, to, None, points, None);
+                        let after = listed.read_range(source, stream, from, to, None, points, None);
+                        assert_eq!(
+                            answer(before),
+                            answer(after),
+                            "{} {stream} [{from}, {to}]",
+                            f.file
+                        );
+                    }
+                    let count = fresh.window_segments(source, stream, from, to).unwrap();
+                    let want = segs
+                        .iter()
+                        .filter(|g| {
+                            g["last_ts"].as_i64().unwrap() >= from
+                                && g["first_ts"].as_i64().unwrap() <= to
+                        })
+                        .count();
+                    assert_eq!(
+                        get(&count, "total").as_f64(),
+                        Some(want as f64),
+                        "{} {stream}",
+                        f.file
+                    );
+                    windows += 1;
+                }
+            }
+        }
+    }
+    assert!(windows >= 20, "only {windows} windows");
 }

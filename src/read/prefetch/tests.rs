@@ -298,9 +298,19 @@ fn listing_of(path: &Path) -> Listing {
     archive.read_snapshot(Listing::read).unwrap()
 }
 
-/// A window plan with nothing summarized yet.
-fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Image> {
-    let ask = WindowAsk {
+/// [`write_fragmented`]'s segments: the six large ones (from seq 100),
+/// and the rest.
+fn split_at_100(path: &Path) -> (Vec<SegmentRecord>, Vec<SegmentRecord>) {
+    listing_of(path)
+        .stream(1, "m")
+        .iter()
+        .cloned()
+        .partition(|r| r.seq >= 100)
+}
+
+/// A plot's ask of stream "m" over `[from, to]`, with a preview.
+fn ask_of(from: i64, to: i64) -> WindowAsk {
+    WindowAsk {
         source_id: 1,
         stream: "m".into(),
         from,
@@ -309,7 +319,12 @@ fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Im
         max_points: Some(500),
         rates: None,
         preview: true,
-    };
+    }
+}
+
+/// A window plan with nothing summarized yet.
+fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Image> {
+    let ask = ask_of(from, to);
     let listing = Rc::new(s.archive.read_snapshot(Listing::read).unwrap());
     let file = Rc::clone(&s.file);
     let summarized: Summarized = Box::new(|_| false);
@@ -317,10 +332,95 @@ fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Im
         Rc::clone(&s.archive),
         file,
         ask,
-        listing,
+        Listed::Held(listing),
         Rc::clone(notes),
         summarized,
     )
+}
+
+/// A window plan that lists its window itself from the time index, or a
+/// sample of `sample` segments of it.
+fn index_plan(s: &Served, from: i64, to: i64, sample: Option<usize>) -> Prefetch<Image> {
+    let ask = ask_of(from, to);
+    let (archive, again) = (Rc::clone(&s.archive), Rc::clone(&s.archive));
+    let rows = Box::new(move || {
+        archive.read_snapshot(|snap| {
+            let entries = snap.window_entries(1, "m", from, to)?;
+            Ok(sample.map_or_else(|| entries.rowids(), |k| entries.sample(k)))
+        })
+    });
+    let list = Box::new(move || {
+        again
+            .read_snapshot(|snap| match sample {
+                None => snap.window_listing(1, "m", from, to),
+                Some(k) => {
+                    let entries = snap.window_entries(1, "m", from, to)?;
+                    Ok(Listing::with_rowids(snap.segments_at(&entries.sample(k))?))
+                }
+            })
+            .map(Rc::new)
+    });
+    let summarized: Summarized = Box::new(|_| false);
+    let notes = Rc::new(Notes::default());
+    let file = Rc::clone(&s.file);
+    Prefetch::window(
+        Rc::clone(&s.archive),
+        file,
+        ask,
+        Listed::FromIndex { rows, list },
+        notes,
+        summarized,
+    )
+}
+
+/// A plan that lists its window from the time index brings that index's
+/// pages in first, in batches: the listing, and then the footers, reach
+/// the source no more, and of the table only the window's rows come in.
+#[test]
+fn a_window_plan_lists_its_window_from_the_time_index_fetched_ahead() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_fragmented(dir.path());
+    let (inside, outside) = split_at_100(&path);
+    let (from, to) = (inside[0].first_ts, inside[inside.len() - 1].last_ts);
+    let s = serve(&path);
+    let mut plan = index_plan(&s, from, to, None);
+    drive(&mut plan, &s, 8);
+    assert_eq!(
+        source_reads_for(&s, &tree_pages(&path, &["segments_by_time"])),
+        0
+    );
+    let before = s.image.reads();
+    let listed = s
+        .archive
+        .read_snapshot(|snap| snap.window_listing(1, "m", from, to))
+        .unwrap();
+    assert_eq!(
+        s.image.reads(),
+        before,
+        "the window is listed from the cache"
+    );
+    assert_eq!(listed.all(), &inside[..]);
+    assert_eq!(source_reads_for_footers(&s, &inside), 0);
+    assert!(source_reads_for_footers(&s, &outside) > 0);
+}
+
+/// A sampled plan fetches the footers of its sample and no others.
+#[test]
+fn a_sampled_window_plan_fetches_only_its_samples_footers() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write_fragmented(dir.path());
+    let all = listing_of(&path).stream(1, "m").to_vec();
+    let s = serve(&path);
+    let mut plan = index_plan(&s, 0, i64::MAX, Some(4));
+    drive(&mut plan, &s, 8);
+    let picked: Vec<SegmentRecord> = [0, 8, 17, 25].iter().map(|&i| all[i].clone()).collect();
+    assert_eq!(source_reads_for_footers(&s, &picked), 0);
+    let others: Vec<SegmentRecord> = all
+        .iter()
+        .filter(|r| !picked.contains(r))
+        .cloned()
+        .collect();
+    assert!(source_reads_for_footers(&s, &others) > 0);
 }
 
 /// The footers of `records` read as the range reader reads them, each
@@ -363,12 +463,7 @@ fn a_window_plan_over_fragmented_chains_leaves_the_footers_nothing_to_fetch() {
 fn a_window_plan_asks_only_for_the_segments_the_window_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = write_fragmented(dir.path());
-    let listing = listing_of(&path);
-    let (inside, outside): (Vec<_>, Vec<_>) = listing
-        .stream(1, "m")
-        .iter()
-        .cloned()
-        .partition(|r| r.seq >= 100);
+    let (inside, outside) = split_at_100(&path);
     let s = serve(&path);
     let notes = Rc::new(Notes::default());
     let mut plan = window_plan(&s, 100_000, 106_000, &notes);

@@ -57,6 +57,12 @@ pub(super) fn lookup_roots(archive: &Archive) -> (Option<u32>, Option<u32>) {
     (table, index)
 }
 
+/// The root page of `segments_by_time`, the time index a window is listed
+/// from (`Snapshot::window_entries`).
+pub(super) fn time_index_root(archive: &Archive) -> Option<u32> {
+    roots_of(archive, &["segments_by_time"]).first().copied()
+}
+
 /// The trees of [`lookup_roots`].
 const LOOKUP_TREES: [&str; 2] = ["segments", "sqlite_autoindex_segments_1"];
 

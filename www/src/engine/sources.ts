@@ -26,14 +26,44 @@ export interface BatchSource extends ByteSource {
   readMany(ranges: readonly Range[]): Promise<Uint8Array[]>;
 }
 
-/** Runs `work` over `items` with at most `limit` in flight; results in order. */
-async function pooled<T, R>(items: readonly T[], limit: number, work: (item: T) => Promise<R>): Promise<R[]> {
+/**
+ * The most bytes one batch of reads holds in flight at once: a plan's
+ * ranges (footers, a window's rows, chains) are read concurrently, but a
+ * batch of many large ranges is not all asked for, and held, at once.
+ */
+export const IN_FLIGHT_BYTES = 32 << 20;
+
+/**
+ * Runs `work` over `items` with at most `limit` in flight, and at most
+ * `budget` bytes (by `bytes`) in flight unless nothing else is (so an item
+ * larger than the budget still runs, alone); results in order.
+ */
+export async function pooled<T, R>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<R>,
+  bytes: (item: T) => number = () => 0,
+  budget = IN_FLIGHT_BYTES,
+): Promise<R[]> {
   const out = new Array<R>(items.length);
   let next = 0;
+  let held = 0;
+  let running = 0;
+  const waiting: (() => void)[] = [];
   const lane = async (): Promise<void> => {
     while (next < items.length) {
       const i = next++;
-      out[i] = await work(items[i]!);
+      const size = bytes(items[i]!);
+      while (running > 0 && held + size > budget) await new Promise<void>((resolve) => waiting.push(resolve));
+      held += size;
+      running++;
+      try {
+        out[i] = await work(items[i]!);
+      } finally {
+        held -= size;
+        running--;
+        waiting.splice(0).forEach((wake) => wake());
+      }
     }
   };
   await Promise.all(Array.from({ length: Math.min(limit, items.length) }, lane));
@@ -163,24 +193,40 @@ export class BlobSource implements BatchSource {
 
   /**
    * Many ranges read in parallel (`Blob.arrayBuffer`, asynchronous), not
-   * one at a time; ranges close together are read as one and cut apart.
+   * one at a time, within the bytes-in-flight budget; ranges close
+   * together are read as one and cut apart.
    */
   async readMany(ranges: readonly Range[]): Promise<Uint8Array[]> {
     const spans = nearby(ranges);
-    const read = await pooled(spans, 16, async ({ start, end }) => {
-      const buffer = await this.blob.slice(start, end).arrayBuffer();
-      if (buffer.byteLength !== end - start) throw changed(`${this.name} is now shorter than when it was opened`);
-      return new Uint8Array(buffer);
-    });
-    const out = new Array<Uint8Array>(ranges.length);
-    spans.forEach(({ start, members }, s) => {
-      for (const i of members) {
-        const [offset, length] = ranges[i]!;
-        out[i] = read[s]!.subarray(offset - start, offset - start + length);
-      }
-    });
-    return out;
+    const read = await pooled(
+      spans,
+      16,
+      async ({ start, end }) => {
+        const buffer = await this.blob.slice(start, end).arrayBuffer();
+        if (buffer.byteLength !== end - start) throw changed(`${this.name} is now shorter than when it was opened`);
+        return new Uint8Array(buffer);
+      },
+      spanBytes,
+    );
+    return cutApart(ranges, spans, read);
   }
+}
+
+/** The bytes a span of `nearby` reads. */
+function spanBytes({ start, end }: { start: number; end: number }): number {
+  return end - start;
+}
+
+/** Each of `ranges`, cut out of the spans `nearby` grouped them in, as read (`read[s]` holds span `s`). */
+function cutApart(ranges: readonly Range[], spans: readonly { start: number; members: number[] }[], read: readonly Uint8Array[]): Uint8Array[] {
+  const out = new Array<Uint8Array>(ranges.length);
+  spans.forEach(({ start, members }, s) => {
+    for (const i of members) {
+      const [offset, length] = ranges[i]!;
+      out[i] = read[s]!.subarray(offset - start, offset - start + length);
+    }
+  });
+  return out;
 }
 
 /**
@@ -368,26 +414,41 @@ export class HttpSource implements BatchSource {
   }
 
   /**
-   * Many ranges in a few requests: batches of up to MULTI_RANGES ranges as
-   * multi-range requests (a few in parallel), or, from a server that does
-   * not answer those, one request per range, six at a time.
+   * Many ranges in a few requests: ranges close together merged into one
+   * (as for a file: a round trip costs more than the bytes between), then
+   * batches of up to MULTI_RANGES as multi-range requests, a few in
+   * parallel, or, from a server that does not answer those, one request
+   * per range, six at a time; within the bytes-in-flight budget either way.
    */
   async readMany(ranges: readonly Range[]): Promise<Uint8Array[]> {
+    const spans = nearby(ranges);
+    const merged: Range[] = spans.map(({ start, end }) => [start, end - start]);
+    return cutApart(ranges, spans, await this.readSpans(merged));
+  }
+
+  /** `readMany` of ranges already merged. */
+  private async readSpans(ranges: readonly Range[]): Promise<Uint8Array[]> {
+    const size = ([, n]: Range) => n;
     if (this.multipartOk !== false && ranges.length > 1) {
       const batches: Range[][] = [];
       for (let i = 0; i < ranges.length; i += MULTI_RANGES) batches.push(ranges.slice(i, i + MULTI_RANGES));
       const first = await this.fetchMultipart(batches[0]!);
       this.multipartOk = first !== null;
       if (first) {
-        const rest = await pooled(batches.slice(1), 4, async (b) => {
-          const got = await this.fetchMultipart(b);
-          if (!got) throw new Error(`${this.url} stopped answering multi-range requests`);
-          return got;
-        });
+        const rest = await pooled(
+          batches.slice(1),
+          4,
+          async (b) => {
+            const got = await this.fetchMultipart(b);
+            if (!got) throw new Error(`${this.url} stopped answering multi-range requests`);
+            return got;
+          },
+          (b) => b.reduce((n, r) => n + size(r), 0),
+        );
         return [first, ...rest].flat();
       }
     }
-    return pooled(ranges, 6, (r) => this.fetchOne(r));
+    return pooled(ranges, 6, (r) => this.fetchOne(r), size);
   }
 }
 

@@ -58,6 +58,12 @@ export interface SealedOutline {
   /** The first segment's first row, and the newest sealed row. */
   first_ts: bigint;
   last_ts: bigint;
+  /**
+   * The sealed rows estimated as `segments` times the first segment's rows
+   * (read with `first_ts`, no read more): shown as an estimate until the
+   * listing counts them (DESIGN.md, "Listing a window, not the catalog").
+   */
+  rows_estimate: number;
 }
 
 /** A reserved key's value as the engine parsed it, or why it could not. */
@@ -530,6 +536,12 @@ export interface LazyStats {
   misses: number;
   /** Bytes the block cache holds now (bounded, whatever the file's size). */
   cachedBytes: number;
+  /**
+   * Segments some part of which was read through SQLite's pager, a page at
+   * a time, instead of by range (a payload whose place was not proven): 0
+   * for an archive its writer made.
+   */
+  sqlitePayloads: number;
 }
 
 /**

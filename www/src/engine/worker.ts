@@ -528,9 +528,14 @@ async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unkno
   }
 }
 
+/** Calls that read one window (or nothing) of an archive read in place, never the whole catalog's listing. */
+const WINDOW_CALLS: ReadonlySet<string> = new Set(["lazyStats", "prefetch", "readRange", "schema"]);
+
 async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
   if (req.method === "outline") return outlineOf(a, req.handle, req.args[0]);
-  if (req.method !== "lazyStats") await readyCatalog(a, req.handle);
+  // A window's calls list only the window, from the time index
+  // (windowSegments in contract.ts): they never wait for the whole catalog.
+  if (!WINDOW_CALLS.has(req.method)) await readyCatalog(a, req.handle);
   if (req.method === "prefetch") return prefetchWindow(a, req.handle, req.args);
   const source = inPlace.get(req.handle);
   if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);

@@ -202,8 +202,12 @@ export class Overview {
     setValue(this.counts.segments, count(t.segments), t.segments);
     const rows = this.counts.rows;
     if (t.counted) setValue(rows, count(t.rows), t.rows, "");
-    // An outline: the sealed rows are counted by the listing, on its way.
-    else setValue(rows, "counting…", "counting", "The catalog's segments are being listed; their rows are counted then");
+    // An outline: the sealed rows are estimated from each stream's first
+    // segment at once, and counted by the listing, on its way.
+    else {
+      const estimate = this.desc.sources.reduce((n, s) => s.streams.reduce((m, st) => m + (st.outline?.rows_estimate ?? 0) + st.live_rows, n), 0);
+      setValue(rows, `≈ ${count(estimate)}`, "counting", "Estimated from each stream's first segment; the catalog's segments are being listed, and their rows are counted then");
+    }
     const live = t.liveRows > 0 ? ` ${count(t.liveRows)} live` : "";
     const value = rows.querySelector<HTMLElement>(".dv-stat-value")!;
     let sub = value.querySelector<HTMLElement>(".dv-stat-sub");
@@ -658,7 +662,7 @@ function patchStreamRow(row: StreamRow, st: StreamInfo, tz: TimeZoneMode): void 
   const sp = streamSpan(st);
   // An outline counts a stream's segments but not yet their rows.
   setText(row.segments, count(st.outline ? st.outline.segments : st.segments.length));
-  setText(row.sealed, st.outline ? "counting…" : count(st.sealed_rows));
+  setText(row.sealed, st.outline ? `≈ ${count(st.outline.rows_estimate)}` : count(st.sealed_rows));
   setText(row.live, count(st.live_rows));
   row.live.classList.toggle("dv-live-text", st.live_rows > 0);
   setText(row.caller, count(st.caller_rows));

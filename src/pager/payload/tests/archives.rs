@@ -134,6 +134,8 @@ fn with_reads_by_range_off_nothing_reaches_the_image() {
     set_in_place_payloads(true);
     assert_eq!(got.unwrap(), payload_of(0, SIZES[0]));
     assert_eq!(s.image.reads(), 0);
+    // Read through SQLite, the payload is counted as such, once.
+    assert_eq!(s.file.borrow().stats().sqlite_payloads, 1);
 }
 
 /// The live rows' prefetch (the browser engine's tail plan) names each
@@ -225,4 +227,55 @@ fn a_wal_rows_overflow_pages_are_named_as_its_chain_links_them() {
         assert_eq!(sorted, chain, "row {i} of {len} bytes");
     }
     assert_eq!(spilled, 3);
+}
+
+/// A writer-made archive as its writer left it (seals and prunes reuse
+/// freed pages, so its chains break every few pages): the footers, the
+/// column chunks and the whole payload of every segment read by range,
+/// none through SQLite's pager; with reads by range off, every one is
+/// counted as read through it.
+#[cfg(feature = "demo")]
+#[test]
+fn no_segment_of_a_writer_made_archive_is_read_through_sqlite() {
+    use crate::demo::{write_demo, DemoOptions};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("demo.dendro");
+    let options = DemoOptions {
+        hosts: 1,
+        duration: std::time::Duration::from_secs(1200),
+        seal_every: std::time::Duration::from_secs(60),
+        ..DemoOptions::default()
+    };
+    write_demo(&path, options).unwrap();
+    let records = Archive::open(&path)
+        .unwrap()
+        .read_snapshot(|s| s.all_segments())
+        .unwrap();
+    assert!(records.len() >= 40, "{} segments", records.len());
+    let read_all = |s: &Served| {
+        for r in &records {
+            let stats = crate::read::stats::segment_stats(&s.archive, r).unwrap();
+            assert!(stats.is_some(), "segment {} of {}", r.seq, r.stream);
+            let columns = ["user".to_string()];
+            crate::read::range::range_segment_bytes(&s.archive, r, Some(&columns)).unwrap();
+            let whole = s
+                .archive
+                .read_snapshot(|snap| snap.segment_bytes(r.source_id, &r.stream, r.seq))
+                .unwrap();
+            assert_eq!(whole.len() as i64, r.bytes);
+        }
+    };
+    let image = std::fs::read(&path).unwrap();
+    let s = crate::pager::mock::serve(&path, image.clone());
+    read_all(&s);
+    assert_eq!(s.file.borrow().stats().sqlite_payloads, 0);
+    // The counter counts: with reads by range off, every payload.
+    let off = crate::pager::mock::serve(&path, image);
+    set_in_place_payloads(false);
+    read_all(&off);
+    set_in_place_payloads(true);
+    assert_eq!(
+        off.file.borrow().stats().sqlite_payloads,
+        3 * records.len() as u64
+    );
 }
