@@ -450,6 +450,14 @@ export interface RangeEnvelope {
   preview?: true;
   /** Preview only: segments whose footer gave no summary, adding nothing. */
   segments_unsummarized?: number;
+  /**
+   * Which path computed the answer of an archive opened from a URL:
+   * "server" when the server that serves it computed it (`dendro serve`,
+   * the accelerator), "browser" when this engine read it by range.
+   */
+  via?: "server" | "browser";
+  /** Set with `via: "browser"` where the server offers envelopes: why it did not give this one, in its words. */
+  declined?: string;
 }
 
 export interface LiveTail {

@@ -23,6 +23,7 @@
 
 import init, * as module from "../../pkg/dendro.js";
 import { Archive, Prefetch, alignSources, cacheStats, decodingNow, pairShift, sniffHeader, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
+import { type Offer, askEnvelope, offerOf } from "./accelerator";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import type { PackedDescription } from "./packing";
 import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, probeFollow, probeUrl } from "./sources";
@@ -285,7 +286,38 @@ async function openUrl(req: Extract<Request, { op: "openUrl" }>): Promise<number
   earlyProbes.delete(req.id);
   const probe = await (early ?? probeUrl(req.url, Math.max(PROBE_BYTES, headBytes), req.minLazyBytes));
   if (!probe) return null;
-  return openInPlace(new HttpSource(req.url, probe), req.name, true);
+  const handle = await openInPlace(new HttpSource(req.url, probe), req.name, true);
+  const offered = offerOf(req.url, probe.etag, probe.envelope ?? null);
+  if ("offer" in offered && !noAccelerator) offers.set(handle, offered.offer);
+  return handle;
+}
+
+/** Archives whose server computes their envelopes (accelerator.ts), by handle. */
+const offers = new Map<number, Offer>();
+
+/**
+ * Set only by benches/browser/first-plot.mjs (`--no-accelerator`), to measure
+ * the range reads a page makes of the same server without the
+ * accelerator. The page never sets it.
+ */
+const noAccelerator = (self as { __dendroNoAccelerator?: boolean }).__dendroNoAccelerator === true;
+
+/**
+ * A readRange asked of the server that offers envelopes: the answer marked
+ * as the server's, or null with why not (the read then goes on by range,
+ * and says so). A server that answers another version is not asked again.
+ */
+async function accelerated(handle: number, args: Calls["readRange"]["args"]): Promise<Calls["readRange"]["result"] | string | null> {
+  const offer = offers.get(handle);
+  const [source, stream, from, to, columns, maxPoints, rates] = args;
+  if (!offer || maxPoints === null) return null;
+  const asked = await askEnvelope(offer, { source, stream, from, to, columns, maxPoints, rates: rates && rates.length > 0 ? rates : null });
+  markRead("accelerator", archive(handle), "why" in asked ? { why: asked.why } : { bytes: asked.bytes });
+  if ("why" in asked) {
+    if (asked.why.includes("another version")) offers.delete(handle);
+    return asked.why;
+  }
+  return { ...asked.envelope, via: "server" };
 }
 
 /**
@@ -529,7 +561,25 @@ async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unkno
 async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
   if (req.method === "outline") return outlineOf(a, req.handle, req.args[0]);
   if (req.method !== "lazyStats") await readyCatalog(a, req.handle);
-  if (req.method === "prefetch") return prefetchWindow(a, req.handle, req.args);
+  if (req.method === "prefetch") return offers.has(req.handle) ? null : prefetchWindow(a, req.handle, req.args);
+  let declined: string | null = null;
+  if (req.method === "readRange") {
+    const answer = await accelerated(req.handle, req.args);
+    if (answer !== null && typeof answer !== "string") return answer;
+    declined = answer;
+    if (runningCancelled) throw cancelledNow();
+  }
+  const value = await readInBrowser(a, req);
+  // An archive from a URL says which path drew it.
+  if (req.method === "readRange" && inPlace.get(req.handle) instanceof HttpSource) {
+    return { ...(value as Calls["readRange"]["result"]), via: "browser", ...(declined !== null ? { declined } : {}) };
+  }
+  return value;
+}
+
+/** A call answered by this engine: by range for an archive read in place, decoding in the decoder worker where it can. */
+async function readInBrowser(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
+  if (req.method === "outline" || req.method === "prefetch") throw new Error(`${req.method} is answered before`);
   const source = inPlace.get(req.handle);
   if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
   // A preview asked for is posted once, ahead of the answer, under the request's id.
@@ -600,6 +650,7 @@ function run(req: Request): unknown {
     case "close": {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);
+      offers.delete(req.handle);
       inPlace.delete(req.handle);
       unlisted.delete(req.handle);
       followed.delete(req.handle);

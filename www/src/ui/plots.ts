@@ -356,9 +356,12 @@ export class PlotGroup {
       (env.segments_from_stats > 0 ? `, ${count(env.segments_from_stats)} from footer statistics` : "") +
       (env.segments_left_out > 0
         ? ` · approximate: ${count(env.segments_left_out)} segments (${count(env.rows_left_out)} rows) not read, zoom in for the exact envelope`
-        : ""),
+        : "") +
+      viaText(env),
     );
     this.el.dataset["approximate"] = String(env.segments_left_out > 0);
+    if (env.via) this.el.dataset["via"] = env.via;
+    else delete this.el.dataset["via"];
     this.drawnRates = new Set(rates);
     this.draw(env, false, derivedAnswer);
     this.firstDrawn();
@@ -561,6 +564,13 @@ export class PlotGroup {
 }
 
 /** The envelope of a window the columns were not read for (only derived series are plotted). */
+/** Which path computed an answer of an archive from a URL, in words for the status line. */
+function viaText(env: RangeEnvelope): string {
+  if (env.via === "server") return " · computed by the server (dendro serve)";
+  if (env.via !== "browser") return "";
+  return " · read by range in this browser" + (env.declined ? ` (the server's envelope was not used: ${env.declined})` : "");
+}
+
 const EMPTY_ENVELOPE: RangeEnvelope = {
   rows_in_window: 0,
   live_rows_in_window: 0,
