@@ -33,7 +33,9 @@ use crate::catalog::{Listing, SegmentRecord};
 use crate::container::Archive;
 use crate::error::Result;
 use crate::pager::{ByteSource, LazyFile, TreeWalk};
-use crate::read::range::{RangeReader, RangeRequest, VIEWER_SEGMENT_BUDGET};
+#[cfg(doc)]
+use crate::read::range::VIEWER_SEGMENT_BUDGET;
+use crate::read::range::{RangeReader, RangeRequest};
 
 /// A lazily read file shared by the planner, the VFS SQLite reads it
 /// through, and the payload reader.
@@ -111,6 +113,10 @@ pub struct WindowAsk {
     /// Whether a preview of the window is read too: every segment's
     /// footer the read covers, not only those it reads.
     pub preview: bool,
+    /// How many of the window's segments the read takes at most
+    /// ([`RangeReader::bounded`]): [`VIEWER_SEGMENT_BUDGET`] for the
+    /// viewer's reads, fewer for its first, sampled picture.
+    pub budget: usize,
 }
 
 impl WindowAsk {
@@ -371,7 +377,7 @@ impl Window {
         // fetched ahead too, once the footers are in.
         let mut asked = Vec::new();
         let uncached = |record: &SegmentRecord| !(self.summarized)(record);
-        let budget = Some(VIEWER_SEGMENT_BUDGET);
+        let budget = Some(self.ask.budget);
         let listing = Some(&*self.listing);
         let reader = RangeReader::planned(archive, &request, budget, listing, |record| {
             if uncached(record) {

@@ -25,6 +25,7 @@ mod input;
 mod js;
 mod prefetch;
 mod range;
+mod sample;
 mod vfs;
 
 use std::cell::{Cell, RefCell};

@@ -119,11 +119,21 @@ impl JsArchive {
         rates: Option<Vec<String>>,
         preview: Option<bool>,
     ) -> JsResult<JsPrefetch> {
+        let mut ask = self.window(source, stream, (from, to), columns, max_points, rates)?;
+        ask.preview = preview == Some(true);
+        self.plan_window(ask)
+    }
+}
+
+impl JsArchive {
+    /// The read-ahead of the window `ask` names ([`Prefetch::window`]).
+    pub(super) fn plan_window(
+        &self,
+        ask: crate::read::prefetch::WindowAsk,
+    ) -> JsResult<JsPrefetch> {
         let Some(file) = &self.lazy else {
             return Ok(JsPrefetch::of(None));
         };
-        let mut ask = self.window(source, stream, (from, to), columns, max_points, rates)?;
-        ask.preview = preview == Some(true);
         let listing = self.listing()?;
         let cache_id = self.cache_id;
         let summarized = Box::new(move |record: &SegmentRecord| {

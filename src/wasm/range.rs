@@ -143,6 +143,7 @@ impl JsArchive {
             max_points: max_points.map(|n| n as usize),
             rates: normalized(rates).filter(|r| !r.is_empty()),
             preview: false,
+            budget: VIEWER_SEGMENT_BUDGET,
         })
     }
 

@@ -309,6 +309,7 @@ fn window_plan(s: &Served, from: i64, to: i64, notes: &Rc<Notes>) -> Prefetch<Im
         max_points: Some(500),
         rates: None,
         preview: true,
+        budget: crate::read::range::VIEWER_SEGMENT_BUDGET,
     };
     let listing = Rc::new(s.archive.read_snapshot(Listing::read).unwrap());
     let file = Rc::clone(&s.file);

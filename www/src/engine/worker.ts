@@ -244,19 +244,50 @@ async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["rea
 }
 
 /**
- * prefetch: the footers and live tail a preview and read of the window
- * take, fetched in few batches. It runs in the queue like any request:
- * run beside it, a schema answered meanwhile held up the reads' arrival,
- * and the first plot came no sooner.
+ * prefetch: what the first picture of the window takes, fetched in few
+ * batches: the sampled picture's footers (a bounded number, whatever the
+ * window holds), or, without the sample, every footer and the live tail a
+ * preview and read take. It runs in the queue like any request: run
+ * beside it, a schema answered meanwhile held up the reads' arrival, and
+ * the first plot came no sooner.
  */
 async function prefetchWindow(a: Archive, handle: number, args: Calls["prefetch"]["args"]): Promise<null> {
   const source = inPlace.get(handle);
   if (!source || noRanges) return null;
   const [src, stream, from, to] = args;
+  if (!noSample) {
+    await fetchPlanned(a.prefetchSample(src, stream, from, to, undefined, undefined), source, { fetched: () => markRead("sample fetched", a) });
+    return null;
+  }
   // As a plot's read with a preview asks: every footer of the window (how
   // many points it asks for does not change which).
   await prefetchFooters(a, source, [src, stream, from, to, null, 1, null, true]);
   return null;
+}
+
+/**
+ * Set only by benches/browser/first-plot.mjs and in-place.mjs (`--no-sample`),
+ * to measure the first plot as it was before the sampled picture. The page
+ * never sets it.
+ */
+const noSample = (self as { __dendroNoSample?: boolean }).__dendroNoSample === true;
+
+/**
+ * The sampled picture of a readRange's window (see previewSample in
+ * src/wasm/sample.rs): its footers fetched in a bounded number of reads,
+ * then the picture, marked `sample`. Null when the window's segments are
+ * all in the sample (the preview of every footer is as quick then), or it
+ * has too few rows for buckets.
+ */
+async function sampleOf(a: Archive, source: BatchSource, args: Calls["readRange"]["args"]): Promise<Calls["readRange"]["result"] | null> {
+  const [src, stream, from, to, columns, , rates] = args;
+  await fetchPlanned(a.prefetchSample(src, stream, from, to, columns ?? undefined, rates ?? undefined), source, {
+    fetched: () => markRead("sample fetched", a),
+  });
+  const sample = a.previewSample(src, stream, from, to, columns ?? undefined, rates ?? undefined) as Calls["readRange"]["result"] | undefined;
+  markRead("sampled", a);
+  if (!sample || sample.segments_left_out === 0) return null;
+  return { ...sample, sample: true };
 }
 
 /** A trace mark with the in-place reader's reads so far (fetches, of them primed, bytes, cache misses). */
@@ -581,7 +612,15 @@ async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promis
 async function readInBrowser(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
   if (req.method === "outline" || req.method === "prefetch") throw new Error(`${req.method} is answered before`);
   const source = inPlace.get(req.handle);
-  if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
+  if (source && !noRanges && req.method === "readRange") {
+    // First the sampled picture (a bounded number of reads), then every
+    // footer the preview and the read take.
+    if (req.args[7] === true && !noSample) {
+      const sample = await sampleOf(a, source, req.args);
+      if (sample) reply({ id: req.id, ok: true, value: sample, partial: true });
+    }
+    await prefetchFooters(a, source, req.args);
+  }
   // A preview asked for is posted once, ahead of the answer, under the request's id.
   let previewed = false;
   const onPreview =
