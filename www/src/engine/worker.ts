@@ -594,6 +594,8 @@ async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promis
   if (req.method !== "lazyStats") await readyCatalog(a, req.handle);
   if (req.method === "prefetch") return offers.has(req.handle) ? null : prefetchWindow(a, req.handle, req.args);
   let declined: string | null = null;
+  // Where the server offers envelopes, the answer says which path drew it.
+  const offered = offers.has(req.handle);
   if (req.method === "readRange") {
     const answer = await accelerated(req.handle, req.args);
     if (answer !== null && typeof answer !== "string") return answer;
@@ -601,8 +603,7 @@ async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promis
     if (runningCancelled) throw cancelledNow();
   }
   const value = await readInBrowser(a, req);
-  // An archive from a URL says which path drew it.
-  if (req.method === "readRange" && inPlace.get(req.handle) instanceof HttpSource) {
+  if (req.method === "readRange" && offered) {
     return { ...(value as Calls["readRange"]["result"]), via: "browser", ...(declined !== null ? { declined } : {}) };
   }
   return value;
