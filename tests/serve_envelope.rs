@@ -50,6 +50,8 @@ fn start(dir: &Path, archive: &Path, env: &[(&str, &str)]) -> Served {
             return Served { child, addr };
         }
     }
+    let _ = child.kill();
+    let _ = child.wait();
     panic!("dendro serve said no address");
 }
 
@@ -191,7 +193,9 @@ fn the_accelerators_envelope_is_the_librarys_for_the_same_window() {
     let (from, to) = span(&archive);
     let third = (to - from) / 3;
     let cpu = ["load1".to_string(), "user".to_string()];
-    let windows: [(i64, i64, usize, Option<&[String]>, Option<&[String]>); 5] = [
+    /// A window: from, to, points, columns, counters read as rates.
+    type Window<'a> = (i64, i64, usize, Option<&'a [String]>, Option<&'a [String]>);
+    let windows: [Window<'_>; 5] = [
         (from, to, 800, Some(&cpu), None),
         (from, to, 37, None, None),
         (from + third, to - third, 120, Some(&cpu[..1]), None),

@@ -39,7 +39,7 @@
 //           requests and bytes to the first plot and to the exact one.
 //
 //   node benches/browser/in-place.mjs [--runs N] [--skip open,memory,decode,http] [--sizes 100,1024,5120] [--json-out FILE]
-//                               [--no-sample] [--no-accelerator] [--static] [--delay MS]
+//                               [--no-sample] [--no-accelerator] [--static] [--delay MS] [--first-only]
 //                               [--baseline | --no-ranges | --open-as-before | --no-outline] [--steps]
 //                               [--overview-only] [--files A.dendro,B.dendro] [--http-file PATH]
 
@@ -86,6 +86,8 @@ const noAccelerator = args.includes("--no-accelerator");
 const staticServer = args.includes("--static");
 // --delay MS: the counting proxy holds every answer this long (a link's latency).
 const delay = Number(opt("--delay") ?? 0);
+// --first-only: a run ends at the first plot (no wait for the exact one).
+const firstOnly = args.includes("--first-only");
 // --steps: print each open's steps (the engine worker's trace) as it runs.
 const showSteps = args.includes("--steps");
 const log = (...m) => console.error("bench-lazy:", ...m);
@@ -194,12 +196,12 @@ function watcher() {
 }
 
 /** Waits until the page's watcher has seen the overview and the first plot (or an error). */
-async function waitSeen(page, timeout = 120_000) {
+async function waitSeen(page, timeout = Number(opt("--timeout-s") ?? 120) * 1000) {
   const t0 = Date.now();
   for (;;) {
     const seen = await page.evaluate(() => window.__watch.seen);
     if (seen.error) throw new Error(`the viewer says: ${seen.error}`);
-    if (seen.overview && seen.counted && ((seen.plot && seen.exact) || overviewOnly)) return seen;
+    if (seen.overview && seen.counted && ((seen.plot && (seen.exact || firstOnly)) || overviewOnly)) return seen;
     if (Date.now() - t0 > timeout) throw new Error(`timed out: ${JSON.stringify(seen)}`);
     await sleep(25);
   }

@@ -305,7 +305,7 @@ pub fn encode(envelope: &Envelope) -> Vec<u8> {
     })
     .to_string();
     let mut out = head.into_bytes();
-    while (out.len() + 1) % 8 != 0 {
+    while !(out.len() + 1).is_multiple_of(8) {
         out.push(b' ');
     }
     out.push(b'\n');
@@ -353,13 +353,13 @@ mod tests {
             ),
             (format!("{base}&points=0"), "points must be between"),
             (format!("{base}&points=x"), "points must be a whole number"),
-            (format!("{base}"), "points is missing"),
+            (base.to_string(), "points is missing"),
             (
                 "envelope=1&source=1&stream=s&from=9&to=1&points=5".into(),
                 "ends (1) before it starts (9)",
             ),
             (
-                format!("envelope=2&source=1&stream=s&from=0&to=1&points=5"),
+                "envelope=2&source=1&stream=s&from=0&to=1&points=5".to_string(),
                 "envelope=1 only",
             ),
             (
