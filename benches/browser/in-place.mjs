@@ -114,7 +114,7 @@ const BIG_ARCHIVE = join(targetDir, "release/examples/big_archive");
   if (newest(join(root, "www/src")) > statSync(join(DIST, "main.js")).mtimeMs) log("note: www/src is newer than www/dist; the viewer figures are for the last build");
 }
 {
-  const want = [...(sizes.length === 0 || existsSync(BIG_ARCHIVE) ? [] : ["--example", "big_archive"]), ...(skip.has("http") || existsSync(DENDRO) ? [] : ["--bin", "dendro"])];
+  const want = [...(sizes.length === 0 || existsSync(BIG_ARCHIVE) ? [] : ["--example", "big_archive"]), ...(skip.has("http") || staticServer || existsSync(DENDRO) ? [] : ["--bin", "dendro"])];
   if (want.length) {
     log(`building ${want.join(" ")} (release)`);
     execFileSync("cargo", ["build", "--release", "--quiet", ...want], { cwd: root, stdio: "inherit" });
