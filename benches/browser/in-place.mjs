@@ -462,7 +462,9 @@ function countingProxy(target) {
   const server = createServer((req, res) => {
     const t = new URL(target);
     const entry = { start: Date.now(), url: req.url, range: req.headers.range ?? null, bytes: 0 };
-    const up = httpRequest({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers }, async (answer) => {
+    // `dendro serve` answers only requests naming it (Host, Origin): the proxy names it.
+    const headers = { ...req.headers, host: t.host, ...(req.headers.origin ? { origin: t.origin } : {}) };
+    const up = httpRequest({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers }, async (answer) => {
       if (delay > 0) await sleep(delay);
       entry.status = answer.statusCode;
       res.writeHead(answer.statusCode, answer.headers);
