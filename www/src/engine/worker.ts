@@ -592,17 +592,27 @@ async function callArchive(req: Extract<Request, { op: "call" }>): Promise<unkno
 async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
   if (req.method === "outline") return outlineOf(a, req.handle, req.args[0]);
   if (req.method !== "lazyStats") await readyCatalog(a, req.handle);
-  if (req.method === "prefetch") return offers.has(req.handle) ? null : prefetchWindow(a, req.handle, req.args);
+  // Where the server computes envelopes, only the sample is worth fetching ahead.
+  if (req.method === "prefetch") return offers.has(req.handle) && noSample ? null : prefetchWindow(a, req.handle, req.args);
   let declined: string | null = null;
   // Where the server offers envelopes, the answer says which path drew it.
   const offered = offers.has(req.handle);
+  let sampled = false;
   if (req.method === "readRange") {
+    // The server may take seconds over a large window: the sample, a
+    // bounded number of reads, is drawn meanwhile.
+    const source = inPlace.get(req.handle);
+    if (offered && source && !noRanges && !noSample && req.args[7] === true) {
+      const sample = await sampleOf(a, source, req.args);
+      if (sample) reply({ id: req.id, ok: true, value: sample, partial: true });
+      sampled = true;
+    }
     const answer = await accelerated(req.handle, req.args);
     if (answer !== null && typeof answer !== "string") return answer;
     declined = answer;
     if (runningCancelled) throw cancelledNow();
   }
-  const value = await readInBrowser(a, req);
+  const value = await readInBrowser(a, req, sampled);
   if (req.method === "readRange" && offered) {
     return { ...(value as Calls["readRange"]["result"]), via: "browser", ...(declined !== null ? { declined } : {}) };
   }
@@ -610,13 +620,13 @@ async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promis
 }
 
 /** A call answered by this engine: by range for an archive read in place, decoding in the decoder worker where it can. */
-async function readInBrowser(a: Archive, req: Extract<Request, { op: "call" }>): Promise<unknown> {
+async function readInBrowser(a: Archive, req: Extract<Request, { op: "call" }>, sampled = false): Promise<unknown> {
   if (req.method === "outline" || req.method === "prefetch") throw new Error(`${req.method} is answered before`);
   const source = inPlace.get(req.handle);
   if (source && !noRanges && req.method === "readRange") {
     // First the sampled picture (a bounded number of reads), then every
     // footer the preview and the read take.
-    if (req.args[7] === true && !noSample) {
+    if (req.args[7] === true && !noSample && !sampled) {
       const sample = await sampleOf(a, source, req.args);
       if (sample) reply({ id: req.id, ok: true, value: sample, partial: true });
     }
