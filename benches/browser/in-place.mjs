@@ -28,7 +28,18 @@
 // (scripts/build-wasm.sh) and a release `dendro` (built if missing).
 // Prints a JSON summary of medians on stdout; progress on stderr.
 //
+//   progressive (issue 33): each open also notes the first plot's status
+//           line (a sample, a preview of every footer, or exact) and when
+//           the exact envelope was drawn (`exact_ms`); --no-sample draws as
+//           before the sampled picture, through the same build.
+//   accelerator (issue 33): the http runs with --delay MS added to every
+//           answer by the counting proxy, served by `dendro serve` (which
+//           computes envelopes; --no-accelerator: the page reads by range
+//           all the same) or with --static by the static test server;
+//           requests and bytes to the first plot and to the exact one.
+//
 //   node benches/browser/in-place.mjs [--runs N] [--skip open,memory,decode,http] [--sizes 100,1024,5120] [--json-out FILE]
+//                               [--no-sample] [--no-accelerator] [--static] [--delay MS] [--first-only]
 //                               [--baseline | --no-ranges | --open-as-before | --no-outline] [--steps]
 //                               [--overview-only] [--files A.dendro,B.dendro] [--http-file PATH]
 
@@ -66,6 +77,17 @@ const overviewOnly = args.includes("--overview-only");
 const extraFiles = (opt("--files") ?? "").split(",").filter(Boolean);
 // --http-file PATH: serve this archive for the http runs instead of the 1 GB one.
 const httpFile = opt("--http-file");
+// --no-sample: no sampled first picture (the page waits for every footer),
+// as before it, through the same build.
+const noSample = args.includes("--no-sample");
+// --no-accelerator: the page does not ask `dendro serve` for envelopes.
+const noAccelerator = args.includes("--no-accelerator");
+// --static: the http runs' archive from the static test server (ranges, no accelerator).
+const staticServer = args.includes("--static");
+// --delay MS: the counting proxy holds every answer this long (a link's latency).
+const delay = Number(opt("--delay") ?? 0);
+// --first-only: a run ends at the first plot (no wait for the exact one).
+const firstOnly = args.includes("--first-only");
 // --steps: print each open's steps (the engine worker's trace) as it runs.
 const showSteps = args.includes("--steps");
 const log = (...m) => console.error("bench-lazy:", ...m);
@@ -76,7 +98,8 @@ const DIST = opt("--dist") ?? join(root, "www/dist");
 const PKG = join(root, "www/pkg");
 const INPUTS = join(root, "target/bench-lazy");
 const targetDir = process.env.CARGO_TARGET_DIR ?? join(root, "target");
-const DENDRO = join(targetDir, "release/dendro");
+// DENDRO_BIN: another dendro binary (a debug one, say) for the http runs.
+const DENDRO = process.env.DENDRO_BIN ?? join(targetDir, "release/dendro");
 const BIG_ARCHIVE = join(targetDir, "release/examples/big_archive");
 
 {
@@ -91,7 +114,7 @@ const BIG_ARCHIVE = join(targetDir, "release/examples/big_archive");
   if (newest(join(root, "www/src")) > statSync(join(DIST, "main.js")).mtimeMs) log("note: www/src is newer than www/dist; the viewer figures are for the last build");
 }
 {
-  const want = [...(sizes.length === 0 || existsSync(BIG_ARCHIVE) ? [] : ["--example", "big_archive"]), ...(skip.has("http") || existsSync(DENDRO) ? [] : ["--bin", "dendro"])];
+  const want = [...(sizes.length === 0 || existsSync(BIG_ARCHIVE) ? [] : ["--example", "big_archive"]), ...(skip.has("http") || staticServer || existsSync(DENDRO) ? [] : ["--bin", "dendro"])];
   if (want.length) {
     log(`building ${want.join(" ")} (release)`);
     execFileSync("cargo", ["build", "--release", "--quiet", ...want], { cwd: root, stdio: "inherit" });
@@ -154,6 +177,14 @@ function watcher() {
           seen.status = panel.querySelector('[data-testid="plot-status"]')?.textContent ?? null;
         }
       }
+      // The exact envelope drawn (a sample or a preview may come first).
+      if (seen.plot && !seen.exact) {
+        const plots = panel.querySelector('[data-testid="plots"][data-state="drawn"]');
+        if (plots) {
+          seen.exact = { t: performance.now(), wall: Date.now() };
+          seen.exactStatus = plots.querySelector('[data-testid="plot-status"]')?.textContent ?? null;
+        }
+      }
       const err = panel.querySelector('[data-testid="error"], .dv-error-inline');
       if (err && !seen.error) seen.error = err.textContent;
       const tab = document.querySelector("[data-mode]");
@@ -165,12 +196,12 @@ function watcher() {
 }
 
 /** Waits until the page's watcher has seen the overview and the first plot (or an error). */
-async function waitSeen(page, timeout = 120_000) {
+async function waitSeen(page, timeout = Number(opt("--timeout-s") ?? 120) * 1000) {
   const t0 = Date.now();
   for (;;) {
     const seen = await page.evaluate(() => window.__watch.seen);
     if (seen.error) throw new Error(`the viewer says: ${seen.error}`);
-    if (seen.overview && seen.counted && (seen.plot || overviewOnly)) return seen;
+    if (seen.overview && seen.counted && ((seen.plot && (seen.exact || firstOnly)) || overviewOnly)) return seen;
     if (Date.now() - t0 > timeout) throw new Error(`timed out: ${JSON.stringify(seen)}`);
     await sleep(25);
   }
@@ -230,6 +261,8 @@ async function hookWorkers(context, { memory = false } = {}) {
       noRanges ? "self.__dendroNoRanges = true;" : "",
       openAsBefore ? "self.__dendroOpenAsBefore = true;" : "",
       noOutline ? "self.__dendroNoOutline = true;" : "",
+      noSample ? "self.__dendroNoSample = true;" : "",
+      noAccelerator ? "self.__dendroNoAccelerator = true;" : "",
     ].join("\n");
     await route.fulfill({ response: res, body: `${head}\n${await res.text()}` });
   });
@@ -304,8 +337,10 @@ async function openRuns(browser, server, mb) {
       counted_ms: seen.counted.t - t0,
       outlined: seen.counted.outlined,
       plot_ms: seen.plot ? seen.plot.t - t0 : null,
+      exact_ms: seen.exact ? seen.exact.t - t0 : null,
       mode: seen.mode,
       status: seen.status,
+      exact_status: seen.exactStatus ?? null,
       steps,
     });
     if (problems.length) log(`${mb} MB: ${problems.join("; ")}`);
@@ -414,13 +449,23 @@ function dendroServe(file) {
   });
 }
 
+/** The static test server (ranges, no accelerator) with `file` at /archives/NAME; resolves to { url, stop }. */
+async function staticServe(file) {
+  const name = file.split("/").pop();
+  const server = await startServer({ root: DIST, mounts: { [`/archives/${name}`]: file } });
+  return { url: server.url, stop: () => server.close() };
+}
+
 /** A loopback proxy in front of `target` that logs every answer under /archives/: when, status, body bytes. */
 function countingProxy(target) {
   const log = [];
   const server = createServer((req, res) => {
     const t = new URL(target);
     const entry = { start: Date.now(), url: req.url, range: req.headers.range ?? null, bytes: 0 };
-    const up = httpRequest({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers: req.headers }, (answer) => {
+    // `dendro serve` answers only requests naming it (Host, Origin): the proxy names it.
+    const headers = { ...req.headers, host: t.host, ...(req.headers.origin ? { origin: t.origin } : {}) };
+    const up = httpRequest({ host: t.hostname, port: t.port, method: req.method, path: req.url, headers }, async (answer) => {
+      if (delay > 0) await sleep(delay);
       entry.status = answer.statusCode;
       res.writeHead(answer.statusCode, answer.headers);
       answer.on("data", (d) => (entry.bytes += d.length));
@@ -440,7 +485,7 @@ function countingProxy(target) {
 
 async function httpRuns(browser, mb) {
   const file = httpFile ?? paths[mb];
-  const served = await dendroServe(file);
+  const served = staticServer ? await staticServe(file) : await dendroServe(file);
   const proxy = await countingProxy(served.url);
   const name = file.split("/").pop();
   try {
@@ -461,6 +506,10 @@ async function httpRuns(browser, mb) {
         mode: seen.mode,
         overview_ms: seen.overview.t,
         plot_ms: seen.plot?.t ?? null,
+        exact_ms: seen.exact?.t ?? null,
+        requests_to_exact: seen.exact ? proxy.log.filter((e) => e.start <= seen.exact.wall).length : null,
+        bytes_to_exact: seen.exact ? proxy.log.filter((e) => e.start <= seen.exact.wall).reduce((n, e) => n + e.bytes, 0) : null,
+        exact_status: seen.exactStatus ?? null,
         requests_to_overview: before.length,
         bytes_to_overview: before.reduce((n, e) => n + e.bytes, 0),
         requests_to_plot: seen.plot ? toPlot.length : null,
@@ -490,6 +539,8 @@ const result = {
   no_ranges: noRanges,
   open_as_before: openAsBefore,
   no_outline: noOutline,
+  no_sample: noSample,
+  no_accelerator: noAccelerator,
   when: new Date().toISOString(),
   load_before: loadavg().map((l) => Math.round(l * 100) / 100),
   file_bytes: Object.fromEntries(sizes.map((mb) => [mb, statSync(paths[mb]).size])),
@@ -544,6 +595,9 @@ for (const mb of [...sizes, ...extraFiles.map((f) => f.split("/").pop())]) {
       outlined: o.filter((r) => r.outlined).length,
       counted_ms: median(o.map((r) => r.counted_ms)),
       first_plot_ms: median(o.map((r) => r.plot_ms)),
+      first_plot_ms_all: o.map((r) => Math.round(r.plot_ms)),
+      exact_ms: median(o.map((r) => r.exact_ms)),
+      exact_status: o[0]?.exact_status,
       steps_ms: Object.fromEntries(Object.keys(o[0]?.steps ?? {}).map((k) => [k, median(o.map((r) => r.steps?.[k]))])),
       plot_status: o[0]?.status,
       target_overview_ms: 300,
@@ -574,6 +628,13 @@ if (raw.http) {
     bytes_to_overview: median(h.map((r) => r.bytes_to_overview)),
     overview_ms: median(h.map((r) => r.overview_ms)),
     first_plot_ms: median(h.map((r) => r.plot_ms)),
+    first_plot_ms_all: h.map((r) => Math.round(r.plot_ms)),
+    exact_ms: median(h.map((r) => r.exact_ms)),
+    requests_to_exact: median(h.map((r) => r.requests_to_exact)),
+    bytes_to_exact: median(h.map((r) => r.bytes_to_exact)),
+    exact_status: h[0]?.exact_status,
+    delay_ms: delay,
+    server: staticServer ? "static" : noAccelerator ? "dendro serve, accelerator not used" : "dendro serve",
     first_request_to_plot_ms: median(h.map((r) => r.first_request_to_plot_ms)),
     requests_to_plot: median(h.map((r) => r.requests_to_plot)),
     bytes_to_plot: median(h.map((r) => r.bytes_to_plot)),

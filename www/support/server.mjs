@@ -10,6 +10,8 @@
 // several ranges in one request (multipart/byteranges), as `dendro serve`
 // and nginx do; elsewhere such a request is refused (416), as by servers
 // that do not. Every request is noted in `requests` (path, range, status).
+// `delayMs` holds every answer that long (a link's latency, for the
+// benchmarks); `gate(noted)`, when given, is awaited before each answer.
 
 import { createReadStream } from "node:fs";
 import { open, stat } from "node:fs/promises";
@@ -30,10 +32,10 @@ const TYPES = {
 };
 
 /**
- * @param {{ root: string, mounts?: Record<string, string> }} opts
+ * @param {{ root: string, mounts?: Record<string, string>, delayMs?: number, gate?: (noted: object) => Promise<void> }} opts
  *   mounts: URL prefix (ending in "/") -> directory, or exact URL path -> file.
  */
-export async function startServer({ root, mounts = {} }) {
+export async function startServer({ root, mounts = {}, delayMs = 0, gate: before = null }) {
   let releaseSlow;
   const gate = new Promise((r) => (releaseSlow = r));
   const requests = [];
@@ -69,6 +71,8 @@ export async function startServer({ root, mounts = {} }) {
     const noted = { path: pathname, range: req.headers.range ?? null, status: 0 };
     requests.push(noted);
     res.on("finish", () => (noted.status = res.statusCode));
+    if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    if (before) await before(noted);
     if (pathname.endsWith("/")) pathname += "index.html";
     const file = await locate(pathname);
     const info = file ? await stat(file).catch(() => null) : null;

@@ -265,6 +265,8 @@ export interface Probe {
   etag: string | null;
   /** The bytes of the probe, from offset 0. */
   head: Uint8Array;
+  /** The server's `Dendro-Envelope` header: the accelerator it offers (accelerator.ts), if any. */
+  envelope?: string | null;
 }
 
 /** "bytes 0-16383/123456" → 123456; null when absent or unknown ("*"). */
@@ -298,7 +300,7 @@ export async function probeUrl(url: string, bytes: number, minSize: number): Pro
     return null;
   }
   const head = new Uint8Array(await res.arrayBuffer());
-  return { size, etag: strong(res.headers.get("etag")), head };
+  return { size, etag: strong(res.headers.get("etag")), head, envelope: res.headers.get("dendro-envelope") };
 }
 
 /**

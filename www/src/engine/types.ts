@@ -461,6 +461,22 @@ export interface RangeEnvelope {
   preview?: true;
   /** Preview only: segments whose footer gave no summary, adding nothing. */
   segments_unsummarized?: number;
+  /**
+   * Set on the first preview of a window over many segments of an archive
+   * read in place: footer statistics of a spread sample of its segments
+   * (`segments_from_stats` of them; `segments_left_out` not read) in a few
+   * dozen coarse buckets, each band what the sampled segments in it hold.
+   * Unlike a preview of every footer, it may not hold the exact envelope.
+   */
+  sample?: true;
+  /**
+   * Which path computed the answer of an archive opened from a URL:
+   * "server" when the server that serves it computed it (`dendro serve`,
+   * the accelerator), "browser" when this engine read it by range.
+   */
+  via?: "server" | "browser";
+  /** Set with `via: "browser"` where the server offers envelopes: why it did not give this one, in its words. */
+  declined?: string;
 }
 
 export interface LiveTail {
@@ -480,10 +496,12 @@ export interface RangeOptions {
   /** Counter columns to read as per-second rates, computed before bucketing; a fall counts as a reset. */
   rates?: string[];
   /**
-   * Called once, before the exact answer, with a preview from the
-   * segments' footer statistics (`RangeEnvelope.preview`), when the engine
-   * has one: with `maxPoints`, decoding in its decoder worker. The promise
-   * still resolves with the exact envelope.
+   * Called before the exact answer with a preview from the segments'
+   * footer statistics (`RangeEnvelope.preview`), when the engine has one:
+   * with `maxPoints`, decoding in its decoder worker. For a window over
+   * many segments of an archive read in place, first with a sample
+   * (`RangeEnvelope.sample`), then with every footer. The promise still
+   * resolves with the exact envelope.
    */
   onPreview?: (preview: RangeEnvelope) => void;
 }

@@ -23,6 +23,7 @@
 
 import init, * as module from "../../pkg/dendro.js";
 import { Archive, Prefetch, alignSources, cacheStats, decodingNow, pairShift, sniffHeader, warmUpArchive, setCacheBytes, setInPlacePayloads, setWalkHints } from "../../pkg/dendro.js";
+import { type Offer, askEnvelope, offerOf } from "./accelerator";
 import { ERROR_KINDS, REFUSAL_DETAILS } from "./contract";
 import type { PackedDescription } from "./packing";
 import { type BatchSource, BlobSource, FollowSource, HttpSource, PageCache, fetchPlanned, probeFollow, probeUrl } from "./sources";
@@ -245,19 +246,60 @@ async function prefetchFooters(a: Archive, source: BatchSource, args: Calls["rea
 }
 
 /**
- * prefetch: the footers and live tail a preview and read of the window
- * take, fetched in few batches. It runs in the queue like any request:
- * run beside it, a schema answered meanwhile held up the reads' arrival,
- * and the first plot came no sooner.
+ * prefetch: what the first picture of the window takes, fetched in few
+ * batches: the sampled picture's footers (a bounded number, whatever the
+ * window holds), or, without the sample, every footer and the live tail a
+ * preview and read take. It runs in the queue like any request: run
+ * beside it, a schema answered meanwhile held up the reads' arrival, and
+ * the first plot came no sooner.
  */
 async function prefetchWindow(a: Archive, handle: number, args: Calls["prefetch"]["args"]): Promise<null> {
   const source = inPlace.get(handle);
   if (!source || noRanges) return null;
   const [src, stream, from, to] = args;
+  if (!noSample) {
+    const plan = a.prefetchWindow(src, stream, from, to, undefined, SAMPLE_SEGMENTS, undefined, true, SAMPLE_SEGMENTS);
+    await fetchPlanned(plan, source, { fetched: () => markRead("sample fetched", a) });
+    return null;
+  }
   // As a plot's read with a preview asks: every footer of the window (how
   // many points it asks for does not change which).
   await prefetchFooters(a, source, [src, stream, from, to, null, 1, null, true]);
   return null;
+}
+
+/**
+ * Set only by benches/browser/first-plot.mjs and in-place.mjs (`--no-sample`),
+ * to measure the first plot as it was before the sampled picture. The page
+ * never sets it.
+ */
+const noSample = (self as { __dendroNoSample?: boolean }).__dendroNoSample === true;
+
+/**
+ * How many of a window's segments the first, sampled picture reads, and
+ * its buckets: a bounded number of footers whatever the window holds.
+ */
+const SAMPLE_SEGMENTS = 64;
+
+/**
+ * The sampled picture of a readRange's window (`previewRange` with a
+ * sample, contract.ts `WindowSample`): the footers of SAMPLE_SEGMENTS
+ * segments spread through the window, listed from the time index and
+ * fetched in a bounded number of reads, drawn in as many coarse buckets
+ * and marked `sample`. Null when the window's segments are all in the
+ * sample (the preview of every footer is as quick then), or it has too few
+ * rows for buckets.
+ */
+async function sampleOf(a: Archive, source: BatchSource, args: Calls["readRange"]["args"]): Promise<Calls["readRange"]["result"] | null> {
+  const [src, stream, from, to, columns, , rates] = args;
+  const plan = a.prefetchWindow(src, stream, from, to, columns ?? undefined, SAMPLE_SEGMENTS, rates ?? undefined, true, SAMPLE_SEGMENTS);
+  await fetchPlanned(plan, source, { fetched: () => markRead("sample fetched", a) });
+  const sample = a.previewRange(src, stream, from, to, columns ?? undefined, SAMPLE_SEGMENTS, rates ?? undefined, SAMPLE_SEGMENTS) as
+    | Calls["readRange"]["result"]
+    | undefined;
+  markRead("sampled", a);
+  if (!sample || sample.segments_left_out === 0) return null;
+  return { ...sample, sample: true };
 }
 
 /** A trace mark with the in-place reader's reads so far (fetches, of them primed, bytes, cache misses). */
@@ -287,7 +329,38 @@ async function openUrl(req: Extract<Request, { op: "openUrl" }>): Promise<number
   earlyProbes.delete(req.id);
   const probe = await (early ?? probeUrl(req.url, Math.max(PROBE_BYTES, headBytes), req.minLazyBytes));
   if (!probe) return null;
-  return openInPlace(new HttpSource(req.url, probe), req.name, true);
+  const handle = await openInPlace(new HttpSource(req.url, probe), req.name, true);
+  const offered = offerOf(req.url, probe.etag, probe.envelope ?? null);
+  if ("offer" in offered && !noAccelerator) offers.set(handle, offered.offer);
+  return handle;
+}
+
+/** Archives whose server computes their envelopes (accelerator.ts), by handle. */
+const offers = new Map<number, Offer>();
+
+/**
+ * Set only by benches/browser/first-plot.mjs (`--no-accelerator`), to measure
+ * the range reads a page makes of the same server without the
+ * accelerator. The page never sets it.
+ */
+const noAccelerator = (self as { __dendroNoAccelerator?: boolean }).__dendroNoAccelerator === true;
+
+/**
+ * A readRange asked of the server that offers envelopes: the answer marked
+ * as the server's, or null with why not (the read then goes on by range,
+ * and says so). A server that answers another version is not asked again.
+ */
+async function accelerated(handle: number, args: Calls["readRange"]["args"]): Promise<Calls["readRange"]["result"] | string | null> {
+  const offer = offers.get(handle);
+  const [source, stream, from, to, columns, maxPoints, rates] = args;
+  if (!offer || maxPoints === null) return null;
+  const asked = await askEnvelope(offer, { source, stream, from, to, columns, maxPoints, rates: rates && rates.length > 0 ? rates : null });
+  markRead("accelerator", archive(handle), "why" in asked ? { why: asked.why } : { bytes: asked.bytes });
+  if ("why" in asked) {
+    if (asked.why.includes("another version")) offers.delete(handle);
+    return asked.why;
+  }
+  return { ...asked.envelope, via: "server" };
 }
 
 /**
@@ -536,9 +609,46 @@ async function callOn(a: Archive, req: Extract<Request, { op: "call" }>): Promis
   // A window's calls list only the window, from the time index
   // (windowSegments in contract.ts): they never wait for the whole catalog.
   if (!WINDOW_CALLS.has(req.method)) await readyCatalog(a, req.handle);
-  if (req.method === "prefetch") return prefetchWindow(a, req.handle, req.args);
+  // Where the server computes envelopes, only the sample is worth fetching ahead.
+  if (req.method === "prefetch") return offers.has(req.handle) && noSample ? null : prefetchWindow(a, req.handle, req.args);
+  let declined: string | null = null;
+  // Where the server offers envelopes, the answer says which path drew it.
+  const offered = offers.has(req.handle);
+  let sampled = false;
+  if (req.method === "readRange") {
+    // The server may take seconds over a large window: the sample, a
+    // bounded number of reads, is drawn meanwhile.
+    const source = inPlace.get(req.handle);
+    if (offered && source && !noRanges && !noSample && req.args[7] === true) {
+      const sample = await sampleOf(a, source, req.args);
+      if (sample) reply({ id: req.id, ok: true, value: sample, partial: true });
+      sampled = true;
+    }
+    const answer = await accelerated(req.handle, req.args);
+    if (answer !== null && typeof answer !== "string") return answer;
+    declined = answer;
+    if (runningCancelled) throw cancelledNow();
+  }
+  const value = await readInBrowser(a, req, sampled);
+  if (req.method === "readRange" && offered) {
+    return { ...(value as Calls["readRange"]["result"]), via: "browser", ...(declined !== null ? { declined } : {}) };
+  }
+  return value;
+}
+
+/** A call answered by this engine: by range for an archive read in place, decoding in the decoder worker where it can. */
+async function readInBrowser(a: Archive, req: Extract<Request, { op: "call" }>, sampled = false): Promise<unknown> {
+  if (req.method === "outline" || req.method === "prefetch") throw new Error(`${req.method} is answered before`);
   const source = inPlace.get(req.handle);
-  if (source && !noRanges && req.method === "readRange") await prefetchFooters(a, source, req.args as Calls["readRange"]["args"]);
+  if (source && !noRanges && req.method === "readRange") {
+    // First the sampled picture (a bounded number of reads), then every
+    // footer the preview and the read take.
+    if (req.args[7] === true && !noSample && !sampled) {
+      const sample = await sampleOf(a, source, req.args);
+      if (sample) reply({ id: req.id, ok: true, value: sample, partial: true });
+    }
+    await prefetchFooters(a, source, req.args);
+  }
   if (source && !noRanges && req.method === "previewRange") await prefetchFooters(a, source, [...(req.args as Calls["previewRange"]["args"]), true]);
   // A preview asked for is posted once, ahead of the answer, under the request's id.
   let previewed = false;
@@ -608,6 +718,7 @@ function run(req: Request): unknown {
     case "close": {
       archives.get(req.handle)?.free();
       archives.delete(req.handle);
+      offers.delete(req.handle);
       inPlace.delete(req.handle);
       unlisted.delete(req.handle);
       followed.delete(req.handle);

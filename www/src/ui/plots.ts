@@ -110,8 +110,12 @@ export class PlotGroup {
   private data: RangeEnvelope | null = null;
   /** The columns the answer being drawn holds as rates. */
   private drawnRates = new Set<string>();
-  /** Whether the answer being drawn is a preview from footer statistics. */
-  private drawingPreview = false;
+  /**
+   * Whether the answer being drawn is a preview from footer statistics:
+   * "sample" from a sample of the window's segments, "preview" from every
+   * footer (or the segment budget's spread), null for the exact answer.
+   */
+  private drawingPreview: "sample" | "preview" | null = null;
   /** The request last sent, so an identical one (a resize, a repeated window) is not sent again. */
   private lastKey = "";
   private firstDrawn: () => void = () => {};
@@ -360,11 +364,14 @@ export class PlotGroup {
       (env.segments_from_stats > 0 ? `, ${count(env.segments_from_stats)} from footer statistics` : "") +
       (env.segments_left_out > 0
         ? ` · approximate: ${count(env.segments_left_out)} segments (${count(env.rows_left_out)} rows) not read, zoom in for the exact envelope`
-        : ""),
+        : "") +
+      viaText(env),
     );
     this.el.dataset["approximate"] = String(env.segments_left_out > 0);
+    if (env.via) this.el.dataset["via"] = env.via;
+    else delete this.el.dataset["via"];
     this.drawnRates = new Set(rates);
-    this.draw(env, false, derivedAnswer);
+    this.draw(env, null, derivedAnswer);
     this.firstDrawn();
   }
 
@@ -377,28 +384,33 @@ export class PlotGroup {
     const drawable = env.columns.filter((c) => !rates.includes(c.name) && c.max.some((v) => !Number.isNaN(v)));
     if (drawable.length === 0) return;
     const gaps = env.columns.reduce((n, c) => n + (c.gaps ?? 0), 0) + (env.segments_unsummarized ?? 0);
+    const all = env.segments_from_stats + env.segments_left_out;
+    const what = env.sample
+      ? `a sample: footer statistics of ${count(env.segments_from_stats)} of ${count(all)} segments spread evenly in time, in ${count(env.ts.length)} coarse buckets (the data may reach beyond this band)`
+      : env.segments_left_out > 0
+        ? `from segment statistics (${count(env.segments_from_stats)} of ${count(all)} segments, a spread sample)`
+        : `from segment statistics (${count(env.segments_from_stats)} segment${env.segments_from_stats === 1 ? "" : "s"})`;
     setText(
       this.status,
-      `${count(env.rows_in_window + env.rows_left_out)} rows in this window · ` +
-        `from segment statistics (${count(env.segments_from_stats)} segment${env.segments_from_stats === 1 ? "" : "s"}), refining…` +
-        (gaps > 0 ? ` · ${count(gaps)} without statistics` : ""),
+      `${count(env.rows_in_window + env.rows_left_out)} rows in this window · ${what}, refining…` + (gaps > 0 ? ` · ${count(gaps)} without statistics` : ""),
     );
     this.drawnRates = new Set(rates);
-    this.draw({ ...env, columns: drawable }, true);
+    this.draw({ ...env, columns: drawable }, env.sample ? "sample" : "preview");
     this.firstDrawn();
   }
 
-  private draw(env: RangeEnvelope, preview: boolean, derived: DerivedAnswer | Error | null = null): void {
+  private draw(env: RangeEnvelope, stage: "sample" | "preview" | null, derived: DerivedAnswer | Error | null = null): void {
+    const preview = stage !== null;
     const n = env.ts.length;
     const xs = this.xsOf(env);
     const dxs = derived && !(derived instanceof Error) ? this.xsOf(derived.env) : null;
     const w = this.width();
     this.gen++;
-    this.drawingPreview = preview;
+    this.drawingPreview = stage;
     this.el.dataset["state"] = "drawing";
     for (const p of this.plots) p.expected = p.derived ? !preview && dxs !== null && derived !== null && !(derived instanceof Error) && !derived.tooMany : env.columns.some((c) => c.name === p.name);
     if (!this.plots.some((p) => p.expected)) {
-      this.el.dataset["state"] = preview ? "preview" : "drawn";
+      this.el.dataset["state"] = stage ?? "drawn";
       if (!preview) this.el.dataset["drawn"] = String(this.gen);
     }
     for (const p of this.plots) {
@@ -467,11 +479,11 @@ export class PlotGroup {
   private drawn(p: ColumnPlot): void {
     const state = this.el.dataset["state"];
     // A redraw of the previous answer while a new one is read says nothing.
-    if (state !== "drawing" && state !== "drawn" && state !== "preview") return;
+    if (state !== "drawing" && state !== "drawn" && state !== "preview" && state !== "sample") return;
     p.drawnGen = this.gen;
     p.box.dataset["drawn"] = String(this.gen);
     if (this.plots.every((q) => !q.expected || q.drawnGen === this.gen)) {
-      this.el.dataset["state"] = this.drawingPreview ? "preview" : "drawn";
+      this.el.dataset["state"] = this.drawingPreview ?? "drawn";
       if (!this.drawingPreview) this.el.dataset["drawn"] = String(this.gen);
     }
   }
@@ -565,6 +577,13 @@ export class PlotGroup {
 }
 
 /** The envelope of a window the columns were not read for (only derived series are plotted). */
+/** Which path computed an answer of an archive from a URL, in words for the status line. */
+function viaText(env: RangeEnvelope): string {
+  if (env.via === "server") return " · computed by the server (dendro serve)";
+  if (env.via !== "browser") return "";
+  return " · read by range in this browser" + (env.declined ? ` (the server's envelope was not used: ${env.declined})` : "");
+}
+
 const EMPTY_ENVELOPE: RangeEnvelope = {
   rows_in_window: 0,
   live_rows_in_window: 0,

@@ -12,6 +12,7 @@ use hyper::body::{Body, Bytes, Frame, Incoming, SizeHint};
 use hyper::header::{HeaderMap, HeaderValue};
 use hyper::{Method, Request, Response, StatusCode};
 
+use super::envelope;
 use super::ranges::{parse_ranges, Ranges, BOUNDARY};
 use super::snapshot::{is_live, Image, UNIT};
 use super::{etag, Site, Target};
@@ -151,6 +152,8 @@ impl Body for Reply {
 struct Asked {
     head: bool,
     path: String,
+    /// The URL's query, when it has one.
+    query: Option<String>,
     headers: HeaderMap,
 }
 
@@ -199,13 +202,100 @@ pub async fn answer(site: Arc<Site>, request: Request<Incoming>) -> Response<Rep
                     status_text(StatusCode::INTERNAL_SERVER_ERROR, "the answer failed")
                 })
         }
-        Some(Target::Archive(path) | Target::File(path)) => answer_file(&path, &asked),
+        Some(Target::Archive(path)) if asked.query.as_deref().is_some_and(envelope::asks) => {
+            answer_envelope(&site, path, &asked).await
+        }
+        Some(Target::Archive(path)) => {
+            let mut response = answer_file(&path, &asked);
+            set(
+                &mut response,
+                envelope::HEADER,
+                &envelope::VERSION.to_string(),
+            );
+            response
+        }
+        Some(Target::File(path)) => answer_file(&path, &asked),
         Some(Target::Listing) => answer_listing(&site),
     };
     if head {
         // The headers, Content-Length included, as a GET would have them.
         *response.body_mut() = Reply::empty();
     }
+    response
+}
+
+/// An envelope of an offered archive ([`envelope`]), computed off this
+/// thread while the other connections are served; refused in words when
+/// the query cannot be read, the window costs too much, enough others are
+/// being computed, or the file is not the one `If-Match` names.
+async fn answer_envelope(
+    site: &Arc<Site>,
+    path: std::path::PathBuf,
+    asked: &Asked,
+) -> Response<Reply> {
+    let refuse = |status: u16, text: &str| {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let mut r = status_text(status, text);
+        set(&mut r, envelope::HEADER, &envelope::VERSION.to_string());
+        r
+    };
+    if is_live(&path) {
+        return refuse(
+            409,
+            "this archive is being written: its envelopes are read by range from its images",
+        );
+    }
+    let query = match envelope::parse(asked.query.as_deref().unwrap_or(""), &site.envelopes.limits)
+    {
+        Ok(q) => q,
+        Err(why) => return refuse(400, &why),
+    };
+    if let Some(wanted) = asked.header("if-match") {
+        let now = std::fs::metadata(&path)
+            .map(|m| etag(&m))
+            .unwrap_or_default();
+        if wanted.trim() != now {
+            return refuse(412, "the archive changed since the page opened it");
+        }
+    }
+    let Ok(permit) = Arc::clone(&site.envelopes.running).try_acquire_owned() else {
+        let mut r = refuse(
+            503,
+            &format!(
+                "the server is computing {} envelopes already; read this window by range or ask again",
+                site.envelopes.limits.concurrent
+            ),
+        );
+        set(&mut r, "Retry-After", "1");
+        return r;
+    };
+    let (limits, hold) = (site.envelopes.limits, site.envelopes.hold_ms);
+    let computed = tokio::task::spawn_blocking(move || {
+        if hold > 0 {
+            std::thread::sleep(std::time::Duration::from_millis(hold));
+        }
+        let answer = envelope::compute(&path, &query, &limits);
+        drop(permit);
+        answer
+    })
+    .await;
+    let envelope = match computed {
+        Ok(Ok(envelope)) => envelope,
+        Ok(Err(refusal)) => return refuse(refusal.status, &refusal.text),
+        Err(_) => return refuse(500, "the envelope's computation failed"),
+    };
+    let body = envelope::encode(&envelope);
+    let length = body.len().to_string();
+    let mut response = Response::new(Reply::text(body));
+    set(&mut response, "Content-Type", envelope::MEDIA_TYPE);
+    set(&mut response, "X-Content-Type-Options", "nosniff");
+    set(&mut response, "Cache-Control", "no-store");
+    set(&mut response, "Content-Length", &length);
+    set(
+        &mut response,
+        envelope::HEADER,
+        &envelope::VERSION.to_string(),
+    );
     response
 }
 
@@ -265,6 +355,7 @@ fn check(site: &Site, request: &Request<Incoming>) -> Result<Asked, Response<Rep
     Ok(Asked {
         head,
         path,
+        query: request.uri().query().map(str::to_string),
         headers: request.headers().clone(),
     })
 }

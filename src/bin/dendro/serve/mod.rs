@@ -14,6 +14,7 @@
 
 mod answer;
 mod dir;
+mod envelope;
 mod net;
 mod ranges;
 
@@ -43,6 +44,16 @@ pub struct Site {
     live: Mutex<HashMap<PathBuf, snapshot::Live>>,
     /// The port served on, which `Host` and `Origin` must name.
     port: u16,
+    /// The accelerator's bounds and the envelopes being computed.
+    envelopes: Envelopes,
+}
+
+/// What [`envelope`] requests may cost, and the permits of those running.
+struct Envelopes {
+    limits: envelope::Limits,
+    running: Arc<tokio::sync::Semaphore>,
+    /// A test hook's hold on each computation, in milliseconds.
+    hold_ms: u64,
 }
 
 /// An archive and the (decoded) URL path it is offered at.
@@ -81,6 +92,14 @@ impl Site {
             skipped: Vec::new(),
             live: Mutex::new(HashMap::new()),
             port: 0,
+            envelopes: {
+                let (limits, hold_ms) = envelope::Limits::from_env();
+                Envelopes {
+                    running: Arc::new(tokio::sync::Semaphore::new(limits.concurrent)),
+                    limits,
+                    hold_ms,
+                }
+            },
         }
     }
 
