@@ -276,28 +276,68 @@ pub fn take_image(origin: &Path, dir: &Path) -> Result<Option<Image>> {
     publisher.rebase(source);
     let mut file = File::open(&path).map_err(|e| Error::io(&name, "cannot open", e))?;
     drop(scratch);
-    let mut hasher = XxHash3_128::new();
-    let mut piece = vec![0u8; IMAGE_PIECE_BYTES];
-    let mut size = 0u64;
-    loop {
-        let n = file
-            .read(&mut piece)
-            .map_err(|e| Error::io(&name, "cannot read", e))?;
-        if n == 0 {
-            break;
-        }
-        hasher.write(&piece[..n]);
-        size += n as u64;
-    }
+    let (digest, size) = digest_of(&mut file, &name)?;
     Ok(Some(Image {
         file,
         announcement: Announcement {
             size,
-            digest: hasher.finish_128(),
+            digest,
             identity,
         },
         publisher,
     }))
+}
+
+/// The digest an image is announced with, and its size, of what `file`
+/// holds from where it is read.
+fn digest_of(file: &mut File, name: &str) -> Result<(u128, u64)> {
+    let mut hasher = XxHash3_128::new();
+    let mut piece = vec![0u8; IMAGE_PIECE_BYTES];
+    let mut size = 0u64;
+    loop {
+        let n = match file.read(&mut piece) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(Error::io(name, "cannot read", e)),
+        };
+        hasher.write(&piece[..n]);
+        size += n as u64;
+    }
+    Ok((hasher.finish_128(), size))
+}
+
+/// The digest a snapshot of the file at `path` would be announced with.
+pub fn file_digest(path: &Path) -> Result<u128> {
+    let name = path.display().to_string();
+    let mut file = File::open(path).map_err(|e| Error::io(&name, "cannot open", e))?;
+    Ok(digest_of(&mut file, &name)?.0)
+}
+
+/// Removes images in `dir` that a publisher killed while making them left
+/// behind (`.dendro-snapshot-PID-N` whose process is gone). Linux only;
+/// elsewhere they stay until removed by hand.
+pub fn discard_stale_images(dir: &Path) {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(entries) = std::fs::read_dir(dir) else {
+            return;
+        };
+        for entry in entries.flatten() {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let Some(rest) = name.strip_prefix(".dendro-snapshot-") else {
+                continue;
+            };
+            let pid = rest.split('-').next().and_then(|p| p.parse::<u32>().ok());
+            let Some(pid) = pid else { continue };
+            let alive = pid == std::process::id() || Path::new(&format!("/proc/{pid}")).exists();
+            if !alive {
+                let _ = std::fs::remove_file(entry.path());
+            }
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = dir;
 }
 
 /// Receives the image `announced` says follows on `reader` into the
@@ -372,6 +412,6 @@ pub fn receive_image<R: Read>(
     // directory made durable (`staging::promote`).
     staging::promote(&staged, out)?;
     drop(file);
-    std::mem::forget(scratch);
+    drop(scratch);
     Ok(())
 }

@@ -224,7 +224,7 @@ impl<R: std::io::Read> FrameReader<R> {
     /// Reads exactly `len` bytes that the transport carries outside any
     /// frame (a snapshot image), handing them to `sink` in pieces of at
     /// most 1 MiB; only a piece is ever in memory. A stream that ends
-    /// first is [`WireProblem::Truncated`], saying how much arrived.
+    /// first is refused, saying how much arrived.
     pub fn read_raw(&mut self, len: u64, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
         let start = self.offset;
         let mut piece = vec![0u8; RAW_PIECE_BYTES.min(len as usize)];
@@ -236,10 +236,10 @@ impl<R: std::io::Read> FrameReader<R> {
                     return Err(Error::Wire {
                         file: self.name.clone(),
                         offset: start,
-                        problem: WireProblem::Truncated {
-                            needed: usize::try_from(len).unwrap_or(usize::MAX),
-                            got: got as usize,
-                        },
+                        problem: WireProblem::BadValue(format!(
+                            "the stream ends inside a snapshot image: {got} of its {len} bytes \
+                             arrived"
+                        )),
                     })
                 }
                 Ok(n) => n,

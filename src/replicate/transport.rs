@@ -414,6 +414,9 @@ pub fn serve_tcp_with(
         .map_err(|e| Error::io(&name, "cannot poll the listener", e))?;
     let serving = Arc::new(AtomicUsize::new(0));
     let imaging = Arc::new(AtomicUsize::new(0));
+    if let Some(dir) = &options.snapshot_dir {
+        super::snapshot::discard_stale_images(dir);
+    }
     let log = &options.log;
     while !stop.load(Ordering::Relaxed) {
         let (conn, peer) = match listener.accept() {
@@ -672,6 +675,8 @@ pub struct Replica {
     encoder: Arc<dyn SegmentEncoder>,
     subscriber: Option<Subscriber>,
     snapshots: u64,
+    /// The image received and not yet counted by a subscriber.
+    image_bytes: Option<u64>,
 }
 
 impl std::fmt::Debug for Replica {
@@ -692,6 +697,7 @@ impl Replica {
             encoder,
             subscriber: None,
             snapshots: 0,
+            image_bytes: None,
         }
     }
 
@@ -712,7 +718,11 @@ impl Replica {
     /// The subscriber, opened on first use.
     pub fn subscriber(&mut self) -> Result<&mut Subscriber> {
         if self.subscriber.is_none() {
-            self.subscriber = Some(Subscriber::open(&self.path, Arc::clone(&self.encoder))?);
+            let mut opened = Subscriber::open(&self.path, Arc::clone(&self.encoder))?;
+            if let Some(bytes) = self.image_bytes.take() {
+                opened.started_from_image(bytes);
+            }
+            self.subscriber = Some(opened);
         }
         Ok(self.subscriber.as_mut().expect("opened above"))
     }
@@ -778,6 +788,7 @@ impl Target for Replica {
     ) -> Result<()> {
         receive_image(reader, announced, &self.path, name)?;
         self.snapshots += 1;
+        self.image_bytes = Some(announced.size);
         Ok(())
     }
     fn progress(&self) -> u64 {

@@ -19,6 +19,7 @@ mod placement_cost;
 mod round_trip;
 mod rules;
 mod slow_peers;
+mod snapshot;
 mod source_update;
 mod staged;
 mod wire_doc;
