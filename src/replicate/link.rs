@@ -85,6 +85,7 @@ impl Peer {
             }
             Ok(_) if first[0] != TLS_HANDSHAKE => {
                 let _ = (&sock).write_all(&PLAINTEXT_ALERT);
+                linger_out(&sock);
                 return Err(refused(
                     &name,
                     "it speaks plaintext to a TLS publisher (its first bytes are not a TLS \
@@ -157,6 +158,7 @@ impl Peer {
                 Err(e) => return Err(Error::io(&self.name, "cannot read the hello", e)),
             }
             if got > 0 && buf[0] == TLS_HANDSHAKE {
+                linger_out(&self.sock);
                 return Err(refused(
                     &self.name,
                     "it speaks TLS to a plaintext publisher (start the publisher with \
@@ -174,6 +176,22 @@ impl Peer {
                 &self.name,
                 &format!("it sent {n} bytes and stopped, not a {HELLO_BYTES}-byte hello"),
             )),
+        }
+    }
+}
+
+/// Closes our side after a last word so that the peer reads it: what it
+/// sent is read first (a socket closed with unread bytes is reset, and a
+/// reset can discard what the peer has not read yet), within a moment.
+fn linger_out(sock: &TcpStream) {
+    let _ = sock.shutdown(std::net::Shutdown::Write);
+    let _ = sock.set_read_timeout(Some(Duration::from_millis(200)));
+    let mut sink = [0u8; 4096];
+    let until = Instant::now() + Duration::from_millis(500);
+    while Instant::now() < until {
+        match (&*sock).read(&mut sink) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {}
         }
     }
 }

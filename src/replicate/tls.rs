@@ -192,8 +192,9 @@ impl ServerCertVerifier for Pinned {
     ) -> std::result::Result<ServerCertVerified, rustls::Error> {
         let seen = ::ring::digest::digest(&::ring::digest::SHA256, end_entity);
         if seen.as_ref() != self.pin {
-            return Err(rustls::Error::InvalidCertificate(CertificateError::Other(
-                rustls::OtherError(Arc::new(NotPinned(fingerprint(end_entity)))),
+            return Err(rustls::Error::General(format!(
+                "the publisher's certificate (SHA-256 {}) is not the pinned one",
+                fingerprint(end_entity)
             )));
         }
         // The dates (and, for a self-signed one, its signature) are checked
@@ -251,22 +252,6 @@ impl ServerCertVerifier for Pinned {
             .supported_schemes()
     }
 }
-
-/// A certificate that is not the pinned one, by its fingerprint.
-#[derive(Debug)]
-struct NotPinned(String);
-
-impl std::fmt::Display for NotPinned {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "the publisher's certificate (SHA-256 {}) is not the pinned one",
-            self.0
-        )
-    }
-}
-
-impl std::error::Error for NotPinned {}
 
 /// A self-signed certificate and its key, in PEM, and its fingerprint.
 #[derive(Debug, Clone)]

@@ -18,12 +18,12 @@ use dendro::{Archive, ClockOffset, Labels, SourceWriter, WalRow, Writer};
 use crate::common::{fixture_row, FixtureEncoder};
 use crate::round_trip::assert_replica;
 
-fn dendro() -> Command {
+pub(crate) fn dendro() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dendro"))
 }
 
 /// Starts the publisher and returns once it listens (its first line).
-fn publisher(origin: &Path, port: u16) -> Child {
+pub(crate) fn publisher(origin: &Path, port: u16) -> Child {
     let mut child = dendro()
         .arg("publish")
         .arg(origin)
@@ -70,12 +70,12 @@ fn subscriber_with(replica: &Path, args: &[String]) -> Child {
     child
 }
 
-fn kill(child: &mut Child) {
+pub(crate) fn kill(child: &mut Child) {
     child.kill().unwrap();
     child.wait().unwrap();
 }
 
-fn append(source: &SourceWriter, ts: i64) {
+pub(crate) fn append(source: &SourceWriter, ts: i64) {
     let stream = ["cpu", "mem", "net"][(ts % 3) as usize];
     let row = WalRow {
         ts,
@@ -159,7 +159,7 @@ fn subscriber_from(replica: &Path, stream: &Path) -> Child {
     subscriber_with(replica, &["--from".into(), stream.display().to_string()])
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(suffix);
     name.into()

@@ -14,6 +14,8 @@ mod frames;
 mod interop;
 #[cfg(feature = "cli")]
 mod kill;
+#[cfg(feature = "cli")]
+mod kill_snapshot;
 mod live;
 mod placement_cost;
 mod round_trip;
@@ -22,4 +24,5 @@ mod slow_peers;
 mod snapshot;
 mod source_update;
 mod staged;
+mod tls;
 mod wire_doc;
