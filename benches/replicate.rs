@@ -541,10 +541,26 @@ fn lag_figures(dir: &Path, secs: u64, tls: Option<&TlsPair>) {
         newest.len()
     );
     let p = if tls.is_some() { "lag_tls" } else { "lag" };
-    figure(&format!("{p}_newest_row_p50_ms"), quantile(&mut newest, 0.5), "ms");
-    figure(&format!("{p}_newest_row_p99_ms"), quantile(&mut newest, 0.99), "ms");
-    figure(&format!("{p}_every_row_p50_ms"), quantile(&mut rows, 0.5), "ms");
-    figure(&format!("{p}_every_row_p99_ms"), quantile(&mut rows, 0.99), "ms");
+    figure(
+        &format!("{p}_newest_row_p50_ms"),
+        quantile(&mut newest, 0.5),
+        "ms",
+    );
+    figure(
+        &format!("{p}_newest_row_p99_ms"),
+        quantile(&mut newest, 0.99),
+        "ms",
+    );
+    figure(
+        &format!("{p}_every_row_p50_ms"),
+        quantile(&mut rows, 0.5),
+        "ms",
+    );
+    figure(
+        &format!("{p}_every_row_p99_ms"),
+        quantile(&mut rows, 0.99),
+        "ms",
+    );
     remove(&origin);
 }
 
@@ -571,7 +587,11 @@ impl TlsPair {
 }
 
 /// `dendro publish --listen` on a thread: its address.
-fn serve_snapshots(origin: &Path, images: &Path, tls: Option<Arc<rustls::ServerConfig>>) -> std::net::SocketAddr {
+fn serve_snapshots(
+    origin: &Path,
+    images: &Path,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> std::net::SocketAddr {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let options = PublishOptions {
@@ -579,7 +599,10 @@ fn serve_snapshots(origin: &Path, images: &Path, tls: Option<Arc<rustls::ServerC
         tls,
         ..PublishOptions::default()
     };
-    let (origin, stop) = (origin.to_path_buf(), Box::leak(Box::new(AtomicBool::new(false))));
+    let (origin, stop) = (
+        origin.to_path_buf(),
+        Box::leak(Box::new(AtomicBool::new(false))),
+    );
     std::thread::spawn(move || serve_tcp_with(&origin, listener, &options, stop));
     addr
 }
@@ -634,7 +657,10 @@ fn original_catch_up(origin: &Path, work: &Path) -> Option<f64> {
 /// catch-up of it, the four arms in an order that turns every rep.
 fn snapshot_figures(dir: &Path, mb: f64, reps: usize) {
     let origin = dir.join("snap-origin.dendro");
-    let (copy, replica) = (dir.join("snap-copy.dendro"), dir.join("snap-replica.dendro"));
+    let (copy, replica) = (
+        dir.join("snap-copy.dendro"),
+        dir.join("snap-replica.dendro"),
+    );
     let images = dir.join("images");
     std::fs::create_dir_all(&images).unwrap();
     build_origin(&origin, mb);
@@ -651,7 +677,11 @@ fn snapshot_figures(dir: &Path, mb: f64, reps: usize) {
             let took = match arm {
                 0 => Some(file_copy(&origin, &copy)),
                 1 => Some(snapshot_catch_up(plain, &replica, None)),
-                2 => Some(snapshot_catch_up(secure, &replica, Some(pair.client.clone()))),
+                2 => Some(snapshot_catch_up(
+                    secure,
+                    &replica,
+                    Some(pair.client.clone()),
+                )),
                 _ => original_catch_up(&origin, &work),
             };
             if arm > 0 && arm < 3 {
@@ -662,18 +692,25 @@ fn snapshot_figures(dir: &Path, mb: f64, reps: usize) {
             }
         }
     }
-    let ratio = |a: &[f64], b: &[f64]| -> f64 {
-        median(a.iter().zip(b).map(|(x, y)| x / y).collect())
-    };
+    let ratio =
+        |a: &[f64], b: &[f64]| -> f64 { median(a.iter().zip(b).map(|(x, y)| x / y).collect()) };
     figure("snapshot_archive_mb", file_bytes as f64 / 1e6, "MB");
     figure("snapshot_copy_fsync_s", median(runs[0].clone()), "s");
     figure("snapshot_tcp_s", median(runs[1].clone()), "s");
     figure("snapshot_tls_s", median(runs[2].clone()), "s");
     figure("snapshot_over_copy_ratio", ratio(&runs[1], &runs[0]), "x");
-    figure("snapshot_tls_over_plain_ratio", ratio(&runs[2], &runs[1]), "x");
+    figure(
+        "snapshot_tls_over_plain_ratio",
+        ratio(&runs[2], &runs[1]),
+        "x",
+    );
     if !runs[3].is_empty() {
         figure("original_catchup_s", median(runs[3].clone()), "s");
-        figure("original_over_snapshot_ratio", ratio(&runs[3], &runs[1]), "x");
+        figure(
+            "original_over_snapshot_ratio",
+            ratio(&runs[3], &runs[1]),
+            "x",
+        );
     }
     remove(&origin);
     remove(&copy);

@@ -11,7 +11,8 @@
 //! - `subscriber` (feature `write`): applies frames to a local archive
 //!   through the streaming writer, idempotently.
 //! - `transport` (feature `write`): TCP, files and pipes around the two;
-//!   `link` below it (TLS, the subscriber's hello, deadlines), `snapshot`
+//!   `link` below it (TLS, the subscriber's hello, deadlines), `replica`
+//!   (the subscriber's reconnecting loop), `snapshot`
 //!   (a new replica from an image of the origin's file) and `tls` (rustls
 //!   configurations, self-signed pairs).
 
@@ -19,6 +20,8 @@ pub mod codec;
 #[cfg(all(feature = "write", not(target_arch = "wasm32")))]
 mod link;
 pub mod publisher;
+#[cfg(all(feature = "write", not(target_arch = "wasm32")))]
+mod replica;
 #[cfg(all(feature = "write", not(target_arch = "wasm32")))]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod snapshot;

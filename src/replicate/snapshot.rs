@@ -354,6 +354,21 @@ pub fn receive_image<R: Read>(
     peer: &str,
 ) -> Result<()> {
     let offset = reader.bytes_read();
+    // The size is the peer's word: an image the disk cannot take is
+    // refused before a byte of it is written, not when the disk is full.
+    if let Some(free) = free_bytes(out) {
+        if announced.size > free {
+            return Err(Error::Replication {
+                file: peer.to_string(),
+                message: format!(
+                    "the announced snapshot of {} bytes does not fit in the {free} bytes free \
+                     beside {}; nothing was written",
+                    announced.size,
+                    out.display()
+                ),
+            });
+        }
+    }
     staging::discard_stale(out)?;
     let staged = staging::staging_path(out);
     let name = staged.display().to_string();
@@ -414,4 +429,30 @@ pub fn receive_image<R: Read>(
     drop(file);
     drop(scratch);
     Ok(())
+}
+
+/// The bytes free to an unprivileged writer on the file system that holds
+/// `out`'s directory; `None` where that cannot be asked.
+fn free_bytes(out: &Path) -> Option<u64> {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::ffi::OsStrExt;
+        let dir = match out.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        let c = std::ffi::CString::new(dir.as_os_str().as_bytes()).ok()?;
+        // SAFETY: a NUL-terminated path and a zeroed statvfs for the call
+        // to fill.
+        let mut stat: libc::statvfs = unsafe { std::mem::zeroed() };
+        if unsafe { libc::statvfs(c.as_ptr(), &mut stat) } != 0 {
+            return None;
+        }
+        Some((stat.f_bavail as u64).saturating_mul(stat.f_frsize as u64))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = out;
+        None
+    }
 }

@@ -15,9 +15,9 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use dendro::container::STAGING_SUFFIX;
-use dendro::{Archive, ClockOffset, Labels, Writer};
+use dendro::{Archive, ClockOffset, Labels, WalRow, Writer};
 
-use crate::common::FixtureEncoder;
+use crate::common::{fixture_row, FixtureEncoder};
 use crate::kill::{append, dendro, kill, with_suffix};
 use crate::round_trip::assert_replica;
 
@@ -101,11 +101,20 @@ fn kills_of_either_side_during_a_snapshot_leave_nothing_or_a_whole_replica() {
         .unwrap();
     // A few MB of sealed segments, so an image takes a while to send.
     let mut ts = 0;
-    for _ in 0..120 {
-        for _ in 0..300 {
-            ts += 1;
-            append(&source, ts);
-        }
+    for _ in 0..80 {
+        let rows = (0..600)
+            .map(|_| {
+                ts += 1;
+                let stream = ["cpu", "mem", "net"][(ts % 3) as usize];
+                let row = WalRow {
+                    ts,
+                    wall_offset: 1,
+                    row: fixture_row(ts, stream),
+                };
+                (stream.to_string(), row)
+            })
+            .collect();
+        source.wal(rows).unwrap();
         source.seal(["cpu", "mem", "net"]).unwrap();
     }
     source.sync().unwrap();
@@ -154,7 +163,10 @@ fn kills_of_either_side_during_a_snapshot_leave_nothing_or_a_whole_replica() {
             assert!(!with_suffix(&replica, "-wal").exists(), "round {round}");
         }
     }
-    eprintln!("{} kills: nothing left {nothing}, a whole replica {whole_after}", 2 * kills);
+    eprintln!(
+        "{} kills: nothing left {nothing}, a whole replica {whole_after}",
+        2 * kills
+    );
     // The last replica (or none) is brought up to date live, and the
     // origin's last rows and seal reach it.
     let mut subscribing = subscriber(&replica, port);

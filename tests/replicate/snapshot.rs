@@ -351,6 +351,20 @@ fn a_snapshot_of_another_archive_than_announced_is_refused() {
 }
 
 #[test]
+fn a_snapshot_larger_than_the_disk_is_refused_before_a_byte_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut announcement, image) = image_of(dir.path());
+    announcement.size = u64::MAX / 2;
+    let (replica, result, errors) = against(dir.path(), stream_with(&announcement, &image));
+    let Err(Error::Replication { file, message }) = result else {
+        panic!("{result:?} {errors:?}");
+    };
+    assert!(file.contains("127.0.0.1"), "{file}");
+    assert!(message.contains("does not fit"), "{message}");
+    assert_nothing_left(&replica);
+}
+
+#[test]
 fn a_snapshot_that_is_not_an_archive_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let image = vec![7u8; 8192];

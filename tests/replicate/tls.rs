@@ -27,9 +27,12 @@ fn pair(dir: &Path, name: &str, from: i64, to: i64) -> (PathBuf, PathBuf, SelfSi
         true => now - DAY * days.unsigned_abs() as u32,
         false => now + DAY * days as u32,
     };
-    let made = tls::self_signed(&["127.0.0.1".into(), "localhost".into()], at(from), at(to))
-        .unwrap();
-    let (cert, key) = (dir.join(format!("{name}.crt")), dir.join(format!("{name}.key")));
+    let made =
+        tls::self_signed(&["127.0.0.1".into(), "localhost".into()], at(from), at(to)).unwrap();
+    let (cert, key) = (
+        dir.join(format!("{name}.crt")),
+        dir.join(format!("{name}.key")),
+    );
     std::fs::write(&cert, &made.cert_pem).unwrap();
     std::fs::write(&key, &made.key_pem).unwrap();
     (cert, key, made)
@@ -123,7 +126,10 @@ fn a_pinned_publisher_replicates_over_tls_from_a_snapshot() {
     let dir = tempfile::tempdir().unwrap();
     let archive = finished_origin(dir.path());
     let (cert, key, made) = pair(dir.path(), "server", -1, 30);
-    let (addr, _log, stop) = serve(&archive, Some(tls::server_config(&cert, &key, None).unwrap()));
+    let (addr, _log, stop) = serve(
+        &archive,
+        Some(tls::server_config(&cert, &key, None).unwrap()),
+    );
     let client = tls::client_config(&pin(&made), "127.0.0.1", None).unwrap();
     let (out, snapshots, errors) = follow(dir.path(), addr, Some(client));
     stop.store(true, Ordering::Relaxed);
@@ -137,7 +143,10 @@ fn a_ca_signed_publisher_is_trusted_for_its_name_only() {
     let dir = tempfile::tempdir().unwrap();
     let archive = finished_origin(dir.path());
     let (cert, key, _) = pair(dir.path(), "server", -1, 30);
-    let (addr, _log, stop) = serve(&archive, Some(tls::server_config(&cert, &key, None).unwrap()));
+    let (addr, _log, stop) = serve(
+        &archive,
+        Some(tls::server_config(&cert, &key, None).unwrap()),
+    );
     let ca = Trust::Ca(cert.clone());
     let client = tls::client_config(&ca, "127.0.0.1", None).unwrap();
     let (out, _, errors) = follow(dir.path(), addr, Some(client));
@@ -158,7 +167,10 @@ fn a_plaintext_subscriber_to_a_tls_publisher_is_refused_both_ends_saying_why() {
     let dir = tempfile::tempdir().unwrap();
     let archive = finished_origin(dir.path());
     let (cert, key, _) = pair(dir.path(), "server", -1, 30);
-    let (addr, log, stop) = serve(&archive, Some(tls::server_config(&cert, &key, None).unwrap()));
+    let (addr, log, stop) = serve(
+        &archive,
+        Some(tls::server_config(&cert, &key, None).unwrap()),
+    );
     let (out, _, errors) = follow(dir.path(), addr, None);
     stop.store(true, Ordering::Relaxed);
     assert_eq!(errors.len(), 1, "{errors:?}");
@@ -180,10 +192,17 @@ fn a_tls_subscriber_to_a_plaintext_publisher_is_refused_both_ends_saying_why() {
     stop.store(true, Ordering::Relaxed);
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains(&addr.to_string()), "{}", errors[0]);
-    assert!(errors[0].contains("speaks plaintext, not TLS"), "{}", errors[0]);
+    assert!(
+        errors[0].contains("speaks plaintext, not TLS"),
+        "{}",
+        errors[0]
+    );
     assert!(!out.exists());
     let line = logged(&log, "refused");
-    assert!(line.contains("speaks TLS to a plaintext publisher"), "{line}");
+    assert!(
+        line.contains("speaks TLS to a plaintext publisher"),
+        "{line}"
+    );
 }
 
 #[test]
@@ -192,7 +211,10 @@ fn a_certificate_that_is_not_the_pinned_one_is_refused() {
     let archive = finished_origin(dir.path());
     let (cert, key, _) = pair(dir.path(), "server", -1, 30);
     let (_, _, other) = pair(dir.path(), "other", -1, 30);
-    let (addr, _log, stop) = serve(&archive, Some(tls::server_config(&cert, &key, None).unwrap()));
+    let (addr, _log, stop) = serve(
+        &archive,
+        Some(tls::server_config(&cert, &key, None).unwrap()),
+    );
     let client = tls::client_config(&pin(&other), "127.0.0.1", None).unwrap();
     let (out, _, errors) = follow(dir.path(), addr, Some(client));
     stop.store(true, Ordering::Relaxed);
@@ -207,13 +229,20 @@ fn an_expired_certificate_is_refused_even_when_pinned() {
     let dir = tempfile::tempdir().unwrap();
     let archive = finished_origin(dir.path());
     let (cert, key, made) = pair(dir.path(), "server", -30, -2);
-    let (addr, _log, stop) = serve(&archive, Some(tls::server_config(&cert, &key, None).unwrap()));
+    let (addr, _log, stop) = serve(
+        &archive,
+        Some(tls::server_config(&cert, &key, None).unwrap()),
+    );
     for trust in [pin(&made), Trust::Ca(cert.clone())] {
         let client = tls::client_config(&trust, "127.0.0.1", None).unwrap();
         let (out, _, errors) = follow(dir.path(), addr, Some(client));
         assert_eq!(errors.len(), 1, "{errors:?}");
         assert!(errors[0].contains(&addr.to_string()), "{}", errors[0]);
-        assert!(errors[0].to_lowercase().contains("expired"), "{}", errors[0]);
+        assert!(
+            errors[0].to_lowercase().contains("expired"),
+            "{}",
+            errors[0]
+        );
         assert!(!out.exists());
     }
     stop.store(true, Ordering::Relaxed);
@@ -229,9 +258,12 @@ fn only_subscribers_with_a_listed_certificate_are_let_in() {
     let config = tls::server_config(&cert, &key, Some(&known_cert)).unwrap();
     let (addr, log, stop) = serve(&archive, Some(config));
     // Not on the list: refused, the publisher saying why.
-    let stranger =
-        tls::client_config(&pin(&made), "127.0.0.1", Some((&stranger_cert, &stranger_key)))
-            .unwrap();
+    let stranger = tls::client_config(
+        &pin(&made),
+        "127.0.0.1",
+        Some((&stranger_cert, &stranger_key)),
+    )
+    .unwrap();
     let (out, _, errors) = follow(dir.path(), addr, Some(stranger));
     assert_eq!(errors.len(), 1, "{errors:?}");
     assert!(errors[0].contains(&addr.to_string()), "{}", errors[0]);
