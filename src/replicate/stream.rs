@@ -170,24 +170,14 @@ impl<R: std::io::Read> FrameReader<R> {
         })
     }
 
-    /// The next frame, `None` at a clean end of the stream.
+    /// The next frame, `None` at a clean end of the stream; frames of
+    /// kinds this reader does not know are skipped and counted.
     pub fn next_frame(&mut self) -> Result<Option<Frame>> {
         loop {
-            let start = self.offset;
-            let Some(body) = self.next_raw()? else {
-                return Ok(None);
-            };
-            let fail = |problem| Error::Wire {
-                file: self.name.clone(),
-                offset: start,
-                problem,
-            };
-            match Frame::decode_payload(body[0], &body[1..]).map_err(fail)? {
-                Some(frame) => {
-                    self.frames += 1;
-                    return Ok(Some(frame));
-                }
-                None => self.skipped_unknown += 1,
+            match self.next_item()? {
+                None => return Ok(None),
+                Some(Item::Frame(frame)) => return Ok(Some(frame)),
+                Some(Item::Other { .. }) => self.skipped_unknown += 1,
             }
         }
     }
