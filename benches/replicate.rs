@@ -47,7 +47,11 @@ use arrow_schema::{DataType, Field, Schema};
 use common::{figure, load_average, median};
 use dendro::catalog::NewSource;
 use dendro::replicate::codec::preamble;
-use dendro::replicate::transport::{apply_stream, serve_tcp, write_catch_up};
+use dendro::replicate::tls::{self, ClientTls, Trust};
+use dendro::replicate::transport::{
+    apply_stream, replicate_tcp, serve_tcp_with, write_catch_up, PublishOptions, Replica,
+    SubscribeOptions,
+};
 use dendro::replicate::{Frame, FrameReader, Subscriber, VerbatimOnly, WireRow};
 use dendro::segment::encode_batch;
 use dendro::write::{wall_clock_ns, TickRows, Writer, WriterOptions};
@@ -432,7 +436,7 @@ impl SegmentEncoder for LagEncoder {
     }
 }
 
-fn lag_figures(dir: &Path, secs: u64) {
+fn lag_figures(dir: &Path, secs: u64, tls: Option<&TlsPair>) {
     let origin = dir.join("lag-origin.dendro");
     let replica = dir.join("lag-replica.dendro");
     remove(&origin);
@@ -447,11 +451,27 @@ fn lag_figures(dir: &Path, secs: u64) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let served = origin.clone();
-    std::thread::spawn(move || serve_tcp(&served, listener, Duration::from_secs(1), stop));
+    let options = PublishOptions {
+        interval: Duration::from_secs(1),
+        tls: tls.map(|t| Arc::clone(&t.server)),
+        ..PublishOptions::default()
+    };
+    std::thread::spawn(move || serve_tcp_with(&served, listener, &options, stop));
+    let client = tls.map(|t| t.client.clone());
     let subscriber = std::thread::spawn(move || {
         let mut sub = Subscriber::open(&replica, Arc::new(VerbatimOnly)).unwrap();
         let conn = TcpStream::connect(addr).unwrap();
-        let mut reader = FrameReader::new(std::io::BufReader::new(conn), "lag").unwrap();
+        // Says no hello, as the original's subscriber: frames, after the
+        // publisher's short wait for one (before the writer starts).
+        let input: Box<dyn Read + Send> = match client {
+            None => Box::new(conn),
+            Some(client) => {
+                let session =
+                    rustls::ClientConnection::new(client.config, client.server_name).unwrap();
+                Box::new(rustls::StreamOwned::new(session, conn))
+            }
+        };
+        let mut reader = FrameReader::new(std::io::BufReader::new(input), "lag").unwrap();
         sub.new_connection();
         let (mut newest_ages, mut row_ages) = (Vec::new(), Vec::new());
         while let Some(frame) = reader.next_frame().unwrap() {
@@ -520,11 +540,181 @@ fn lag_figures(dir: &Path, secs: u64) {
         applied.rows_held + applied.segments_held,
         newest.len()
     );
-    figure("lag_newest_row_p50_ms", quantile(&mut newest, 0.5), "ms");
-    figure("lag_newest_row_p99_ms", quantile(&mut newest, 0.99), "ms");
-    figure("lag_every_row_p50_ms", quantile(&mut rows, 0.5), "ms");
-    figure("lag_every_row_p99_ms", quantile(&mut rows, 0.99), "ms");
+    let p = if tls.is_some() { "lag_tls" } else { "lag" };
+    figure(
+        &format!("{p}_newest_row_p50_ms"),
+        quantile(&mut newest, 0.5),
+        "ms",
+    );
+    figure(
+        &format!("{p}_newest_row_p99_ms"),
+        quantile(&mut newest, 0.99),
+        "ms",
+    );
+    figure(
+        &format!("{p}_every_row_p50_ms"),
+        quantile(&mut rows, 0.5),
+        "ms",
+    );
+    figure(
+        &format!("{p}_every_row_p99_ms"),
+        quantile(&mut rows, 0.99),
+        "ms",
+    );
     remove(&origin);
+}
+
+/// A self-signed pair for 127.0.0.1, as the publisher and a subscriber
+/// pinning it take them.
+struct TlsPair {
+    server: Arc<rustls::ServerConfig>,
+    client: ClientTls,
+}
+
+impl TlsPair {
+    fn new(dir: &Path) -> TlsPair {
+        let now = std::time::SystemTime::now();
+        let made = tls::self_signed(&["127.0.0.1".into()], now - tls::DAY, now + tls::DAY).unwrap();
+        let (cert, key) = (dir.join("bench.crt"), dir.join("bench.key"));
+        std::fs::write(&cert, &made.cert_pem).unwrap();
+        std::fs::write(&key, &made.key_pem).unwrap();
+        let pin = Trust::Pin(tls::parse_fingerprint(&made.fingerprint).unwrap());
+        TlsPair {
+            server: tls::server_config(&cert, &key, None).unwrap(),
+            client: tls::client_config(&pin, "127.0.0.1", None).unwrap(),
+        }
+    }
+}
+
+/// `dendro publish --listen` on a thread: its address.
+fn serve_snapshots(
+    origin: &Path,
+    images: &Path,
+    tls: Option<Arc<rustls::ServerConfig>>,
+) -> std::net::SocketAddr {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = listener.local_addr().unwrap();
+    let options = PublishOptions {
+        snapshot_dir: Some(images.to_path_buf()),
+        tls,
+        ..PublishOptions::default()
+    };
+    let (origin, stop) = (
+        origin.to_path_buf(),
+        Box::leak(Box::new(AtomicBool::new(false))),
+    );
+    std::thread::spawn(move || serve_tcp_with(&origin, listener, &options, stop));
+    addr
+}
+
+/// A new replica over TCP as `dendro subscribe --connect` makes it, from
+/// the connect until it is durable at its path and holds the frames after
+/// the image (the origin is finalized: until the replica is too).
+fn snapshot_catch_up(addr: std::net::SocketAddr, to: &Path, tls: Option<ClientTls>) -> f64 {
+    remove(to);
+    let started = Instant::now();
+    let mut replica = Replica::new(to, Arc::new(VerbatimOnly));
+    let stop = AtomicBool::new(false);
+    let options = SubscribeOptions {
+        tls,
+        ..SubscribeOptions::default()
+    };
+    let done = |a: &dendro::replicate::Applied, _| {
+        if a.finalized > 0 {
+            stop.store(true, Ordering::Relaxed);
+        }
+    };
+    replicate_tcp(&mut replica, addr, &options, &stop, done, |e| panic!("{e}")).unwrap();
+    assert_eq!(replica.snapshots(), 1, "the replica started from an image");
+    replica.finish().unwrap();
+    started.elapsed().as_secs_f64()
+}
+
+/// The original's catch-up of `origin` (`../shared/bench/original-catchup
+/// run`), its `catchup_ms` in seconds; `None` when the binary is absent.
+fn original_catch_up(origin: &Path, work: &Path) -> Option<f64> {
+    let tool = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/bench/original-catchup");
+    if !tool.exists() {
+        return None;
+    }
+    let _ = std::fs::remove_dir_all(work);
+    std::fs::create_dir_all(work).unwrap();
+    let out = std::process::Command::new(tool)
+        .arg("run")
+        .arg(origin)
+        .arg(work)
+        .stderr(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "original-catchup failed");
+    let line: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let _ = std::fs::remove_dir_all(work);
+    Some(line["catchup_ms"].as_f64().expect("catchup_ms") / 1e3)
+}
+
+/// Snapshot catch-up (issue 36): a new replica over TCP on loopback, plain
+/// and with TLS, against `cp` + fsync of the same file and the original's
+/// catch-up of it, the four arms in an order that turns every rep.
+fn snapshot_figures(dir: &Path, mb: f64, reps: usize) {
+    let origin = dir.join("snap-origin.dendro");
+    let (copy, replica) = (
+        dir.join("snap-copy.dendro"),
+        dir.join("snap-replica.dendro"),
+    );
+    let images = dir.join("images");
+    std::fs::create_dir_all(&images).unwrap();
+    build_origin(&origin, mb);
+    let file_bytes = std::fs::metadata(&origin).unwrap().len();
+    let pair = TlsPair::new(dir);
+    let plain = serve_snapshots(&origin, &images, None);
+    let secure = serve_snapshots(&origin, &images, Some(Arc::clone(&pair.server)));
+    let work = dir.join("original-work");
+    let mut runs: [Vec<f64>; 4] = Default::default();
+    for rep in 0..reps {
+        let mut arms = [0, 1, 2, 3];
+        arms.rotate_left(rep % 4);
+        for arm in arms {
+            let took = match arm {
+                0 => Some(file_copy(&origin, &copy)),
+                1 => Some(snapshot_catch_up(plain, &replica, None)),
+                2 => Some(snapshot_catch_up(
+                    secure,
+                    &replica,
+                    Some(pair.client.clone()),
+                )),
+                _ => original_catch_up(&origin, &work),
+            };
+            if arm > 0 && arm < 3 {
+                assert_eq!(shape(&replica), shape(&origin), "the replica differs");
+            }
+            if let Some(took) = took {
+                runs[arm].push(took);
+            }
+        }
+    }
+    let ratio =
+        |a: &[f64], b: &[f64]| -> f64 { median(a.iter().zip(b).map(|(x, y)| x / y).collect()) };
+    figure("snapshot_archive_mb", file_bytes as f64 / 1e6, "MB");
+    figure("snapshot_copy_fsync_s", median(runs[0].clone()), "s");
+    figure("snapshot_tcp_s", median(runs[1].clone()), "s");
+    figure("snapshot_tls_s", median(runs[2].clone()), "s");
+    figure("snapshot_over_copy_ratio", ratio(&runs[1], &runs[0]), "x");
+    figure(
+        "snapshot_tls_over_plain_ratio",
+        ratio(&runs[2], &runs[1]),
+        "x",
+    );
+    if !runs[3].is_empty() {
+        figure("original_catchup_s", median(runs[3].clone()), "s");
+        figure(
+            "original_over_snapshot_ratio",
+            ratio(&runs[3], &runs[1]),
+            "x",
+        );
+    }
+    remove(&origin);
+    remove(&copy);
+    remove(&replica);
 }
 
 fn main() {
@@ -547,8 +737,15 @@ fn main() {
     if wants("catchup") {
         catchup_figures(dir.path(), args.mb, args.reps);
     }
+    if wants("snapshot") {
+        snapshot_figures(dir.path(), args.mb, args.reps);
+    }
     if wants("lag") {
-        lag_figures(dir.path(), args.lag_secs);
+        lag_figures(dir.path(), args.lag_secs, None);
+    }
+    if wants("lag-tls") {
+        let pair = TlsPair::new(dir.path());
+        lag_figures(dir.path(), args.lag_secs, Some(&pair));
     }
     eprintln!("load average after: {}", load_average());
 }

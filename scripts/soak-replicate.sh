@@ -17,6 +17,10 @@
 #
 #   scripts/soak-replicate.sh [DURATION_SECONDS] [WORK_DIR]
 #
+# Then (issue 36) the snapshot path under kills: the kill test of
+# tests/replicate/kill_snapshot.rs with SNAPSHOT_KILLS kills of each side
+# (default 24; CI runs 3), in release. SNAPSHOT_KILLS=0 skips it.
+#
 # Needs python3 (with its sqlite3 module). Builds the release `dendro`
 # (CARGO_BUILD_JOBS is honoured) unless DENDRO names a binary to use.
 # Listens on 127.0.0.1 only, on a port the OS picks.
@@ -225,4 +229,18 @@ echo "stuck connections: $(grep -c 'stuck connection' "$work/stuck.log" || true)
 echo "reconnect lines (normal): $(grep -c reconnecting "$work/normal.err" || true)"
 verdict=$(cat "$work/verdict.txt")
 echo "soak: $verdict ($work)"
-[[ $verdict == PASS ]]
+[[ $verdict == PASS ]] || exit 1
+
+kills=${SNAPSHOT_KILLS:-24}
+if ((kills > 0)); then
+  echo "snapshot kills: $kills of each side"
+  if DENDRO_SNAPSHOT_KILLS=$kills cargo test --release --quiet --test replicate \
+    kill_snapshot -- --nocapture >"$work/snapshot-kills.log" 2>&1; then
+    grep -E "kill moments|kills:" "$work/snapshot-kills.log" || true
+    echo "snapshot kills: PASS"
+  else
+    grep -E "kill moments|kills:|panicked" -A3 "$work/snapshot-kills.log" || true
+    echo "snapshot kills: FAIL ($work/snapshot-kills.log)"
+    exit 1
+  fi
+fi

@@ -500,7 +500,7 @@ impl<'a> Cursor<'a> {
     pub(super) fn u8(&mut self) -> std::result::Result<u8, WireProblem> {
         Ok(self.fixed::<1>()?[0])
     }
-    fn u32(&mut self) -> std::result::Result<u32, WireProblem> {
+    pub(super) fn u32(&mut self) -> std::result::Result<u32, WireProblem> {
         Ok(u32::from_le_bytes(self.fixed()?))
     }
     pub(super) fn u64(&mut self) -> std::result::Result<u64, WireProblem> {
@@ -523,7 +523,7 @@ impl<'a> Cursor<'a> {
         let n = self.u32()? as usize;
         self.take(n)
     }
-    fn str(&mut self, what: &str) -> std::result::Result<String, WireProblem> {
+    pub(super) fn str(&mut self, what: &str) -> std::result::Result<String, WireProblem> {
         let b = self.bytes()?;
         utf8(b, what)
     }

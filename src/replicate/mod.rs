@@ -10,14 +10,28 @@
 //!   by the protocol's rules. Reader build: it neither writes nor spawns.
 //! - `subscriber` (feature `write`): applies frames to a local archive
 //!   through the streaming writer, idempotently.
-//! - `transport` (feature `write`): TCP, files and pipes around the two.
+//! - `transport` (feature `write`): TCP, files and pipes around the two;
+//!   `link` below it (TLS, the subscriber's hello, deadlines), `replica`
+//!   (the subscriber's reconnecting loop), `snapshot`
+//!   (a new replica from an image of the origin's file) and `tls` (rustls
+//!   configurations, self-signed pairs).
 
 pub mod codec;
+#[cfg(all(feature = "write", not(target_arch = "wasm32")))]
+mod link;
 pub mod publisher;
+#[cfg(all(feature = "write", not(target_arch = "wasm32")))]
+mod replica;
+#[cfg(all(feature = "write", not(target_arch = "wasm32")))]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
+pub mod snapshot;
 pub mod stream;
 #[cfg(feature = "write")]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod subscriber;
+#[cfg(all(feature = "write", not(target_arch = "wasm32")))]
+#[cfg_attr(docsrs, doc(cfg(feature = "write")))]
+pub mod tls;
 #[cfg(all(feature = "write", not(target_arch = "wasm32")))]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod transport;

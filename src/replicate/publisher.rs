@@ -100,6 +100,9 @@ pub struct Publisher {
     archive: Archive,
     sources: BTreeMap<i64, Shipped>,
     next_ordinal: u32,
+    /// While [`Publisher::embodied`] reads an image: marks move, segment
+    /// payloads are neither read nor sent.
+    marking: bool,
 }
 
 impl std::fmt::Debug for Publisher {
@@ -118,7 +121,35 @@ impl Publisher {
             archive,
             sources: BTreeMap::new(),
             next_ordinal: 0,
+            marking: false,
         }
+    }
+
+    /// A publisher whose marks say that the subscriber holds everything in
+    /// `image` (a snapshot of the archive it will publish, taken in one read
+    /// transaction): one poll's worth of marks is taken from it without a
+    /// segment payload read or a frame sent. Its next poll, once
+    /// [`Publisher::rebase`]d on the live archive, sends every source's
+    /// handshake and whole index again (the connection's ordinals are new,
+    /// rule 8), then only what the image does not hold: later segments,
+    /// clock observations and rows.
+    pub fn embodied(image: Archive) -> Result<Publisher> {
+        let mut publisher = Publisher::new(image);
+        publisher.marking = true;
+        let marked = publisher.poll_each(|_| Ok(()));
+        publisher.marking = false;
+        marked?;
+        for shipped in publisher.sources.values_mut() {
+            shipped.full_sent = false;
+        }
+        Ok(publisher)
+    }
+
+    /// Goes on publishing from `archive`, keeping every mark: the archive
+    /// must be the one the marks were taken from, or a later state of it
+    /// (source ids are the catalog's own and must mean the same sources).
+    pub fn rebase(&mut self, archive: Archive) {
+        self.archive = archive;
     }
 
     /// The archive being published.
@@ -153,6 +184,7 @@ impl Publisher {
         let archive = &self.archive;
         let sources = &mut self.sources;
         let next_ordinal = &mut self.next_ordinal;
+        let marking = self.marking;
         archive.read_snapshot(|snap| {
             let records = snap.sources()?;
             for record in &records {
@@ -161,7 +193,7 @@ impl Publisher {
                     *next_ordinal += 1;
                     Shipped::new(ordinal)
                 });
-                shipped.catalog_frames(snap, record, &mut send)?;
+                shipped.catalog_frames(snap, record, marking, &mut send)?;
             }
             // Only once every source's catalog part went out are the rows
             // read: building a `Rows` frame moves its source's marks, so one
@@ -249,6 +281,7 @@ impl Shipped {
         &mut self,
         snap: &Snapshot<'_>,
         record: &SourceRecord,
+        marking: bool,
         send: &mut impl FnMut(Frame) -> Result<()>,
     ) -> Result<()> {
         let said = Said {
@@ -310,7 +343,11 @@ impl Shipped {
         self.index_frames(snap, record.id, first || !fresh.is_empty(), send)?;
         self.full_sent = true;
         for (stream, records) in fresh {
-            self.segment_frames(snap, record.id, &stream, records, send)?;
+            if marking {
+                self.mark_segments(&stream, &records);
+            } else {
+                self.segment_frames(snap, record.id, &stream, records, send)?;
+            }
         }
         for offset in snap.clock_offsets(record.id)? {
             if self.clock.is_some_and(|c| offset.ts <= c) {
@@ -324,6 +361,17 @@ impl Shipped {
             })?;
         }
         Ok(())
+    }
+
+    /// Marks segments as shipped without reading or sending them: they are
+    /// in the image the subscriber received.
+    fn mark_segments(&mut self, stream: &str, records: &[SegmentRecord]) {
+        let shipped = self.segments.entry(stream.to_string()).or_default();
+        let newest = self.newest.entry(stream.to_string()).or_insert(i64::MIN);
+        for record in records {
+            shipped.insert(record.seq, facts(record));
+            *newest = (*newest).max(record.last_ts);
+        }
     }
 
     /// One `Segment` frame per record, its payload read as it goes out.

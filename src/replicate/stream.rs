@@ -170,26 +170,77 @@ impl<R: std::io::Read> FrameReader<R> {
         })
     }
 
-    /// The next frame, `None` at a clean end of the stream.
+    /// The next frame, `None` at a clean end of the stream; frames of
+    /// kinds this reader does not know are skipped and counted.
     pub fn next_frame(&mut self) -> Result<Option<Frame>> {
         loop {
-            let start = self.offset;
-            let Some(body) = self.next_raw()? else {
-                return Ok(None);
-            };
-            let fail = |problem| Error::Wire {
-                file: self.name.clone(),
-                offset: start,
-                problem,
-            };
-            match Frame::decode_payload(body[0], &body[1..]).map_err(fail)? {
-                Some(frame) => {
-                    self.frames += 1;
-                    return Ok(Some(frame));
-                }
-                None => self.skipped_unknown += 1,
+            match self.next_item()? {
+                None => return Ok(None),
+                Some(Item::Frame(frame)) => return Ok(Some(frame)),
+                Some(Item::Other { .. }) => self.skipped_unknown += 1,
             }
         }
+    }
+
+    /// The next frame, or one of a kind this reader does not decode,
+    /// handed out rather than skipped: for a transport that carries frames
+    /// of its own between the protocol's (a snapshot announcement). `None`
+    /// at a clean end of the stream.
+    pub fn next_item(&mut self) -> Result<Option<Item>> {
+        let start = self.offset;
+        let Some(mut body) = self.next_raw()? else {
+            return Ok(None);
+        };
+        let fail = |problem| Error::Wire {
+            file: self.name.clone(),
+            offset: start,
+            problem,
+        };
+        match Frame::decode_payload(body[0], &body[1..]).map_err(fail)? {
+            Some(frame) => {
+                self.frames += 1;
+                Ok(Some(Item::Frame(frame)))
+            }
+            None => {
+                let kind = body.remove(0);
+                Ok(Some(Item::Other {
+                    kind,
+                    payload: body,
+                }))
+            }
+        }
+    }
+
+    /// Reads exactly `len` bytes that the transport carries outside any
+    /// frame (a snapshot image), handing them to `sink` in pieces of at
+    /// most 1 MiB; only a piece is ever in memory. A stream that ends
+    /// first is refused, saying how much arrived.
+    pub fn read_raw(&mut self, len: u64, mut sink: impl FnMut(&[u8]) -> Result<()>) -> Result<()> {
+        let start = self.offset;
+        let mut piece = vec![0u8; RAW_PIECE_BYTES.min(len as usize)];
+        let mut got = 0u64;
+        while got < len {
+            let want = (len - got).min(piece.len() as u64) as usize;
+            let n = match self.input.read(&mut piece[..want]) {
+                Ok(0) => {
+                    return Err(Error::Wire {
+                        file: self.name.clone(),
+                        offset: start,
+                        problem: WireProblem::BadValue(format!(
+                            "the stream ends inside a snapshot image: {got} of its {len} bytes \
+                             arrived"
+                        )),
+                    })
+                }
+                Ok(n) => n,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::io(&self.name, "cannot read a snapshot image", e)),
+            };
+            sink(&piece[..n])?;
+            got += n as u64;
+            self.offset += n as u64;
+        }
+        Ok(())
     }
 
     /// Reads the whole stream without decoding a frame, checking its
@@ -279,7 +330,9 @@ impl<R: std::io::Read> FrameReader<R> {
                     }
                 }
             }
-            if first && (KIND_HANDSHAKE..=KIND_CLOCK_OFFSET).contains(&body[0]) {
+            let opens_live =
+                (KIND_HANDSHAKE..=KIND_CLOCK_OFFSET).contains(&body[0]) || body[0] == KIND_SNAPSHOT;
+            if first && opens_live {
                 // No announcement: a stream without a digest.
                 self.digest = None;
             }
@@ -358,6 +411,29 @@ impl<R: std::io::Read> FrameReader<R> {
         self.offset
     }
 }
+
+/// What [`FrameReader::next_item`] hands out.
+#[derive(Debug)]
+pub enum Item {
+    /// A frame of the protocol.
+    Frame(Frame),
+    /// A frame of a kind the protocol does not define: its kind byte and
+    /// payload, unread.
+    Other {
+        /// The kind byte.
+        kind: u8,
+        /// The payload after the kind byte.
+        payload: Vec<u8>,
+    },
+}
+
+/// The kind of our TCP transport's snapshot announcement (`WIRE.md` §6.2):
+/// sent only to a subscriber that asked for a snapshot, never in a stream
+/// file. A stream that starts with it carries no digest frame.
+pub const KIND_SNAPSHOT: u8 = 0xF7;
+
+/// The most [`FrameReader::read_raw`] holds at once.
+const RAW_PIECE_BYTES: usize = 1 << 20;
 
 /// Reads until `buf` is full or the input ends; how many bytes it got.
 fn read_full(input: &mut impl std::io::Read, buf: &mut [u8]) -> std::io::Result<usize> {

@@ -81,6 +81,11 @@ pub struct Applied {
     pub segments_replaced: u64,
     /// The newest row timestamp applied, for lag.
     pub newest_ts: Option<i64>,
+    /// Snapshot images the replica started from (`WIRE.md` §6.2), whose
+    /// contents are in none of the counts above.
+    pub snapshots: u64,
+    /// Their bytes.
+    pub snapshot_bytes: u64,
 }
 
 /// A replicated source: its writer handle and what it holds.
@@ -186,6 +191,13 @@ impl Subscriber {
             pending: Vec::new(),
             pending_bytes: 0,
         })
+    }
+
+    /// Counts a snapshot image of `bytes` that the archive started from
+    /// (it was moved into place before this subscriber opened it).
+    pub fn started_from_image(&mut self, bytes: u64) {
+        self.applied.snapshots += 1;
+        self.applied.snapshot_bytes += bytes;
     }
 
     /// Forgets the ordinals of the previous connection (rule 8).

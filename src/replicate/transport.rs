@@ -26,20 +26,22 @@
 
 use std::io::{BufReader, BufWriter, ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use super::codec::preamble;
+use super::link::{Peer, Sink, STOP_POLL};
 use super::publisher::Publisher;
+use super::snapshot::take_image;
 use super::stream::{FrameReader, StreamDigest, Verification};
 use super::subscriber::{Applied, Subscriber};
+use super::tls::ClientTls;
 use crate::container::Archive;
 use crate::error::{Error, Result};
 
-/// How often a loop that waits checks its `stop` flag.
-const STOP_POLL: Duration = Duration::from_millis(100);
+pub use super::replica::{replicate_tcp, Replica};
 
 /// What a publisher allows each subscriber; [`Default`] is what
 /// `dendro publish` uses unless told otherwise.
@@ -64,6 +66,21 @@ pub struct PublishOptions {
     /// Where lines about peers go (dropped, refused, failed): standard
     /// error unless replaced.
     pub log: Arc<dyn Fn(&str) + Send + Sync>,
+    /// How long a new connection has to say what it wants (`WIRE.md`
+    /// §6.2). Our subscriber says it at once; one that says nothing (the
+    /// original's) gets the frame catch-up once this has passed.
+    pub hello_wait: Duration,
+    /// Where snapshot images are made (one archive's size each, unlinked
+    /// once made); `None` offers no snapshot, every subscriber gets frames.
+    pub snapshot_dir: Option<PathBuf>,
+    /// Images made at once; a subscriber that asks for one beyond them
+    /// gets frames.
+    pub max_snapshots: usize,
+    /// TLS: the publisher's certificate, key and client list
+    /// ([`super::tls::server_config`]); `None` is plain TCP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// How long a TLS handshake may take.
+    pub handshake_timeout: Duration,
 }
 
 impl std::fmt::Debug for PublishOptions {
@@ -74,6 +91,10 @@ impl std::fmt::Debug for PublishOptions {
             .field("write_timeout", &self.write_timeout)
             .field("max_peers", &self.max_peers)
             .field("accept_pause", &self.accept_pause)
+            .field("hello_wait", &self.hello_wait)
+            .field("snapshot_dir", &self.snapshot_dir)
+            .field("max_snapshots", &self.max_snapshots)
+            .field("tls", &self.tls.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -89,6 +110,11 @@ impl Default for PublishOptions {
             max_peers: 32,
             accept_pause: Duration::from_millis(250),
             log: Arc::new(|line: &str| eprintln!("{line}")),
+            hello_wait: Duration::from_millis(250),
+            snapshot_dir: Some(std::env::temp_dir()),
+            max_snapshots: 2,
+            tls: None,
+            handshake_timeout: Duration::from_secs(10),
         }
     }
 }
@@ -109,6 +135,9 @@ pub struct SubscribeOptions {
     pub backoff_first: Duration,
     /// The longest wait between reconnects.
     pub backoff_cap: Duration,
+    /// TLS: whom to trust and what to present ([`super::tls::client_config`]);
+    /// `None` is plain TCP.
+    pub tls: Option<ClientTls>,
 }
 
 impl Default for SubscribeOptions {
@@ -118,6 +147,7 @@ impl Default for SubscribeOptions {
             connect_timeout: Duration::from_secs(10),
             backoff_first: Duration::from_millis(100),
             backoff_cap: Duration::from_secs(10),
+            tls: None,
         }
     }
 }
@@ -179,12 +209,6 @@ pub fn publish_live(
     publish(&mut publisher, &mut sink, &options, stop)
 }
 
-/// Where a live publisher's bytes go.
-trait Sink {
-    /// Sends all of `bytes` (and flushes); returns how many.
-    fn send(&mut self, bytes: &[u8]) -> Result<u64>;
-}
-
 /// A plain byte sink (a file, a pipe): no deadline can be put on it.
 struct Plain<'a, W: Write> {
     out: BufWriter<W>,
@@ -214,58 +238,6 @@ impl<W: Write> Sink for Plain<'_, W> {
     }
 }
 
-/// A subscriber's socket, every send bound by a deadline.
-struct Peer {
-    conn: TcpStream,
-    name: String,
-    timeout: Duration,
-}
-
-impl Sink for Peer {
-    /// The whole of `bytes` must go within the timeout, not each write
-    /// call: a peer that reads a trickle is as stuck as one that reads
-    /// nothing, only slower.
-    fn send(&mut self, bytes: &[u8]) -> Result<u64> {
-        let deadline = Instant::now() + self.timeout;
-        let mut sent = 0;
-        while sent < bytes.len() {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(Error::io(
-                    &self.name,
-                    &format!(
-                        "subscriber dropped: it took {sent} of a {}-byte part in {:?}; one \
-                         that cannot keep up is let go (it may reconnect and catch up)",
-                        bytes.len(),
-                        self.timeout
-                    ),
-                    ErrorKind::TimedOut.into(),
-                ));
-            }
-            self.conn
-                .set_write_timeout(Some(left))
-                .map_err(|e| Error::io(&self.name, "cannot set a write timeout", e))?;
-            match self.conn.write(&bytes[sent..]) {
-                Ok(0) => {
-                    return Err(Error::io(
-                        &self.name,
-                        "cannot send frames",
-                        ErrorKind::WriteZero.into(),
-                    ))
-                }
-                Ok(n) => sent += n,
-                Err(e)
-                    if matches!(
-                        e.kind(),
-                        ErrorKind::Interrupted | ErrorKind::WouldBlock | ErrorKind::TimedOut
-                    ) => {}
-                Err(e) => return Err(Error::io(&self.name, "cannot send frames", e)),
-            }
-        }
-        Ok(bytes.len() as u64)
-    }
-}
-
 /// The live loop: parts of an interval back to back until one ends the
 /// interval, then a pause of `interval`. The snapshot behind a part is
 /// gone before the part is sent (see [`Publisher::poll_into`]).
@@ -275,7 +247,18 @@ fn publish(
     options: &PublishOptions,
     stop: &AtomicBool,
 ) -> Result<u64> {
-    let mut bytes = sink.send(&preamble())?;
+    let bytes = sink.send(&preamble())?;
+    Ok(bytes + publish_frames(publisher, sink, options, stop)?)
+}
+
+/// [`publish`] after the preamble.
+fn publish_frames(
+    publisher: &mut Publisher,
+    sink: &mut impl Sink,
+    options: &PublishOptions,
+    stop: &AtomicBool,
+) -> Result<u64> {
+    let mut bytes = 0;
     let mut part = Vec::new();
     while !stop.load(Ordering::Relaxed) {
         part.clear();
@@ -293,7 +276,7 @@ fn publish(
 }
 
 /// Sleeps for `wait`, or less once `stop` is set.
-fn pause(wait: Duration, stop: &AtomicBool) {
+pub(super) fn pause(wait: Duration, stop: &AtomicBool) {
     let until = Instant::now() + wait;
     loop {
         let left = until.saturating_duration_since(Instant::now());
@@ -431,6 +414,10 @@ pub fn serve_tcp_with(
         .set_nonblocking(true)
         .map_err(|e| Error::io(&name, "cannot poll the listener", e))?;
     let serving = Arc::new(AtomicUsize::new(0));
+    let imaging = Arc::new(AtomicUsize::new(0));
+    if let Some(dir) = &options.snapshot_dir {
+        super::snapshot::discard_stale_images(dir);
+    }
     let log = &options.log;
     while !stop.load(Ordering::Relaxed) {
         let (conn, peer) = match listener.accept() {
@@ -464,11 +451,12 @@ pub fn serve_tcp_with(
         let place = Place(Arc::clone(&serving));
         let archive = archive.to_path_buf();
         let (options, peer_name) = (options.clone(), peer.clone());
+        let imaging = Arc::clone(&imaging);
         let spawned = std::thread::Builder::new()
             .name("dendro-publish".into())
             .spawn(move || {
                 let _place = place;
-                if let Err(e) = serve_peer(&archive, conn, peer_name, &options, stop) {
+                if let Err(e) = serve_peer(&archive, conn, peer_name, &options, stop, &imaging) {
                     (options.log)(&e.to_string());
                 }
             });
@@ -488,6 +476,7 @@ fn serve_peer(
     name: String,
     options: &PublishOptions,
     stop: &AtomicBool,
+    imaging: &AtomicUsize,
 ) -> Result<u64> {
     conn.set_nonblocking(false)
         .map_err(|e| Error::io(&name, "cannot set up the connection", e))?;
@@ -495,13 +484,71 @@ fn serve_peer(
     // Best effort: without it a vanished peer is only noticed when its
     // socket buffer fills, which heartbeats take hours to do.
     let _ = unacked_limit(&conn, options.write_timeout);
-    let mut publisher = Publisher::new(Archive::open(archive)?);
-    let mut peer = Peer {
+    let mut peer = Peer::accept(
         conn,
         name,
-        timeout: options.write_timeout,
+        options.tls.as_ref(),
+        options.handshake_timeout,
+        options.write_timeout,
+    )?;
+    let mut bytes = peer.send(&preamble())?;
+    let hello = peer.hello(options.hello_wait)?;
+    let mut publisher = None;
+    if hello.is_some_and(|h| h.want_snapshot) {
+        if let Some((image, sent)) = send_image(archive, &mut peer, options, imaging)? {
+            publisher = Some(image);
+            bytes += sent;
+        }
+    }
+    let mut publisher = match publisher {
+        Some(p) => p,
+        None => Publisher::new(Archive::open(archive)?),
     };
-    publish(&mut publisher, &mut peer, options, stop)
+    Ok(bytes + publish_frames(&mut publisher, &mut peer, options, stop)?)
+}
+
+/// Takes an image of `archive` and sends it, announced, to `peer`
+/// (`WIRE.md` §6.2); returns the publisher that carries on after it and
+/// the bytes sent. `None` (and nothing sent) when no image can be made
+/// now: snapshots are off, as many as allowed are being made, or the
+/// archive is not one an image can start a replica from. The peer then
+/// gets frames.
+fn send_image(
+    archive: &Path,
+    peer: &mut Peer,
+    options: &PublishOptions,
+    imaging: &AtomicUsize,
+) -> Result<Option<(Publisher, u64)>> {
+    let Some(dir) = &options.snapshot_dir else {
+        return Ok(None);
+    };
+    if imaging.fetch_add(1, Ordering::SeqCst) >= options.max_snapshots {
+        imaging.fetch_sub(1, Ordering::SeqCst);
+        (options.log)(&format!(
+            "{}: asked for a snapshot while {} are being made; it gets frames",
+            peer.name, options.max_snapshots
+        ));
+        return Ok(None);
+    }
+    let taken = take_image(archive, dir);
+    imaging.fetch_sub(1, Ordering::SeqCst);
+    let Some(mut image) = taken? else {
+        return Ok(None);
+    };
+    let mut bytes = peer.send(&image.announcement.frame())?;
+    let mut budget = Vec::with_capacity(options.batch_bytes.min(64 << 20));
+    image.send(|piece| {
+        // Pieces are gathered up to a part, each part bound by the write
+        // timeout like any other.
+        budget.extend_from_slice(piece);
+        if budget.len() >= options.batch_bytes {
+            bytes += peer.send(&budget)?;
+            budget.clear();
+        }
+        Ok(())
+    })?;
+    bytes += peer.send(&budget)?;
+    Ok(Some((image.publisher, bytes)))
 }
 
 /// Bounds how long bytes sent to a peer may stay unacknowledged before the
@@ -589,7 +636,7 @@ pub fn subscribe_tcp(
 /// back-off counts as progress. Handshakes, held segments and rows, and
 /// clock observations (counted even when the table already had them)
 /// come with every catch-up and say nothing.
-fn new_content(applied: &Applied) -> u64 {
+pub(super) fn new_content(applied: &Applied) -> u64 {
     applied.segments + applied.rows + applied.index_entries
 }
 
@@ -602,99 +649,17 @@ fn new_content(applied: &Applied) -> u64 {
 /// the same place, or that keeps closing, is not hammered with catch-ups.
 /// Returns `Ok` once `stop` is set (within a tenth of a second, also in
 /// the middle of a stream), an `Err` if the replica refused what it was
-/// sent (retrying would repeat it).
+/// sent (retrying would repeat it). The subscriber is open already, so it
+/// never asks for a snapshot: see [`replicate_tcp`].
 pub fn subscribe_tcp_with(
     subscriber: &mut Subscriber,
     addr: SocketAddr,
     options: &SubscribeOptions,
     stop: &AtomicBool,
-    mut progress: impl FnMut(&Applied, u64),
-    mut on_error: impl FnMut(&Error),
+    progress: impl FnMut(&Applied, u64),
+    on_error: impl FnMut(&Error),
 ) -> Result<()> {
-    let mut backoff = Backoff::new(options.backoff_first, options.backoff_cap);
-    let name = addr.to_string();
-    while !stop.load(Ordering::Relaxed) {
-        match TcpStream::connect_timeout(&addr, options.connect_timeout) {
-            Ok(conn) => {
-                let before = new_content(subscriber.applied());
-                let outcome = Watched::new(conn, &name, options.idle_timeout, stop)
-                    .and_then(|input| apply_stream(subscriber, input, &name, &mut progress));
-                if new_content(subscriber.applied()) > before {
-                    backoff.reset(options.backoff_first);
-                }
-                match outcome {
-                    Ok(()) => {}
-                    Err(Error::Wire { .. } | Error::Io { .. }) if stop.load(Ordering::Relaxed) => {
-                        break
-                    }
-                    // The connection broke, went quiet or carried garbage:
-                    // try again.
-                    Err(e @ (Error::Wire { .. } | Error::Io { .. })) => on_error(&e),
-                    // The replica refused what it was sent: retrying repeats it.
-                    Err(e) => return Err(e),
-                }
-            }
-            Err(e) => on_error(&Error::io(&name, "cannot connect", e)),
-        }
-        pause(backoff.next_wait(), stop);
-    }
-    Ok(())
-}
-
-/// A publisher's socket as a subscriber reads it: a read fails once
-/// nothing has arrived for `idle` (the publisher's heartbeat stopped: a
-/// half-open connection, a hung or hostile peer), or once `stop` is set.
-struct Watched<'a> {
-    conn: TcpStream,
-    idle: Duration,
-    stop: &'a AtomicBool,
-    last: Instant,
-}
-
-impl<'a> Watched<'a> {
-    fn new(conn: TcpStream, name: &str, idle: Duration, stop: &'a AtomicBool) -> Result<Self> {
-        // Short socket timeouts, so `stop` is seen; `idle` is counted here.
-        let tick = idle.min(STOP_POLL).max(Duration::from_millis(1));
-        conn.set_read_timeout(Some(tick))
-            .map_err(|e| Error::io(name, "cannot set a read timeout", e))?;
-        Ok(Watched {
-            conn,
-            idle,
-            stop,
-            last: Instant::now(),
-        })
-    }
-}
-
-impl Read for Watched<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        loop {
-            // Checked before every read too: a publisher that keeps sending
-            // never lets a read time out.
-            if self.stop.load(Ordering::Relaxed) {
-                return Err(std::io::Error::other("stopped on request"));
-            }
-            match self.conn.read(buf) {
-                Ok(n) => {
-                    self.last = Instant::now();
-                    return Ok(n);
-                }
-                Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut) => {
-                    if self.last.elapsed() >= self.idle {
-                        return Err(std::io::Error::new(
-                            ErrorKind::TimedOut,
-                            format!(
-                                "nothing arrived for {:?}; a live publisher sends a frame every \
-                                 interval, so the connection is taken for dead",
-                                self.idle
-                            ),
-                        ));
-                    }
-                }
-                Err(e) => return Err(e),
-            }
-        }
-    }
+    super::replica::follow_tcp(subscriber, addr, options, stop, progress, on_error)
 }
 
 #[cfg(all(test, target_os = "linux"))]
@@ -740,8 +705,10 @@ mod tests {
             ..PublishOptions::default()
         };
         let stop: &'static AtomicBool = Box::leak(Box::new(AtomicBool::new(false)));
-        let served =
-            std::thread::spawn(move || serve_peer(&archive, conn, "peer".into(), &options, stop));
+        let served = std::thread::spawn(move || {
+            let imaging = AtomicUsize::new(0);
+            serve_peer(&archive, conn, "peer".into(), &options, stop, &imaging)
+        });
         // The preamble arrives once the connection is set up.
         let mut head = [0u8; 4];
         (&client).read_exact(&mut head).unwrap();

@@ -18,12 +18,12 @@ use dendro::{Archive, ClockOffset, Labels, SourceWriter, WalRow, Writer};
 use crate::common::{fixture_row, FixtureEncoder};
 use crate::round_trip::assert_replica;
 
-fn dendro() -> Command {
+pub(crate) fn dendro() -> Command {
     Command::new(env!("CARGO_BIN_EXE_dendro"))
 }
 
 /// Starts the publisher and returns once it listens (its first line).
-fn publisher(origin: &Path, port: u16) -> Child {
+pub(crate) fn publisher(origin: &Path, port: u16) -> Child {
     let mut child = dendro()
         .arg("publish")
         .arg(origin)
@@ -70,12 +70,12 @@ fn subscriber_with(replica: &Path, args: &[String]) -> Child {
     child
 }
 
-fn kill(child: &mut Child) {
+pub(crate) fn kill(child: &mut Child) {
     child.kill().unwrap();
     child.wait().unwrap();
 }
 
-fn append(source: &SourceWriter, ts: i64) {
+pub(crate) fn append(source: &SourceWriter, ts: i64) {
     let stream = ["cpu", "mem", "net"][(ts % 3) as usize];
     let row = WalRow {
         ts,
@@ -159,7 +159,7 @@ fn subscriber_from(replica: &Path, stream: &Path) -> Child {
     subscriber_with(replica, &["--from".into(), stream.display().to_string()])
 }
 
-fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
+pub(crate) fn with_suffix(path: &Path, suffix: &str) -> std::path::PathBuf {
     let mut name = path.as_os_str().to_os_string();
     name.push(suffix);
     name.into()
@@ -302,8 +302,10 @@ fn an_interrupt_stops_a_live_subscriber_and_publisher_cleanly() {
     let mut subscribing = Reaped(subscriber(&replica, port));
     let (publishing, subscribing) = (&mut publishing.0, &mut subscribing.0);
     let mut lines = BufReader::new(subscribing.stdout.take().unwrap()).lines();
+    // A new replica starts from an image of the origin (or from frames).
     for line in lines.by_ref() {
-        if line.unwrap().contains("\"rows\":20") {
+        let line = line.unwrap();
+        if line.contains("\"rows\":20") || line.contains("\"snapshots\":1") {
             break;
         }
     }
@@ -311,7 +313,23 @@ fn an_interrupt_stops_a_live_subscriber_and_publisher_cleanly() {
     let status = signal_and_wait(subscribing, libc::SIGINT);
     assert!(status.success(), "the subscriber ended by {status}");
     let last = lines.last().expect("a last progress line").unwrap();
-    assert!(last.contains("\"rows\":20"), "{last}");
+    assert!(
+        last.contains("\"rows\":20") || last.contains("\"snapshots\":1"),
+        "{last}"
+    );
+    let held: usize = Archive::open(&replica)
+        .unwrap()
+        .read_snapshot(|s| {
+            let mut held = 0;
+            for stream in ["cpu", "mem", "net"] {
+                held += s
+                    .live_wal_rows_between(1, stream, i64::MIN, i64::MAX)?
+                    .len();
+            }
+            Ok(held)
+        })
+        .unwrap();
+    assert_eq!(held, 20, "the replica holds the origin's 20 rows");
     assert!(Archive::open(&replica).unwrap().verify().unwrap().sound);
     // SIGTERM: the publisher stops listening and exits.
     let status = signal_and_wait(publishing, libc::SIGTERM);

@@ -14,11 +14,15 @@ mod frames;
 mod interop;
 #[cfg(feature = "cli")]
 mod kill;
+#[cfg(feature = "cli")]
+mod kill_snapshot;
 mod live;
 mod placement_cost;
 mod round_trip;
 mod rules;
 mod slow_peers;
+mod snapshot;
 mod source_update;
 mod staged;
+mod tls;
 mod wire_doc;

@@ -148,6 +148,9 @@ enum Command {
     /// Apply a replication stream to a replica: from a publisher over TCP,
     /// a file, or standard input.
     Subscribe(replicate::SubscribeArgs),
+    /// TLS for replication: `dendro tls selfsigned` makes a certificate
+    /// and key for a first try.
+    Tls(replicate::TlsArgs),
     /// Serve the built viewer on 127.0.0.1 and offer the given archives.
     Serve {
         /// Archives to offer (each checked first), or folders: every archive
@@ -261,6 +264,7 @@ fn main() -> ExitCode {
         Command::Serve { files, port, root } => run_serve(files, port, root),
         Command::Publish(args) => replicate::run_publish(args),
         Command::Subscribe(args) => replicate::run_subscribe(args),
+        Command::Tls(args) => replicate::run_tls(args),
         Command::Demo {
             out,
             live,

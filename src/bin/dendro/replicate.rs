@@ -9,10 +9,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use clap::Args;
+use clap::{Args, Subcommand};
+use dendro::replicate::tls::{self, Trust};
 use dendro::replicate::transport::{
-    apply_stream, check_address, check_file, publish_live, serve_tcp_with, subscribe_tcp_with,
-    write_catch_up, PublishOptions, SubscribeOptions,
+    apply_stream, check_address, check_file, publish_live, replicate_tcp, serve_tcp_with,
+    write_catch_up, PublishOptions, Replica, SubscribeOptions,
 };
 use dendro::replicate::{Applied, Subscriber, VerbatimOnly, Verification};
 use dendro::Error;
@@ -56,10 +57,29 @@ pub struct PublishArgs {
     /// closed at once (and retries with back-off).
     #[arg(long, default_value_t = 32, value_name = "N")]
     max_subscribers: usize,
-    /// Allow an address that is not loopback (the stream is neither
-    /// authenticated nor encrypted).
+    /// Allow an address that is not loopback without TLS (the stream is
+    /// then neither authenticated nor encrypted). With TLS any address is
+    /// allowed.
     #[arg(long)]
     allow_remote: bool,
+    /// With --listen: serve over TLS with this certificate chain (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+    /// Let in only subscribers that present one of the certificates in
+    /// this PEM file (each trusted as its own anchor).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_clients: Option<PathBuf>,
+    /// With --listen: where snapshot images of the archive are made for new
+    /// replicas (each the archive's size, removed once sent). Default: the
+    /// system's temporary directory.
+    #[arg(long, value_name = "DIR")]
+    snapshot_dir: Option<PathBuf>,
+    /// With --listen: never send a snapshot; new replicas get frames.
+    #[arg(long, conflicts_with = "snapshot_dir")]
+    no_snapshots: bool,
 }
 
 /// Where `dendro subscribe` reads the stream from.
@@ -96,9 +116,55 @@ pub struct SubscribeArgs {
     /// Print progress as JSON lines.
     #[arg(long)]
     json: bool,
-    /// Allow an address that is not loopback.
+    /// Allow an address that is not loopback without TLS.
     #[arg(long)]
     allow_remote: bool,
+    /// With --connect: TLS, trusting publishers whose certificate this CA
+    /// file (PEM) signed for the --tls-name.
+    #[arg(long, value_name = "PEM", conflicts_with = "tls_pin")]
+    tls_ca: Option<PathBuf>,
+    /// With --connect: TLS, trusting only the publisher certificate with
+    /// this SHA-256 fingerprint (hex, colons allowed), while it is valid.
+    #[arg(long, value_name = "SHA256")]
+    tls_pin: Option<String>,
+    /// The name the publisher's certificate must carry (with --tls-ca).
+    /// Default: the address connected to.
+    #[arg(long, value_name = "NAME")]
+    tls_name: Option<String>,
+    /// A certificate (PEM) to present to a publisher that asks for one.
+    #[arg(long, value_name = "PEM", requires = "tls_key")]
+    tls_cert: Option<PathBuf>,
+    /// The private key of --tls-cert (PEM).
+    #[arg(long, value_name = "PEM", requires = "tls_cert")]
+    tls_key: Option<PathBuf>,
+}
+
+/// `dendro tls`'s arguments.
+#[derive(Args)]
+pub struct TlsArgs {
+    #[command(subcommand)]
+    command: TlsCommand,
+}
+
+#[derive(Subcommand)]
+enum TlsCommand {
+    /// Make a self-signed certificate and key (PEM) for a first try; prints
+    /// the certificate's SHA-256 fingerprint for --tls-pin.
+    Selfsigned {
+        /// Where the certificate goes (must not exist).
+        #[arg(long, value_name = "PEM")]
+        cert: PathBuf,
+        /// Where the key goes (must not exist; made readable by its owner only).
+        #[arg(long, value_name = "PEM")]
+        key: PathBuf,
+        /// A DNS name or IP address the certificate is for (repeatable).
+        /// Default: localhost, 127.0.0.1 and ::1.
+        #[arg(long = "name", value_name = "NAME")]
+        names: Vec<String>,
+        /// Days the certificate is valid from today.
+        #[arg(long, default_value_t = 365)]
+        days: u32,
+    },
 }
 
 /// Set by the first SIGINT or SIGTERM while publishing or subscribing
@@ -139,18 +205,33 @@ fn stopped() -> bool {
 pub fn run_publish(args: PublishArgs) -> Result<(), Failure> {
     let interval = Duration::from_millis(args.interval_ms.max(1));
     if let Some(addr) = args.to.listen {
-        check_address(addr, args.allow_remote)?;
+        let tls = match (&args.tls_cert, &args.tls_key) {
+            (Some(cert), Some(key)) => {
+                Some(tls::server_config(cert, key, args.tls_clients.as_deref())?)
+            }
+            _ => None,
+        };
+        // TLS authenticates the publisher (and, with a client list, the
+        // subscribers) and encrypts: any address is then fine.
+        check_address(addr, args.allow_remote || tls.is_some())?;
         let listener =
             TcpListener::bind(addr).map_err(|e| io_error(&addr.to_string(), "cannot listen", e))?;
         let bound = listener.local_addr().map_or(addr, |a| a);
+        let defaults = PublishOptions::default();
         let options = PublishOptions {
             interval,
             write_timeout: Duration::from_millis(args.write_timeout_ms.max(1)),
             max_peers: args.max_subscribers.max(1),
-            ..PublishOptions::default()
+            snapshot_dir: match args.no_snapshots {
+                true => None,
+                false => args.snapshot_dir.clone().or(defaults.snapshot_dir.clone()),
+            },
+            tls: tls.clone(),
+            ..defaults
         };
         stop_on_signals();
-        eprintln!("publishing {} on {bound}", args.file.display());
+        let over = if tls.is_some() { " (TLS)" } else { "" };
+        eprintln!("publishing {} on {bound}{over}", args.file.display());
         serve_tcp_with(&args.file, listener, &options, &STOP)?;
         if stopped() {
             eprintln!("stopped publishing {}", args.file.display());
@@ -196,36 +277,125 @@ pub fn run_subscribe(args: SubscribeArgs) -> Result<(), Failure> {
             );
         }
     }
-    let mut subscriber = Subscriber::open(&args.out, Arc::new(VerbatimOnly))?;
     let mut shown = Progress::new(args.json);
     let mut progress = |applied: &Applied, bytes: u64| shown.maybe(applied, bytes);
-    if let Some(addr) = args.from.connect {
-        check_address(addr, args.allow_remote)?;
+    let applied = if let Some(addr) = args.from.connect {
+        let tls = subscriber_tls(&args, addr)?;
+        check_address(addr, args.allow_remote || tls.is_some())?;
         let options = SubscribeOptions {
             idle_timeout: Duration::from_millis(args.idle_timeout_ms.max(1)),
+            tls,
             ..SubscribeOptions::default()
         };
         stop_on_signals();
-        subscribe_tcp_with(&mut subscriber, addr, &options, &STOP, &mut progress, |e| {
+        let mut replica = Replica::new(&args.out, Arc::new(VerbatimOnly));
+        replicate_tcp(&mut replica, addr, &options, &STOP, &mut progress, |e| {
             // A peer's words and names pass through the message.
             eprintln!("{}; reconnecting", crate::terminal::safe(&e.to_string()))
         })?;
-    } else if let Some(path) = &args.from.from {
-        let name = path.display().to_string();
-        let file =
-            std::fs::File::open(path).map_err(|e| io_error(&name, "cannot open the stream", e))?;
-        apply_stream(&mut subscriber, file, &name, &mut progress)?;
+        if replica.snapshots() > 0 {
+            eprintln!(
+                "{}: started from {} snapshot(s) of the publisher's archive",
+                args.out.display(),
+                replica.snapshots()
+            );
+        }
+        replica.finish()?
     } else {
-        apply_stream(
-            &mut subscriber,
-            std::io::stdin().lock(),
-            "stdin",
-            &mut progress,
-        )?;
+        let mut subscriber = Subscriber::open(&args.out, Arc::new(VerbatimOnly))?;
+        if let Some(path) = &args.from.from {
+            let name = path.display().to_string();
+            let file = std::fs::File::open(path)
+                .map_err(|e| io_error(&name, "cannot open the stream", e))?;
+            apply_stream(&mut subscriber, file, &name, &mut progress)?;
+        } else {
+            apply_stream(
+                &mut subscriber,
+                std::io::stdin().lock(),
+                "stdin",
+                &mut progress,
+            )?;
+        }
+        subscriber.finish()?
+    };
+    shown.show(&applied, shown.bytes);
+    Ok(())
+}
+
+/// The subscriber's TLS settings from its flags; `None` without
+/// --tls-ca or --tls-pin.
+fn subscriber_tls(
+    args: &SubscribeArgs,
+    addr: SocketAddr,
+) -> Result<Option<tls::ClientTls>, Failure> {
+    let trust = match (&args.tls_ca, &args.tls_pin) {
+        (Some(ca), _) => Trust::Ca(ca.clone()),
+        (None, Some(pin)) => Trust::Pin(tls::parse_fingerprint(pin)?),
+        (None, None) => {
+            if args.tls_cert.is_some() {
+                return Err(Error::Invalid {
+                    file: "--tls-cert".into(),
+                    message: "a client certificate needs TLS: give --tls-ca or --tls-pin".into(),
+                }
+                .into());
+            }
+            return Ok(None);
+        }
+    };
+    let name = args
+        .tls_name
+        .clone()
+        .unwrap_or_else(|| addr.ip().to_string());
+    let identity = args.tls_cert.as_deref().zip(args.tls_key.as_deref());
+    Ok(Some(tls::client_config(&trust, &name, identity)?))
+}
+
+/// `dendro tls`.
+pub fn run_tls(args: TlsArgs) -> Result<(), Failure> {
+    let TlsCommand::Selfsigned {
+        cert,
+        key,
+        mut names,
+        days,
+    } = args.command;
+    if names.is_empty() {
+        names = vec!["localhost".into(), "127.0.0.1".into(), "::1".into()];
     }
-    let bytes = shown.bytes;
-    let applied = subscriber.finish()?;
-    shown.show(&applied, bytes);
+    let now = std::time::SystemTime::now();
+    let pair = tls::self_signed(&names, now - tls::DAY, now + tls::DAY * days.max(1))?;
+    write_new(&key, pair.key_pem.as_bytes(), true)?;
+    if let Err(e) = write_new(&cert, pair.cert_pem.as_bytes(), false) {
+        let _ = std::fs::remove_file(&key);
+        return Err(e);
+    }
+    eprintln!(
+        "wrote {} and {} for {}, valid {days} days",
+        cert.display(),
+        key.display(),
+        names.join(", ")
+    );
+    println!("sha256 {}", pair.fingerprint);
+    Ok(())
+}
+
+/// Writes a file that must not exist yet; a key is readable by its owner
+/// only.
+fn write_new(path: &std::path::Path, bytes: &[u8], secret: bool) -> Result<(), Failure> {
+    let name = path.display().to_string();
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    if secret {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let _ = secret;
+    let mut file = options
+        .open(path)
+        .map_err(|e| io_error(&name, "cannot create", e))?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|e| io_error(&name, "cannot write", e))?;
     Ok(())
 }
 
@@ -234,6 +404,8 @@ struct Progress {
     json: bool,
     last: Option<Instant>,
     bytes: u64,
+    /// When the last frame was applied: how stale the link is.
+    frame_at: Option<Instant>,
 }
 
 impl Progress {
@@ -242,11 +414,13 @@ impl Progress {
             json,
             last: None,
             bytes: 0,
+            frame_at: None,
         }
     }
 
     fn maybe(&mut self, applied: &Applied, bytes: u64) {
         self.bytes = bytes;
+        self.frame_at = Some(Instant::now());
         if self
             .last
             .is_some_and(|t| t.elapsed() < Duration::from_secs(1))
@@ -262,18 +436,22 @@ impl Progress {
         let lag_ns = applied
             .newest_ts
             .map(|ts| dendro::write::wall_clock_ns().saturating_sub(ts));
+        // Freshness of the link: how long since a frame arrived (a live
+        // publisher sends one every interval).
+        let quiet_ms = self.frame_at.map(|t| t.elapsed().as_millis() as u64);
         let mut out = std::io::stdout().lock();
         if self.json {
             let mut line = serde_json::to_value(applied).expect("counts serialize");
             line["bytes"] = bytes.into();
             line["lag_ns"] = lag_ns.into();
+            line["quiet_ms"] = quiet_ms.into();
             let _ = writeln!(out, "{line}");
         } else {
             let lag = lag_ns.map_or("-".to_string(), |ns| format!("{:.3} s", ns as f64 / 1e9));
             let _ = writeln!(
                 out,
                 "frames {}  bytes {}  segments {} (held {}, {} replaced)  rows {} (held {}, \
-                 skipped {})  index {}  sources restated {}  gaps {}  lag {lag}",
+                 skipped {})  index {}  sources restated {}  gaps {}  lag {lag}  quiet {}",
                 applied.frames,
                 bytes,
                 applied.segments,
@@ -285,6 +463,7 @@ impl Progress {
                 applied.index_entries,
                 applied.restated,
                 applied.gaps,
+                quiet_ms.map_or("-".to_string(), |ms| format!("{ms} ms")),
             );
         }
     }
