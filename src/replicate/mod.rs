@@ -23,6 +23,8 @@ pub mod publisher;
 #[cfg(all(feature = "write", not(target_arch = "wasm32")))]
 mod replica;
 #[cfg(all(feature = "write", not(target_arch = "wasm32")))]
+mod retry;
+#[cfg(all(feature = "write", not(target_arch = "wasm32")))]
 #[cfg_attr(docsrs, doc(cfg(feature = "write")))]
 pub mod snapshot;
 pub mod stream;

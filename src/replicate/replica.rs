@@ -10,10 +10,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::link::{explain_tls_answer, Link, Watched};
+use super::retry::{new_content, pause, Backoff, SubscribeOptions};
 use super::snapshot::{receive_image, Announcement, Hello};
 use super::stream::{FrameReader, Item, KIND_SNAPSHOT};
 use super::subscriber::{Applied, Subscriber};
-use super::transport::{new_content, pause, Backoff, SubscribeOptions};
 use crate::error::{Error, Result};
 use crate::segment::SegmentEncoder;
 

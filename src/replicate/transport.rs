@@ -29,19 +29,20 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::codec::preamble;
 use super::link::{Peer, Sink, STOP_POLL};
 use super::publisher::Publisher;
+use super::retry::pause;
 use super::snapshot::take_image;
 use super::stream::{FrameReader, StreamDigest, Verification};
 use super::subscriber::{Applied, Subscriber};
-use super::tls::ClientTls;
 use crate::container::Archive;
 use crate::error::{Error, Result};
 
 pub use super::replica::{replicate_tcp, Replica};
+pub use super::retry::{Backoff, SubscribeOptions};
 
 /// What a publisher allows each subscriber; [`Default`] is what
 /// `dendro publish` uses unless told otherwise.
@@ -115,39 +116,6 @@ impl Default for PublishOptions {
             max_snapshots: 2,
             tls: None,
             handshake_timeout: Duration::from_secs(10),
-        }
-    }
-}
-
-/// How a subscriber waits on its publisher; [`Default`] is what
-/// `dendro subscribe` uses unless told otherwise.
-#[derive(Debug, Clone)]
-pub struct SubscribeOptions {
-    /// A connection that brings no byte for this long is taken for dead
-    /// and dropped. The handshake does not say the publisher's interval,
-    /// so the default allows for slow ones: thirty of `dendro publish`'s
-    /// default one-second intervals.
-    pub idle_timeout: Duration,
-    /// How long one attempt to connect may take.
-    pub connect_timeout: Duration,
-    /// The first wait before reconnecting, and the one a connection that
-    /// made progress starts the count from again.
-    pub backoff_first: Duration,
-    /// The longest wait between reconnects.
-    pub backoff_cap: Duration,
-    /// TLS: whom to trust and what to present ([`super::tls::client_config`]);
-    /// `None` is plain TCP.
-    pub tls: Option<ClientTls>,
-}
-
-impl Default for SubscribeOptions {
-    fn default() -> Self {
-        SubscribeOptions {
-            idle_timeout: Duration::from_secs(30),
-            connect_timeout: Duration::from_secs(10),
-            backoff_first: Duration::from_millis(100),
-            backoff_cap: Duration::from_secs(10),
-            tls: None,
         }
     }
 }
@@ -273,18 +241,6 @@ fn publish_frames(
         }
     }
     Ok(bytes)
-}
-
-/// Sleeps for `wait`, or less once `stop` is set.
-pub(super) fn pause(wait: Duration, stop: &AtomicBool) {
-    let until = Instant::now() + wait;
-    loop {
-        let left = until.saturating_duration_since(Instant::now());
-        if left.is_zero() || stop.load(Ordering::Relaxed) {
-            return;
-        }
-        std::thread::sleep(left.min(STOP_POLL));
-    }
 }
 
 /// Applies one stream from `input` to `subscriber` until its clean end,
@@ -582,42 +538,6 @@ fn unacked_limit(_: &TcpStream, _: Duration) -> std::io::Result<()> {
     Ok(())
 }
 
-/// Capped, jittered exponential back-off between reconnects.
-#[derive(Debug, Clone)]
-pub struct Backoff {
-    next: Duration,
-    cap: Duration,
-    seed: u64,
-}
-
-impl Backoff {
-    /// Starts at `first`, doubles up to `cap`.
-    pub fn new(first: Duration, cap: Duration) -> Backoff {
-        Backoff {
-            next: first,
-            cap,
-            seed: crate::write::wall_clock_ns() as u64 | 1,
-        }
-    }
-
-    /// The next wait: between half and all of the current step, so many
-    /// subscribers of one publisher do not reconnect in lockstep.
-    pub fn next_wait(&mut self) -> Duration {
-        self.seed ^= self.seed << 13;
-        self.seed ^= self.seed >> 7;
-        self.seed ^= self.seed << 17;
-        let step = self.next;
-        self.next = (self.next * 2).min(self.cap);
-        let half = step / 2;
-        half + half.mul_f64((self.seed % 1000) as f64 / 1000.0)
-    }
-
-    /// A connection made progress: start from the first step again.
-    pub fn reset(&mut self, first: Duration) {
-        self.next = first;
-    }
-}
-
 /// Subscribes to a publisher at `addr`, reconnecting with back-off when
 /// the connection fails or ends, until `stop` is set; with
 /// [`SubscribeOptions::default`].
@@ -630,14 +550,6 @@ pub fn subscribe_tcp(
 ) -> Result<()> {
     let options = SubscribeOptions::default();
     subscribe_tcp_with(subscriber, addr, &options, stop, progress, on_error)
-}
-
-/// What a connection brought that the replica did not hold: what the
-/// back-off counts as progress. Handshakes, held segments and rows, and
-/// clock observations (counted even when the table already had them)
-/// come with every catch-up and say nothing.
-pub(super) fn new_content(applied: &Applied) -> u64 {
-    applied.segments + applied.rows + applied.index_entries
 }
 
 /// [`subscribe_tcp`] with its waits chosen. Each connection is a fresh

@@ -85,6 +85,30 @@ pub(crate) fn append(source: &SourceWriter, ts: i64) {
     source.wal(vec![(stream.to_string(), row)]).unwrap();
 }
 
+/// Writes `batches` batches of 600 rows spread over three streams, each
+/// batch sealed: enough sealed segments that a catch-up takes a while.
+/// Returns the last timestamp written.
+pub(crate) fn seal_batches(source: &SourceWriter, batches: usize) -> i64 {
+    let mut ts = 0;
+    for _ in 0..batches {
+        let rows = (0..600)
+            .map(|_| {
+                ts += 1;
+                let stream = ["cpu", "mem", "net"][(ts % 3) as usize];
+                let row = WalRow {
+                    ts,
+                    wall_offset: 1,
+                    row: fixture_row(ts, stream),
+                };
+                (stream.to_string(), row)
+            })
+            .collect();
+        source.wal(rows).unwrap();
+        source.seal(["cpu", "mem", "net"]).unwrap();
+    }
+    ts
+}
+
 #[test]
 fn killed_publishers_and_subscribers_restart_into_an_equal_replica() {
     let dir = tempfile::tempdir().unwrap();
@@ -181,23 +205,7 @@ fn a_subscriber_killed_during_a_staged_catch_up_leaves_no_replica_or_a_whole_one
     let source = writer
         .add_source([("host".into(), "s".into())].into(), Labels::new())
         .unwrap();
-    let mut ts = 0;
-    for _ in 0..60 {
-        let rows = (0..600)
-            .map(|_| {
-                ts += 1;
-                let stream = ["cpu", "mem", "net"][(ts % 3) as usize];
-                let row = WalRow {
-                    ts,
-                    wall_offset: 1,
-                    row: fixture_row(ts, stream),
-                };
-                (stream.to_string(), row)
-            })
-            .collect();
-        source.wal(rows).unwrap();
-        source.seal(["cpu", "mem", "net"]).unwrap();
-    }
+    let mut ts = seal_batches(&source, 60);
     for _ in 0..50 {
         ts += 1;
         append(&source, ts);

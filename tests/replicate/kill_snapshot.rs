@@ -15,10 +15,10 @@ use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
 use dendro::container::STAGING_SUFFIX;
-use dendro::{Archive, ClockOffset, Labels, WalRow, Writer};
+use dendro::{Archive, ClockOffset, Labels, Writer};
 
-use crate::common::{fixture_row, FixtureEncoder};
-use crate::kill::{append, dendro, kill, with_suffix};
+use crate::common::FixtureEncoder;
+use crate::kill::{append, dendro, kill, seal_batches, with_suffix};
 use crate::round_trip::assert_replica;
 
 /// Starts `dendro subscribe REPLICA --connect` without waiting for it;
@@ -100,23 +100,7 @@ fn kills_of_either_side_during_a_snapshot_leave_nothing_or_a_whole_replica() {
         .add_source([("host".into(), "snap".into())].into(), Labels::new())
         .unwrap();
     // A few MB of sealed segments, so an image takes a while to send.
-    let mut ts = 0;
-    for _ in 0..80 {
-        let rows = (0..600)
-            .map(|_| {
-                ts += 1;
-                let stream = ["cpu", "mem", "net"][(ts % 3) as usize];
-                let row = WalRow {
-                    ts,
-                    wall_offset: 1,
-                    row: fixture_row(ts, stream),
-                };
-                (stream.to_string(), row)
-            })
-            .collect();
-        source.wal(rows).unwrap();
-        source.seal(["cpu", "mem", "net"]).unwrap();
-    }
+    let mut ts = seal_batches(&source, 80);
     source.sync().unwrap();
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
