@@ -54,6 +54,8 @@ npm run typecheck
 npm run build:www
 # The page tests start `dendro serve` with its test hook (follow.test.mjs).
 cargo build --bin dendro --features test-hooks
+# So do the accelerator's limits (a costly window, a burst held up).
+cargo test --features test-hooks --test serve_envelope
 # The hooks are exports of the module and wrapped by its glue in www/pkg,
 # which www/dist was built from (the page's own code names them in any
 # build, so its bundles tell nothing).
